@@ -1,0 +1,40 @@
+// The reference evaluator: runs any module on given inputs, one op at a time, with
+// XLA's HLO semantics. It is the oracle every backend is tested against, so it is
+// written to be obviously correct rather than fast. Deterministic: collectives over
+// several replicas/partitions reduce in a fixed order.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "compiler/ir/literal.h"
+#include "compiler/ir/module.h"
+
+namespace podsim::ir {
+
+struct EvalOptions {
+  int64_t replicas = 0;    // 0: the module's replica_count
+  int64_t partitions = 0;  // 0: the module's num_partitions
+};
+
+// Runs the entry computation on one device (replica 0, partition 0).
+Literal evaluate(const Module& module, std::span<const Literal> arguments);
+
+// Runs the entry computation on every device of a replicas x partitions grid in one
+// process; device d = replica * partitions + partition. arguments[d] are device d's
+// inputs; the result is one literal per device. Collectives with mismatched
+// participants are a podsim::Error, never a hang.
+std::vector<Literal> evaluate_spmd(const Module& module,
+                                   const std::vector<std::vector<Literal>>& arguments,
+                                   EvalOptions options = {});
+
+// custom-call targets the evaluator can run. Without a handler, a custom-call is an
+// error naming its target.
+using CustomCallHandler =
+    std::function<Literal(const Instruction& instruction, std::span<const Literal* const> operands)>;
+void register_custom_call(const std::string& target, CustomCallHandler handler);
+
+}  // namespace podsim::ir

@@ -1,0 +1,31 @@
+// Opcodes of the IR, derived from opcodes.def.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace podsim::ir {
+
+inline constexpr int kVariadic = -1;
+
+enum class Opcode : uint8_t {
+#define PODSIM_OPCODE(e, s, a) e,
+#include "compiler/ir/opcodes.def"
+#undef PODSIM_OPCODE
+};
+
+inline constexpr int kOpcodeCount = 0
+#define PODSIM_OPCODE(e, s, a) +1
+#include "compiler/ir/opcodes.def"
+#undef PODSIM_OPCODE
+    ;
+
+std::string_view opcode_name(Opcode op);
+std::optional<Opcode> opcode_from_name(std::string_view name);
+int opcode_arity(Opcode op);  // operand count or kVariadic
+
+bool is_elementwise(Opcode op);
+bool is_collective(Opcode op);
+
+}  // namespace podsim::ir
