@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages podsim needs, skipping those already present.
+# Runs as root, or through sudo. The README says why each package is there.
+set -euo pipefail
+
+packages=(
+  cmake ninja-build g++ ccache pkg-config   # build
+  libfmt-dev                                # formatting
+  libcli11-dev                              # the CLI's argument parsing
+  nlohmann-json3-dev                        # safetensors headers (JSON)
+  libgtest-dev                              # tests
+  libbenchmark-dev                          # benchmarks
+  python3-numpy                             # test oracle (/usr/bin/python3)
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null; then sudo="sudo"; else
+    echo "setup: need root (or sudo) to install: ${missing[*]}" >&2
+    exit 1
+  fi
+fi
+echo "setup: installing ${missing[*]}"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

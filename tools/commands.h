@@ -1,0 +1,19 @@
+// Subcommands of the podsim CLI. Each registers itself on the CLI11 app and runs when
+// selected; errors a user can cause surface as podsim::Error and exit code 1.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace podsim::tools {
+
+// A subcommand registered on the app, and what runs it after parsing (returns the exit
+// code).
+struct Command {
+  CLI::App* app;
+  std::function<int()> run;
+};
+Command add_check_command(CLI::App& app);
+Command add_run_command(CLI::App& app);
+
+}  // namespace podsim::tools

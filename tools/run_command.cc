@@ -1,0 +1,178 @@
+// podsim run FILE.hlo --backend eval: run a module on inputs (random or from a
+// safetensors file) and print a summary of each output.
+#include <fmt/core.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <random>
+
+#include "common/error.h"
+#include "compiler/ir/evaluator.h"
+#include "compiler/ir/native_types.h"
+#include "compiler/ir/parser.h"
+#include "compiler/ir/safetensors.h"
+#include "compiler/ir/verifier.h"
+#include "tools/commands.h"
+
+namespace podsim::tools {
+namespace {
+
+struct RunOptions {
+  std::string file;
+  std::string backend = "eval";
+  std::string inputs = "random";
+  uint64_t seed = 0;
+  int64_t replicas = 0;
+  int64_t partitions = 0;
+  std::string output;
+};
+
+// Random values that exercise an op without overflowing ordinary arithmetic: floats
+// uniform in [-1, 1), signed ints in [-10, 10], unsigned in [0, 20], pred 0/1.
+ir::Literal random_literal(const ir::Shape& shape, std::mt19937_64& rng) {
+  if (shape.is_tuple()) {
+    std::vector<ir::Literal> elements;
+    for (const ir::Shape& e : shape.elements()) elements.push_back(random_literal(e, rng));
+    return ir::Literal::tuple(std::move(elements));
+  }
+  ir::Literal l(shape);
+  ir::PrimitiveType t = shape.type();
+  for (int64_t i = 0; i < l.num_elements(); ++i) {
+    if (ir::is_float(t)) l.set_from_double(i, std::uniform_real_distribution<double>(-1, 1)(rng));
+    else if (ir::is_signed_int(t)) l.set_from_int64(i, std::uniform_int_distribution<int64_t>(-10, 10)(rng));
+    else if (ir::is_unsigned_int(t)) l.set_from_int64(i, std::uniform_int_distribution<int64_t>(0, 20)(rng));
+    else l.set_from_int64(i, std::uniform_int_distribution<int64_t>(0, 1)(rng));
+  }
+  return l;
+}
+
+// Arguments of one device: from the named tensors (parameter name, argN, or rD.argN for
+// device D), or random.
+std::vector<ir::Literal> device_arguments(const ir::Computation& entry, const RunOptions& options,
+                                          const std::map<std::string, ir::Literal>& named,
+                                          int64_t device, int64_t device_count) {
+  std::vector<ir::Literal> args;
+  std::mt19937_64 rng(options.seed * 1000003 + static_cast<uint64_t>(device));
+  for (int64_t i = 0; i < entry.parameter_count(); ++i) {
+    const ir::Instruction* p = entry.parameter(i);
+    if (options.inputs == "random") {
+      args.push_back(random_literal(p->shape(), rng));
+      continue;
+    }
+    std::vector<std::string> candidates = {fmt::format("r{}.arg{}", device, i), p->name(),
+                                           fmt::format("arg{}", i)};
+    if (device_count == 1) candidates.erase(candidates.begin());
+    auto found = std::find_if(candidates.begin(), candidates.end(),
+                              [&](const std::string& n) { return named.count(n) != 0; });
+    if (found == candidates.end())
+      fail("{}: no tensor for parameter {} ('{}', {}); name it one of: {}", options.inputs, i, p->name(),
+           p->shape().to_string(false), fmt::join(candidates, ", "));
+    const ir::Literal& value = named.at(*found);
+    if (!value.shape().compatible(p->shape()))
+      fail("{}: tensor '{}' has shape {} but parameter {} ('{}') is {}", options.inputs, *found,
+           value.shape().to_string(false), i, p->name(), p->shape().to_string(false));
+    args.push_back(value);
+  }
+  return args;
+}
+
+std::string summary(const ir::Literal& l) {
+  std::string head = fmt::format("{} {}", ir::type_name(l.type()), l.shape().to_string(false));
+  int64_t n = l.num_elements();
+  if (n == 0) return head + " (empty)";
+  double lo = INFINITY, hi = -INFINITY, sum = 0;
+  int64_t nans = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    double v = l.get_as_double(i);
+    if (std::isnan(v)) {
+      ++nans;
+      continue;
+    }
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
+    sum += v;
+  }
+  std::vector<std::string> first;
+  for (int64_t i = 0; i < std::min<int64_t>(n, 6); ++i) first.push_back(fmt::format("{:.6g}", l.get_as_double(i)));
+  std::string out = fmt::format("{}  min={:.6g} max={:.6g} mean={:.6g} first=[{}{}]", head, lo, hi,
+                                sum / static_cast<double>(std::max<int64_t>(1, n - nans)),
+                                fmt::join(first, ", "), n > 6 ? ", ..." : "");
+  if (nans) out += fmt::format(" nan={}", nans);
+  return out;
+}
+
+void flatten(const ir::Literal& l, const std::string& name, ir::NamedLiterals& out) {
+  if (!l.shape().is_tuple()) {
+    out.emplace_back(name, l);
+    return;
+  }
+  for (size_t i = 0; i < l.elements().size(); ++i) flatten(l.elements()[i], fmt::format("{}.{}", name, i), out);
+}
+
+int run(const RunOptions& options) {
+  if (options.backend != "eval")
+    fail("backend '{}' is not available yet; backends: eval", options.backend);
+  auto module = ir::parse_module_file(options.file);
+  ir::verify_module(*module, options.file);
+
+  ir::EvalOptions eval;
+  eval.replicas = options.replicas ? options.replicas : module->replica_count;
+  eval.partitions = options.partitions ? options.partitions : module->num_partitions;
+  if (eval.replicas < 1 || eval.partitions < 1 || eval.replicas * eval.partitions > 4096)
+    fail("--replicas x --partitions must be between 1 and 4096 devices");
+  int64_t devices = eval.replicas * eval.partitions;
+
+  std::map<std::string, ir::Literal> named;
+  if (options.inputs != "random")
+    for (auto& [name, value] : ir::read_safetensors(options.inputs)) named.emplace(name, std::move(value));
+  std::vector<std::vector<ir::Literal>> args;
+  for (int64_t d = 0; d < devices; ++d) args.push_back(device_arguments(*module->entry(), options, named, d, devices));
+
+  auto start = std::chrono::steady_clock::now();
+  std::vector<ir::Literal> results = ir::evaluate_spmd(*module, args, eval);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  ir::NamedLiterals outputs;
+  for (int64_t d = 0; d < devices; ++d) {
+    std::string prefix = devices == 1 ? "" : fmt::format("r{}.", d);
+    const ir::Literal& r = results[static_cast<size_t>(d)];
+    if (r.shape().is_tuple())
+      for (size_t i = 0; i < r.elements().size(); ++i) flatten(r.elements()[i], fmt::format("{}out{}", prefix, i), outputs);
+    else
+      flatten(r, prefix + "out0", outputs);
+  }
+  fmt::print("{}: evaluated on {} device{} in {:.3f} s\n", options.file, devices, devices == 1 ? "" : "s", seconds);
+  for (const auto& [name, value] : outputs) fmt::print("  {}: {}\n", name, summary(value));
+  if (!options.output.empty()) {
+    ir::write_safetensors(options.output, outputs);
+    fmt::print("wrote {} tensors to {}\n", outputs.size(), options.output);
+  }
+  return 0;
+}
+
+}  // namespace
+
+Command add_run_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("run", "Run an HLO text module and summarise its outputs");
+  auto options = std::make_shared<RunOptions>();
+  cmd->add_option("file", options->file, "HLO text file (XLA's format)")->required()->check(CLI::ExistingFile);
+  cmd->add_option("--backend", options->backend, "Where to run: eval (the reference evaluator)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"eval"}));
+  cmd->add_option("--inputs", options->inputs,
+                  "'random', or a safetensors file with one tensor per parameter, named after the "
+                  "parameter, argN, or rD.argN for device D")
+      ->capture_default_str();
+  cmd->add_option("--seed", options->seed, "Seed of the random inputs")->capture_default_str();
+  cmd->add_option("--replicas", options->replicas, "Replicas to run (default: the module's replica_count)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--partitions", options->partitions, "Partitions to run (default: the module's num_partitions)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--output", options->output, "Write the outputs to this safetensors file");
+  return {cmd, [options]() { return run(*options); }};
+}
+
+}  // namespace podsim::tools
