@@ -8,6 +8,8 @@
 #include <limits>
 #include <type_traits>
 
+#include <fmt/format.h>
+
 #include "compiler/ir/evaluator_elementwise.h"
 #include "compiler/ir/native_types.h"
 

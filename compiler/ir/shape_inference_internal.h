@@ -24,6 +24,8 @@ void validate_shape(const Shape& shape, std::string_view what);
 
 int64_t add_checked(int64_t a, int64_t b);
 int64_t mul_checked(int64_t a, int64_t b);
+// A copy of shape without layouts (inference never infers layouts).
+Shape without_layout(const Shape& shape);
 // An array shape whose element count is checked (throws "result shape ... too large").
 Shape make_shape(PrimitiveType type, std::vector<int64_t> dims);
 
