@@ -80,7 +80,7 @@ std::vector<ir::Literal> device_arguments(const ir::Computation& entry, const Ru
 }
 
 std::string summary(const ir::Literal& l) {
-  std::string head = fmt::format("{} {}", ir::type_name(l.type()), l.shape().to_string(false));
+  std::string head = fmt::format("dtype={} shape=[{}]", ir::type_name(l.type()), fmt::join(l.shape().dims(), ","));
   int64_t n = l.num_elements();
   if (n == 0) return head + " (empty)";
   double lo = INFINITY, hi = -INFINITY, sum = 0;

@@ -99,6 +99,7 @@ struct IotaList {
   std::vector<int64_t> iota_dims;
   std::vector<int64_t> transpose;  // empty: identity
   std::vector<int64_t> expand() const;
+  std::string to_string() const;  // [2,2]<=[4] or [2,2]<=[2,2]T(1,0)
   bool operator==(const IotaList&) const = default;
 };
 
@@ -149,5 +150,8 @@ std::string_view fusion_kind_name(FusionKind k);  // "kLoop", ...
 std::optional<FusionKind> fusion_kind_from_name(std::string_view s);
 std::string_view precision_name(Precision p);  // "default", "high", "highest"
 std::optional<Precision> precision_from_name(std::string_view s);
+// custom-call api_version: API_VERSION_UNSPECIFIED (0) ... API_VERSION_TYPED_FFI (4).
+std::string_view custom_call_api_version_name(int64_t version);  // "" when unknown
+std::optional<int64_t> custom_call_api_version_from_name(std::string_view s);
 
 }  // namespace podsim::ir

@@ -95,13 +95,9 @@ T int_remainder(T a, T b) {
 
 template <typename T>
 T int_power(T base, T exponent) {
-  if constexpr (std::is_signed_v<T>) {
-    if (exponent < 0) {
-      if (base == 1) return 1;
-      if (base == -1) return (exponent & 1) ? static_cast<T>(-1) : static_cast<T>(1);
-      return 0;
-    }
-  }
+  // XLA's rule for negative exponents: 1 for base 1, otherwise 0 (even for base -1).
+  if constexpr (std::is_signed_v<T>)
+    if (exponent < 0) return base == 1 ? 1 : 0;
   using U = wrap_t<T>;
   U result = 1;
   U b = static_cast<U>(base);

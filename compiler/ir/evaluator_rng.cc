@@ -147,8 +147,9 @@ Literal eval_rng_bit_generator(const Instruction& instruction, Operands operands
   bool threefry = algorithm == RngAlgorithm::kThreeFry;
   int64_t state_size = state.shape().rank() == 1 ? state.shape().dim(0) : 0;
   if (state.type() != PrimitiveType::kU64 || (threefry ? state_size != 2 : (state_size != 2 && state_size != 3)))
-    fail("rng-bit-generator of {}: {} needs a u64[{}] state, got {}", describe(instruction),
-         rng_algorithm_name(algorithm), threefry ? "2" : "2] or u64[3", state.shape().to_string(false));
+    fail("rng-bit-generator of {}: {} needs a {} state, got {}", describe(instruction),
+         threefry ? "rng_three_fry" : "rng_philox", threefry ? "u64[2]" : "u64[2] or u64[3]",
+         state.shape().to_string(false));
 
   auto s = state.data<uint64_t>();
   Literal new_state(state.shape());

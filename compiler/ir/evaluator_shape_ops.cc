@@ -17,9 +17,12 @@ namespace {
 template <typename... Args>
 [[noreturn]] void op_fail(const Instruction& instruction, fmt::format_string<Args...> format,
                           Args&&... args) {
-  std::string where = fmt::format("{} '{}'", opcode_name(instruction.opcode()), instruction.name());
+  // "OPCODE of NAME (line N): what", the form the evaluator's driver recognizes as
+  // already located.
+  std::string where = instruction.name();
   if (instruction.pos().line > 0) where += fmt::format(" (line {})", instruction.pos().line);
-  fail("{}: {}", where, fmt::format(format, std::forward<Args>(args)...));
+  fail("{} of {}: {}", opcode_name(instruction.opcode()), where,
+       fmt::format(format, std::forward<Args>(args)...));
 }
 
 const Literal& array_operand(const Instruction& instruction, Operands operands, size_t i) {
@@ -72,11 +75,16 @@ void strided_copy(const std::byte* in, std::byte* out, size_t element_size,
   for (int64_t d : out_dims) count *= d;
   if (count == 0) return;
   switch (element_size) {
-    case 1: return strided_copy_n<1>(in, out, out_dims, base, strides, count);
-    case 2: return strided_copy_n<2>(in, out, out_dims, base, strides, count);
-    case 4: return strided_copy_n<4>(in, out, out_dims, base, strides, count);
-    case 8: return strided_copy_n<8>(in, out, out_dims, base, strides, count);
-    default: fail("internal: element size {} in strided_copy", element_size);
+    case 1:
+      return strided_copy_n<1>(in, out, out_dims, base, strides, count);
+    case 2:
+      return strided_copy_n<2>(in, out, out_dims, base, strides, count);
+    case 4:
+      return strided_copy_n<4>(in, out, out_dims, base, strides, count);
+    case 8:
+      return strided_copy_n<8>(in, out, out_dims, base, strides, count);
+    default:
+      fail("internal: element size {} in strided_copy", element_size);
   }
 }
 
@@ -185,8 +193,8 @@ int64_t read_index(const Instruction& instruction, const Literal& l, int64_t i) 
 // Start indices of dynamic-(update-)slice from operands[first...]: one scalar per
 // dimension, or (old form) one rank-1 array. Each is clamped so that a window of
 // sizes[d] stays inside dims[d], as XLA does.
-std::vector<int64_t> clamped_starts(const Instruction& instruction, Operands operands,
-                                    size_t first, const std::vector<int64_t>& dims,
+std::vector<int64_t> clamped_starts(const Instruction& instruction, Operands operands, size_t first,
+                                    const std::vector<int64_t>& dims,
                                     const std::vector<int64_t>& sizes) {
   const size_t rank = dims.size();
   std::vector<int64_t> starts(rank, 0);
@@ -196,8 +204,10 @@ std::vector<int64_t> clamped_starts(const Instruction& instruction, Operands ope
   if (vector_form) {
     const Literal& l = array_operand(instruction, operands, first);
     if (static_cast<size_t>(l.num_elements()) != rank)
-      op_fail(instruction, "start index vector has {} elements for rank {}", l.num_elements(), rank);
-    for (size_t d = 0; d < rank; ++d) starts[d] = read_index(instruction, l, static_cast<int64_t>(d));
+      op_fail(instruction, "start index vector has {} elements for rank {}", l.num_elements(),
+              rank);
+    for (size_t d = 0; d < rank; ++d)
+      starts[d] = read_index(instruction, l, static_cast<int64_t>(d));
   } else {
     if (index_operands != rank)
       op_fail(instruction, "expected {} start index operands, got {}", rank, index_operands);
@@ -446,20 +456,31 @@ Literal eval_iota(const Instruction& instruction) {
 
 Literal eval_shape_op(const Instruction& instruction, Operands operands) {
   switch (instruction.opcode()) {
-    case Opcode::kBroadcast: return eval_broadcast(instruction, operands);
-    case Opcode::kReshape: return eval_reshape(instruction, operands);
-    case Opcode::kTranspose: return eval_transpose(instruction, operands);
-    case Opcode::kSlice: return eval_slice(instruction, operands);
-    case Opcode::kDynamicSlice: return eval_dynamic_slice(instruction, operands);
-    case Opcode::kDynamicUpdateSlice: return eval_dynamic_update_slice(instruction, operands);
-    case Opcode::kConcatenate: return eval_concatenate(instruction, operands);
-    case Opcode::kPad: return eval_pad(instruction, operands);
-    case Opcode::kReverse: return eval_reverse(instruction, operands);
+    case Opcode::kBroadcast:
+      return eval_broadcast(instruction, operands);
+    case Opcode::kReshape:
+      return eval_reshape(instruction, operands);
+    case Opcode::kTranspose:
+      return eval_transpose(instruction, operands);
+    case Opcode::kSlice:
+      return eval_slice(instruction, operands);
+    case Opcode::kDynamicSlice:
+      return eval_dynamic_slice(instruction, operands);
+    case Opcode::kDynamicUpdateSlice:
+      return eval_dynamic_update_slice(instruction, operands);
+    case Opcode::kConcatenate:
+      return eval_concatenate(instruction, operands);
+    case Opcode::kPad:
+      return eval_pad(instruction, operands);
+    case Opcode::kReverse:
+      return eval_reverse(instruction, operands);
     case Opcode::kCopy:
       expect_operand_count(instruction, operands, 1);
       return *operands[0];
-    case Opcode::kBitcast: return eval_bitcast(instruction, operands);
-    case Opcode::kIota: return eval_iota(instruction);
+    case Opcode::kBitcast:
+      return eval_bitcast(instruction, operands);
+    case Opcode::kIota:
+      return eval_iota(instruction);
     default:
       op_fail(instruction, "internal: not a shape op");
   }

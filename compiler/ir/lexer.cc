@@ -40,9 +40,7 @@ SourcePos LineMap::pos(size_t offset) {
   return SourcePos{line_, static_cast<int>(offset - line_start_) + 1};
 }
 
-int64_t LineMap::line_count() const {
-  return 1 + std::count(text_.begin(), text_.end(), '\n');
-}
+int64_t LineMap::line_count() const { return 1 + std::count(text_.begin(), text_.end(), '\n'); }
 
 Lexer::Lexer(std::string_view text, std::string_view filename)
     : text_(text), filename_(filename), lines_(text) {}
@@ -141,17 +139,28 @@ Token Lexer::lex() {
     return Token{kind, text_.substr(start, 1), start};
   };
   switch (c) {
-    case '{': return single(TokenKind::kLBrace);
-    case '}': return single(TokenKind::kRBrace);
-    case '(': return single(TokenKind::kLParen);
-    case ')': return single(TokenKind::kRParen);
-    case '[': return single(TokenKind::kLSquare);
-    case ']': return single(TokenKind::kRSquare);
-    case ',': return single(TokenKind::kComma);
-    case '=': return single(TokenKind::kEqual);
-    case ':': return single(TokenKind::kColon);
-    case '?': return single(TokenKind::kQuestion);
-    default: break;
+    case '{':
+      return single(TokenKind::kLBrace);
+    case '}':
+      return single(TokenKind::kRBrace);
+    case '(':
+      return single(TokenKind::kLParen);
+    case ')':
+      return single(TokenKind::kRParen);
+    case '[':
+      return single(TokenKind::kLSquare);
+    case ']':
+      return single(TokenKind::kRSquare);
+    case ',':
+      return single(TokenKind::kComma);
+    case '=':
+      return single(TokenKind::kEqual);
+    case ':':
+      return single(TokenKind::kColon);
+    case '?':
+      return single(TokenKind::kQuestion);
+    default:
+      break;
   }
   if (c == '<') {
     if (start + 1 < n && text_[start + 1] == '=') {
@@ -193,6 +202,7 @@ Token Lexer::lex() {
     if (text_[p] == '-' && p + 1 < n && text_[p + 1] == '>') break;
     ++p;
   }
+  if (p == name_start) fail_at(start, "expected a name after '%'");
   pos_ = p;
   return Token{TokenKind::kName, text_.substr(name_start, p - name_start), start, percent};
 }
@@ -223,7 +233,8 @@ Token Lexer::scan_braced(std::string_view what) {
   skip_blanks();
   const size_t n = text_.size();
   const size_t start = pos_;
-  if (start >= n || text_[start] != '{') fail_at(start, fmt::format("expected '{{' to start {}", what));
+  if (start >= n || text_[start] != '{')
+    fail_at(start, fmt::format("expected '{{' to start {}", what));
   // A counter, not recursion: nesting depth costs nothing here.
   size_t depth = 0;
   size_t p = start;
@@ -288,17 +299,39 @@ std::string Lexer::string_value(const Token& token) {
     if (++i >= s.size()) fail_at(at, "unterminated escape sequence");
     char e = s[i];
     switch (e) {
-      case 'n': out += '\n'; break;
-      case 't': out += '\t'; break;
-      case 'r': out += '\r'; break;
-      case 'a': out += '\a'; break;
-      case 'b': out += '\b'; break;
-      case 'f': out += '\f'; break;
-      case 'v': out += '\v'; break;
-      case '\\': out += '\\'; break;
-      case '\'': out += '\''; break;
-      case '"': out += '"'; break;
-      case '?': out += '?'; break;
+      case 'n':
+        out += '\n';
+        break;
+      case 't':
+        out += '\t';
+        break;
+      case 'r':
+        out += '\r';
+        break;
+      case 'a':
+        out += '\a';
+        break;
+      case 'b':
+        out += '\b';
+        break;
+      case 'f':
+        out += '\f';
+        break;
+      case 'v':
+        out += '\v';
+        break;
+      case '\\':
+        out += '\\';
+        break;
+      case '\'':
+        out += '\'';
+        break;
+      case '"':
+        out += '"';
+        break;
+      case '?':
+        out += '?';
+        break;
       case 'x': {
         int value = 0;
         int digits = 0;
@@ -348,8 +381,10 @@ void check_utf8(std::string_view text, std::string_view filename) {
     }
     bool ok = len != 0 && i + len <= n;
     for (size_t k = 1; ok && k < len; ++k) {
-      if ((s[i + k] & 0xc0) != 0x80) ok = false;
-      else cp = (cp << 6) | (s[i + k] & 0x3f);
+      if ((s[i + k] & 0xc0) != 0x80)
+        ok = false;
+      else
+        cp = (cp << 6) | (s[i + k] & 0x3f);
     }
     if (ok && (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))) ok = false;
     if (!ok) {
@@ -375,14 +410,26 @@ std::string quote_string(std::string_view raw) {
   for (char c : raw) {
     auto u = static_cast<unsigned char>(c);
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
       default:
-        if (u < 0x20 || u >= 0x7f) out += fmt::format("\\{:03o}", u);
-        else out += c;
+        if (u < 0x20 || u >= 0x7f)
+          out += fmt::format("\\{:03o}", u);
+        else
+          out += c;
     }
   }
   return out + "\"";

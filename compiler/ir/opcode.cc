@@ -1,6 +1,7 @@
 #include "compiler/ir/opcode.h"
 
 #include <array>
+#include <unordered_map>
 
 namespace podsim::ir {
 namespace {
@@ -21,16 +22,21 @@ constexpr std::array<OpcodeInfo, kOpcodeCount> kOpcodes = {{
 std::string_view opcode_name(Opcode op) { return kOpcodes[static_cast<size_t>(op)].name; }
 
 std::optional<Opcode> opcode_from_name(std::string_view name) {
-  for (size_t i = 0; i < kOpcodes.size(); ++i)
-    if (kOpcodes[i].name == name) return static_cast<Opcode>(i);
-  return std::nullopt;
+  // Looked up once per instruction by the parser, so a hash map rather than a scan.
+  static const std::unordered_map<std::string_view, Opcode> by_name = [] {
+    std::unordered_map<std::string_view, Opcode> m;
+    for (size_t i = 0; i < kOpcodes.size(); ++i)
+      m.emplace(kOpcodes[i].name, static_cast<Opcode>(i));
+    return m;
+  }();
+  auto it = by_name.find(name);
+  if (it == by_name.end()) return std::nullopt;
+  return it->second;
 }
 
 int opcode_arity(Opcode op) { return kOpcodes[static_cast<size_t>(op)].arity; }
 
-bool is_elementwise(Opcode op) {
-  return op >= Opcode::kAdd && op <= Opcode::kSelect;
-}
+bool is_elementwise(Opcode op) { return op >= Opcode::kAdd && op <= Opcode::kSelect; }
 
 bool is_collective(Opcode op) {
   switch (op) {

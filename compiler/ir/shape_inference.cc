@@ -38,7 +38,9 @@ void validate_shape_at(const Shape& shape, std::string_view what, int depth) {
 
 }  // namespace
 
-void validate_shape(const Shape& shape, std::string_view what) { validate_shape_at(shape, what, 0); }
+void validate_shape(const Shape& shape, std::string_view what) {
+  validate_shape_at(shape, what, 0);
+}
 
 int64_t add_checked(int64_t a, int64_t b) {
   int64_t r;
@@ -88,7 +90,8 @@ void expect_scalar(const Shape& shape, std::string_view what) {
 void check_dims(const std::vector<int64_t>& dims, int64_t rank, std::string_view what) {
   std::set<int64_t> seen;
   for (int64_t d : dims) {
-    if (d < 0 || d >= rank) fail("{} {} has dimension {} out of range [0, {})", what, str(dims), d, rank);
+    if (d < 0 || d >= rank)
+      fail("{} {} has dimension {} out of range [0, {})", what, str(dims), d, rank);
     if (!seen.insert(d).second) fail("{} {} repeats dimension {}", what, str(dims), d);
   }
 }
@@ -103,8 +106,7 @@ bool contains(const std::vector<int64_t>& values, int64_t v) {
 
 void expect_called_count(const Instruction& inst, int64_t count) {
   auto n = static_cast<int64_t>(inst.called().size());
-  if (n != count)
-    fail("expects {} called computation{}, got {}", count, count == 1 ? "" : "s", n);
+  if (n != count) fail("expects {} called computation{}, got {}", count, count == 1 ? "" : "s", n);
 }
 
 const Computation& called_computation(const Instruction& inst, int64_t i) {
@@ -263,7 +265,8 @@ void check_comparison_type(ComparisonType ct, PrimitiveType t) {
       break;
   }
   if (!ok)
-    fail("comparison type {} does not apply to {} operands", comparison_type_name(ct), type_name(t));
+    fail("comparison type {} does not apply to {} operands", comparison_type_name(ct),
+         type_name(t));
 }
 
 Shape infer_unary(const Instruction& inst) {

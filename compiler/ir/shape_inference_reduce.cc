@@ -1,0 +1,128 @@
+// Shape inference of reductions, windowed ops and sort: reduce, reduce-window,
+// select-and-scatter, sort.
+#include <fmt/format.h>
+
+#include "common/error.h"
+#include "compiler/ir/shape_inference_internal.h"
+
+namespace podsim::ir::infer {
+namespace {
+
+struct ReduceOperands {
+  int64_t count = 0;  // N: inputs, each with one init value
+  std::vector<PrimitiveType> input_types;
+  std::vector<PrimitiveType> init_types;
+};
+
+// N array inputs of equal dimensions followed by N scalar init values.
+ReduceOperands split_reduce_operands(const Instruction& inst) {
+  int64_t n = inst.operand_count();
+  if (n == 0 || n % 2 != 0) fail("expects N inputs followed by N init values, got {} operands", n);
+  ReduceOperands r;
+  r.count = n / 2;
+  const Shape& first = operand_shape(inst, 0);
+  for (int64_t i = 0; i < r.count; ++i) {
+    const Shape& in = operand_shape(inst, i);
+    expect_array(in, fmt::format("input {}", i));
+    if (in.dims() != first.dims())
+      fail("input {} {} must have the dimensions of input 0 {}", i, str(in), str(first));
+    const Shape& init = operand_shape(inst, r.count + i);
+    expect_scalar(init, fmt::format("init value {}", i));
+    r.input_types.push_back(in.type());
+    r.init_types.push_back(init.type());
+  }
+  return r;
+}
+
+Shape tuple_if_many(std::vector<Shape> shapes) {
+  if (shapes.size() == 1) return std::move(shapes[0]);
+  return Shape::tuple(std::move(shapes));
+}
+
+void reject_reversal(const Window& window) {
+  for (size_t i = 0; i < window.dims.size(); ++i)
+    if (window.dims[i].reversal)
+      fail("window dimension {} is reversed (only convolution allows that)", i);
+}
+
+const Window& window_of(const Instruction& inst) {
+  if (!inst.attrs().window) fail("has no window");
+  return *inst.attrs().window;
+}
+
+}  // namespace
+
+Shape infer_reduce(const Instruction& inst) {
+  ReduceOperands r = split_reduce_operands(inst);
+  const Shape& input = operand_shape(inst, 0);
+  const auto& reduced = inst.attrs().dimensions;
+  check_dims(reduced, input.rank(), "dimensions");
+  expect_called_count(inst, 1);
+  check_reducer(called_computation(inst, 0), r.init_types, r.input_types, "to_apply");
+  std::vector<int64_t> kept;
+  for (int64_t d = 0; d < input.rank(); ++d)
+    if (!contains(reduced, d)) kept.push_back(input.dim(d));
+  std::vector<Shape> results;
+  for (PrimitiveType t : r.init_types) results.emplace_back(t, kept);
+  return tuple_if_many(std::move(results));
+}
+
+Shape infer_reduce_window(const Instruction& inst) {
+  ReduceOperands r = split_reduce_operands(inst);
+  const Window& window = window_of(inst);
+  reject_reversal(window);
+  std::vector<int64_t> dims = window_output_dims(operand_shape(inst, 0), window);
+  expect_called_count(inst, 1);
+  check_reducer(called_computation(inst, 0), r.init_types, r.input_types, "to_apply");
+  std::vector<Shape> results;
+  for (PrimitiveType t : r.init_types) results.emplace_back(t, dims);
+  return tuple_if_many(std::move(results));
+}
+
+Shape infer_select_and_scatter(const Instruction& inst) {
+  const Shape& operand = operand_shape(inst, 0);
+  const Shape& source = operand_shape(inst, 1);
+  const Shape& init = operand_shape(inst, 2);
+  expect_array(operand, "operand");
+  expect_array(source, "source");
+  expect_scalar(init, "init value");
+  PrimitiveType t = operand.type();
+  if (init.type() != t)
+    fail("init value {} must have the operand's type {}", str(init), type_name(t));
+  const Window& window = window_of(inst);
+  reject_reversal(window);
+  Shape windowed(t, window_output_dims(operand, window));
+  if (!source.compatible(windowed))
+    fail("source {} must have the windowed operand's shape {}", str(source), str(windowed));
+  expect_called_count(inst, 2);
+  Shape pred = Shape::scalar(PrimitiveType::kPred);
+  Shape scalar = Shape::scalar(t);
+  check_signature(called_computation(inst, 0), {scalar, scalar}, &pred, "select");
+  check_signature(called_computation(inst, 1), {scalar, scalar}, &scalar, "scatter");
+  return Shape(t, operand.dims());
+}
+
+Shape infer_sort(const Instruction& inst) {
+  if (inst.operand_count() < 1) fail("expects at least one operand");
+  const Shape& first = operand_shape(inst, 0);
+  std::vector<Shape> params;
+  std::vector<Shape> results;
+  for (int64_t i = 0; i < inst.operand_count(); ++i) {
+    const Shape& s = operand_shape(inst, i);
+    expect_array(s, fmt::format("operand {}", i));
+    if (s.dims() != first.dims())
+      fail("operand {} {} must have the dimensions of operand 0 {}", i, str(s), str(first));
+    params.push_back(Shape::scalar(s.type()));
+    params.push_back(Shape::scalar(s.type()));
+    results.emplace_back(s.type(), s.dims());
+  }
+  const auto& dims = inst.attrs().dimensions;
+  if (dims.size() != 1) fail("dimensions {} must name exactly one dimension", str(dims));
+  check_dims(dims, first.rank(), "dimensions");
+  expect_called_count(inst, 1);
+  Shape pred = Shape::scalar(PrimitiveType::kPred);
+  check_signature(called_computation(inst, 0), params, &pred, "comparator");
+  return tuple_if_many(std::move(results));
+}
+
+}  // namespace podsim::ir::infer

@@ -1,0 +1,132 @@
+// The podsim CLI end to end: exit codes, summaries, error messages, and a safetensors
+// round trip through --output and --inputs.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "compiler/ir/safetensors.h"
+
+namespace {
+
+struct Result {
+  int exit_code;
+  std::string output;  // stdout and stderr together
+};
+
+Result podsim(const std::string& args) {
+  std::string cmd = std::string(PODSIM_BINARY_DIR) + "/bin/podsim " + args + " 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buf;
+  while (size_t n = fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
+  int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("podsim_cli_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string write(const std::string& name, const std::string& text) {
+    auto path = (dir_ / name).string();
+    std::ofstream(path) << text;
+    return path;
+  }
+  std::filesystem::path dir_;
+};
+
+const char* kAxpy = R"(HloModule axpy
+ENTRY %main {
+  %a = f32[] parameter(0)
+  %x = f32[4] parameter(1)
+  %y = f32[4] parameter(2)
+  %ab = f32[4] broadcast(%a), dimensions={}
+  %ax = f32[4] multiply(%ab, %x)
+  ROOT %r = f32[4] add(%ax, %y)
+}
+)";
+
+TEST_F(Cli, HelpEverywhere) {
+  for (const char* sub : {"", "check ", "run "}) {
+    Result r = podsim(std::string(sub) + "--help");
+    EXPECT_EQ(r.exit_code, 0) << sub;
+    EXPECT_NE(r.output.find("Usage"), std::string::npos) << r.output;
+  }
+}
+
+TEST_F(Cli, CheckSummarisesAValidModule) {
+  Result r = podsim("check " + write("axpy.hlo", kAxpy));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("1 computations, 6 instructions, 3 parameters"), std::string::npos) << r.output;
+}
+
+TEST_F(Cli, CheckReportsErrorsWithLocation) {
+  std::string bad = kAxpy;
+  bad.replace(bad.find("f32[4] add"), 10, "f32[5] add");
+  Result r = podsim("check " + write("bad.hlo", bad));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("bad.hlo:8"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("r"), std::string::npos) << r.output;
+
+  Result unknown = podsim("check " + write("unknown.hlo", "HloModule m\nENTRY e {\n  ROOT %x = f32[] frobnicate()\n}\n"));
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_NE(unknown.output.find("frobnicate"), std::string::npos) << unknown.output;
+  EXPECT_NE(unknown.output.find(":3:"), std::string::npos) << unknown.output;
+}
+
+TEST_F(Cli, RunWritesOutputsThatMatchTheInputsGiven) {
+  using namespace podsim::ir;
+  Literal a = Literal::scalar(PrimitiveType::kF32, 2.0);
+  Literal x(Shape(PrimitiveType::kF32, {4})), y(Shape(PrimitiveType::kF32, {4}));
+  for (int i = 0; i < 4; ++i) {
+    x.set_from_double(i, i);
+    y.set_from_double(i, 10 * i);
+  }
+  std::string in = (dir_ / "in.safetensors").string();
+  std::string out = (dir_ / "out.safetensors").string();
+  write_safetensors(in, {{"a", a}, {"arg1", x}, {"y", y}});  // by name, by position, by name
+  Result r = podsim("run " + write("axpy.hlo", kAxpy) + " --inputs " + in + " --output " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("out0: dtype=f32 shape=[4]"), std::string::npos) << r.output;
+  NamedLiterals got = read_safetensors(out);
+  ASSERT_EQ(got.size(), 1u);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(got[0].second.get_as_double(i), 2.0 * i + 10 * i);
+}
+
+TEST_F(Cli, RunIsDeterministicForASeed) {
+  std::string hlo = write("axpy.hlo", kAxpy);
+  Result a = podsim("run " + hlo + " --seed 7");
+  Result b = podsim("run " + hlo + " --seed 7");
+  Result c = podsim("run " + hlo + " --seed 8");
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  auto values = [](const std::string& s) { return s.substr(s.find("min=")); };
+  EXPECT_EQ(values(a.output), values(b.output));
+  EXPECT_NE(values(a.output), values(c.output));
+}
+
+TEST_F(Cli, RunExplainsMissingInputs) {
+  using namespace podsim::ir;
+  std::string in = (dir_ / "in.safetensors").string();
+  write_safetensors(in, {{"a", Literal::scalar(PrimitiveType::kF32, 1.0)}});
+  Result r = podsim("run " + write("axpy.hlo", kAxpy) + " --inputs " + in);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("no tensor for parameter 1 ('x'"), std::string::npos) << r.output;
+}
+
+TEST_F(Cli, RunsTheDemoModule) {
+  Result r = podsim("run " + std::string(PODSIM_SOURCE_DIR) + "/examples/hlo/mlp_forward.hlo --seed 1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("out0: dtype=f32 shape=[8,10]"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("out1: dtype=f32 shape=[8]"), std::string::npos) << r.output;
+}
+
+}  // namespace
