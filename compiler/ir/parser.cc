@@ -76,19 +76,11 @@ void NameTable::grow() {
 
 Parser::Parser(std::string_view text, std::string_view filename) : lex_(text, filename) {}
 
-Token Parser::expect(TokenKind kind, std::string_view what) {
-  Token t = lex_.next();
-  if (t.kind != kind) failf(t.offset, "expected {}, got {}", what, describe(t));
-  return t;
-}
-
 bool Parser::accept(TokenKind kind) {
   if (lex_.peek().kind != kind) return false;
   lex_.next();
   return true;
 }
-
-Token Parser::expect_name(std::string_view what) { return expect(TokenKind::kName, what); }
 
 int64_t Parser::int_value(const Token& t) {
   int64_t v = 0;
@@ -110,34 +102,34 @@ bool Parser::expect_bool(std::string_view what) {
 }
 
 std::vector<int64_t> Parser::parse_int_list(std::string_view what) {
-  expect(TokenKind::kLBrace, fmt::format("'{{' to start {}", what));
+  expect(TokenKind::kLBrace, "'{' to start ", what);
   std::vector<int64_t> values;
   if (accept(TokenKind::kRBrace)) return values;
   do values.push_back(expect_int(what));
   while (accept(TokenKind::kComma));
-  expect(TokenKind::kRBrace, fmt::format("',' or '}}' in {}", what));
+  expect(TokenKind::kRBrace, "',' or '}' in ", what);
   return values;
 }
 
 std::vector<int64_t> Parser::parse_bracket_int_list(std::string_view what) {
-  expect(TokenKind::kLSquare, fmt::format("'[' to start {}", what));
+  expect(TokenKind::kLSquare, "'[' to start ", what);
   std::vector<int64_t> values;
   if (accept(TokenKind::kRSquare)) return values;
   do values.push_back(expect_int(what));
   while (accept(TokenKind::kComma));
-  expect(TokenKind::kRSquare, fmt::format("',' or ']' in {}", what));
+  expect(TokenKind::kRSquare, "',' or ']' in ", what);
   return values;
 }
 
 std::vector<CompRef> Parser::parse_name_list(std::string_view what) {
-  expect(TokenKind::kLBrace, fmt::format("'{{' to start {}", what));
+  expect(TokenKind::kLBrace, "'{' to start ", what);
   std::vector<CompRef> names;
   if (accept(TokenKind::kRBrace)) return names;
   do {
-    Token t = expect_name(fmt::format("a name in {}", what));
+    Token t = expect_name("a name in ", what);
     names.push_back(CompRef{t.text, t.offset});
   } while (accept(TokenKind::kComma));
-  expect(TokenKind::kRBrace, fmt::format("',' or '}}' in {}", what));
+  expect(TokenKind::kRBrace, "',' or '}' in ", what);
   return names;
 }
 
@@ -170,7 +162,7 @@ void Parser::parse_header_attribute() {
   for (std::string_view seen : header_keys_)
     if (seen == key.text) failf(key.offset, "duplicate module header attribute '{}'", key.text);
   header_keys_.push_back(key.text);
-  expect(TokenKind::kEqual, fmt::format("'=' after '{}'", key.text));
+  expect(TokenKind::kEqual, "'=' after '", key.text, "'");
 
   if (key.text == "entry_computation_layout") {
     expect(TokenKind::kLBrace, "'{' to start entry_computation_layout");
@@ -243,17 +235,16 @@ void Parser::parse_computation() {
     failf(name.offset, "expected a computation ('name {{ ... }}'), got {}", describe(name));
   }
   if (peek_is(TokenKind::kLParen)) parse_signature();
-  expect(TokenKind::kLBrace, fmt::format("'{{' to open the body of computation '{}'", name.text));
+  expect(TokenKind::kLBrace, "'{' to open the body of computation '", name.text, "'");
   if (auto it = computations_.find(name.text); it != computations_.end())
     failf(name.offset, "duplicate computation name '{}' (first defined at line {})", name.text,
-          lex_.pos(computation_offsets_[name.text]).line);
+          lex_.pos(it->second.offset).line);
   if (is_entry && entry_)
     failf(name.offset, "second ENTRY computation '{}' (the first is '{}')", name.text,
           entry_->name());
 
   comp_ = module_->add_computation(std::make_unique<Computation>(std::string(name.text)));
-  computations_.emplace(name.text, comp_);
-  computation_offsets_.emplace(name.text, name.offset);
+  computations_.emplace(name.text, Defined{comp_, name.offset});
   if (is_entry) entry_ = comp_;
   instructions_.reset();
   root_ = nullptr;
@@ -317,7 +308,7 @@ void Parser::parse_instruction() {
     failf(name.offset,
           "duplicate instruction name '{}' in computation '{}' (first defined at line {})",
           name.text, comp_->name(), first->pos().line);
-  expect(TokenKind::kEqual, fmt::format("'=' after instruction name '{}'", name.text));
+  expect(TokenKind::kEqual, "'=' after instruction name '", name.text, "'");
   Shape shape = parse_shape();
   Token op = lex_.next();
   if (op.kind != TokenKind::kName || op.percent)
@@ -349,7 +340,7 @@ void Parser::parse_instruction() {
 void Parser::parse_operands(InstrState& st) {
   Instruction& in = *st.instr;
   const Opcode op = in.opcode();
-  expect(TokenKind::kLParen, fmt::format("'(' after opcode '{}'", opcode_name(op)));
+  expect(TokenKind::kLParen, "'(' after opcode '", opcode_name(op), "'");
   if (op == Opcode::kParameter) {
     Token t = expect(TokenKind::kInt, "a parameter number");
     int64_t n = int_value(t);
@@ -402,7 +393,7 @@ void Parser::resolve_calls() {
     for (const CompRef& ref : refs) {
       auto it = computations_.find(ref.name);
       if (it == computations_.end()) failf(ref.offset, "unknown computation '{}'", ref.name);
-      instr->add_called(it->second);
+      instr->add_called(it->second.computation);
     }
   }
 }

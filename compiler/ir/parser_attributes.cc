@@ -194,11 +194,11 @@ void Parser::parse_attribute(InstrState& st) {
     failf(key.offset, "attribute '{}' does not apply to {}", key.text, opcode_name(op));
   if (st.has(attr)) failf(key.offset, "duplicate attribute '{}'", key.text);
   st.seen.set(static_cast<size_t>(attr));
-  expect(TokenKind::kEqual, fmt::format("'=' after attribute '{}'", key.text));
+  expect(TokenKind::kEqual, "'=' after attribute '", key.text, "'");
   const std::string_view what = key.text;
 
   auto comp_ref = [&] {
-    Token t = expect_name(fmt::format("a computation name for '{}'", what));
+    Token t = expect_name("a computation name for '", what, "'");
     return CompRef{t.text, t.offset};
   };
   auto enum_value = [&](auto from_name, std::string_view choices) {
@@ -252,7 +252,7 @@ void Parser::parse_attribute(InstrState& st) {
       a.dot_dims.rhs_contracting = parse_int_list(what);
       break;
     case Attr::kOperandPrecision: {
-      expect(TokenKind::kLBrace, fmt::format("'{{' to start {}", what));
+      expect(TokenKind::kLBrace, "'{' to start ", what);
       if (accept(TokenKind::kRBrace)) break;
       do {
         Token t = expect_name("a precision (default, high or highest)");
@@ -262,7 +262,7 @@ void Parser::parse_attribute(InstrState& st) {
           failf(t.offset, "unknown precision '{}' (expected default, high or highest)", t.text);
         a.operand_precision.push_back(*p);
       } while (accept(TokenKind::kComma));
-      expect(TokenKind::kRBrace, fmt::format("',' or '}}' in {}", what));
+      expect(TokenKind::kRBrace, "',' or '}' in ", what);
       break;
     }
     case Attr::kOffsetDims:

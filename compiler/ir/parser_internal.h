@@ -145,11 +145,25 @@ class Parser {
   [[noreturn]] void failf(size_t offset, fmt::format_string<Args...> format, Args&&... args) {
     lex_.fail_at(offset, fmt::format(format, std::forward<Args>(args)...));
   }
-  Token expect(TokenKind kind, std::string_view what);
+  // The next token, which must be of kind; otherwise an error "expected <what...>". The
+  // description is given in parts so that it is only assembled when it is needed.
+  template <typename... More>
+  Token expect(TokenKind kind, std::string_view what, const More&... more) {
+    Token t = lex_.next();
+    if (t.kind != kind) {
+      std::string message(what);
+      (message.append(std::string_view(more)), ...);
+      failf(t.offset, "expected {}, got {}", message, describe(t));
+    }
+    return t;
+  }
   bool accept(TokenKind kind);
   bool peek_is(TokenKind kind) { return lex_.peek().kind == kind; }
   // A name token, with or without '%'.
-  Token expect_name(std::string_view what);
+  template <typename... More>
+  Token expect_name(std::string_view what, const More&... more) {
+    return expect(TokenKind::kName, what, more...);
+  }
   int64_t int_value(const Token& token);
   int64_t expect_int(std::string_view what);
   bool expect_bool(std::string_view what);
@@ -198,8 +212,11 @@ class Parser {
   Lexer lex_;
   int64_t line_count_ = 0;
   std::unique_ptr<Module> module_;
-  std::unordered_map<std::string_view, Computation*> computations_;
-  std::unordered_map<std::string_view, size_t> computation_offsets_;
+  struct Defined {
+    Computation* computation;
+    size_t offset;  // of its name
+  };
+  std::unordered_map<std::string_view, Defined> computations_;
   std::vector<std::string_view> header_keys_;
   Computation* comp_ = nullptr;  // the computation being parsed
   NameTable instructions_;       // of comp_

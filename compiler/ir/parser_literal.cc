@@ -242,7 +242,7 @@ Shape Parser::parse_shape(int depth) {
           "unknown element type '{}' (supported: pred, s8, s16, s32, s64, u8, u16, u32, u64, "
           "f16, bf16, f32, f64)",
           t.text);
-  expect(TokenKind::kLSquare, fmt::format("'[' after element type '{}'", t.text));
+  expect(TokenKind::kLSquare, "'[' after element type '", t.text, "'");
   std::vector<int64_t> dims;
   Token close = lex_.next();
   while (close.kind != TokenKind::kRSquare) {

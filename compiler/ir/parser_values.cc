@@ -133,7 +133,7 @@ Window Parser::parse_window() {
             "rhs_dilate or rhs_reversal)",
             key.text);
     if (!target->empty()) failf(key.offset, "duplicate window key '{}'", key.text);
-    expect(TokenKind::kEqual, fmt::format("'=' after window key '{}'", key.text));
+    expect(TokenKind::kEqual, "'=' after window key '", key.text, "'");
     Token value = lex_.scan_word(fmt::format("a value for window key '{}'", key.text));
     *target = split(value.text, value.offset, 'x');
     if (have_count && target->size() != dim_count)
@@ -351,7 +351,7 @@ Metadata Parser::parse_metadata() {
   Metadata m;
   while (!accept(TokenKind::kRBrace)) {
     Token key = expect_name("a metadata key");
-    expect(TokenKind::kEqual, fmt::format("'=' after metadata key '{}'", key.text));
+    expect(TokenKind::kEqual, "'=' after metadata key '", key.text, "'");
     if (key.text == "op_type" || key.text == "op_name" || key.text == "source_file") {
       std::string value = string_value(expect(TokenKind::kString, "a quoted string"));
       (key.text == "op_type"   ? m.op_type

@@ -53,6 +53,7 @@ const std::map<std::string, Expectation>& corpus() {
       {"empty_computation.hlo", {3, "has no instructions"}},
       {"garbage.hlo", {1, "invalid UTF-8"}},
       {"garbage_ascii.hlo", {5, "unexpected character '@'"}},
+      {"garbage_control.hlo", {1, "unexpected byte 0x00"}},
       {"huge_constant.hlo", {4, "more elements than the text could hold"}},
       {"huge_dimension.hlo", {4, "out of range"}},
       {"huge_iota.hlo", {4, "more than 1048576 devices"}},

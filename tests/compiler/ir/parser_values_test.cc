@@ -112,6 +112,27 @@ TEST(ParserCollectives, ReplicaGroupForms) {
 // ---------------------------------------------------------------------------------
 // Shapes and literals.
 
+TEST(ParserWindow, KeysAndAliases) {
+  auto m = parse_module(
+      "HloModule m\nENTRY e {\n  a = f32[1,5,5,2] parameter(0)\n  k = f32[3,3,2,4] parameter(1)\n"
+      "  ROOT r = f32[1,2,5,4] convolution(a, k), window={size=3x3 stride=2x1 pad=0_-1x1_1 "
+      "lhs_dilate=1x1 rhs_dilate=1x1 window_reversal=0x1}, dim_labels=b01f_01io->b01f\n}\n");
+  const Window& w = *m->entry()->root()->attrs().window;
+  ASSERT_EQ(w.dims.size(), 2u);
+  EXPECT_EQ(w.dims[0], (WindowDim{3, 2, 0, -1, 1, 1, false}));
+  EXPECT_EQ(w.dims[1], (WindowDim{3, 1, 1, 1, 1, 1, true}));
+  // XLA's spelling is printed; default-valued keys are left out.
+  const std::string line = print_instruction(*m->entry()->root());
+  EXPECT_NE(line.find("window={size=3x3 stride=2x1 pad=0_-1x1_1 rhs_reversal=0x1}"),
+            std::string::npos)
+      << line;
+  EXPECT_THROW(
+      parse_module("HloModule m\nENTRY e {\n  a = f32[4] parameter(0)\n  z = f32[] "
+                   "constant(0)\n  ROOT r = f32[2] reduce-window(a, z), window={stride=2}, "
+                   "to_apply=e\n}\n"),
+      Error);
+}
+
 TEST(ParserShape, Forms) {
   Shape s = parse_shape("f32[2,3]{1,0}");
   EXPECT_EQ(s.type(), PrimitiveType::kF32);
