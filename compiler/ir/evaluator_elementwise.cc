@@ -67,16 +67,6 @@ Literal map_binary(const Instruction& instruction, const Literal& a, const Liter
   return out;
 }
 
-// NaN-propagating maximum / minimum (the result is NaN when either side is).
-template <typename C>
-C float_max(C x, C y) {
-  return (x >= y || std::isnan(x)) ? x : y;
-}
-template <typename C>
-C float_min(C x, C y) {
-  return (x <= y || std::isnan(x)) ? x : y;
-}
-
 template <typename T>
 T int_divide(T a, T b) {
   if (b == 0) return static_cast<T>(-1);  // all bits set: -1 signed, the maximum unsigned

@@ -17,23 +17,6 @@
 namespace podsim::ir::eval {
 namespace {
 
-template <typename... Args>
-[[noreturn]] void op_fail(const Instruction& instruction, fmt::format_string<Args...> format,
-                          Args&&... args) {
-  // "OPCODE of NAME (line N): what", the form the evaluator's driver recognizes as
-  // already located.
-  std::string where = instruction.name();
-  if (instruction.pos().line > 0) where += fmt::format(" (line {})", instruction.pos().line);
-  fail("{} of {}: {}", opcode_name(instruction.opcode()), where,
-       fmt::format(format, std::forward<Args>(args)...));
-}
-
-const Computation& called_computation(const Instruction& instruction) {
-  if (instruction.called().empty() || instruction.called()[0] == nullptr)
-    op_fail(instruction, "missing called computation");
-  return *instruction.called()[0];
-}
-
 size_t element_size(const Literal& l) { return static_cast<size_t>(type_byte_size(l.type())); }
 
 Literal scalar_at(const Literal& l, int64_t i) {
@@ -315,7 +298,7 @@ Literal eval_scatter(const Instruction& instruction, Operands operands, Context&
               sd.update_window_dims[k], extent[d], d);
   }
 
-  const Computation& computation = called_computation(instruction);
+  const Computation& computation = called_computation(instruction, 0);
   const std::vector<int64_t> op_strides = row_major_strides(op_dims);
   const std::vector<int64_t> up_strides = row_major_strides(up_dims);
   std::vector<int64_t> start(static_cast<size_t>(op_rank));
@@ -387,7 +370,7 @@ Literal eval_sort(const Instruction& instruction, Operands operands, Context& co
   const int64_t dim = attr[0];
   if (dim < 0 || dim >= static_cast<int64_t>(dims.size()))
     op_fail(instruction, "sort dimension {} is out of range for rank {}", dim, dims.size());
-  const Computation& comparator = called_computation(instruction);
+  const Computation& comparator = called_computation(instruction, 0);
 
   const int64_t length = dims[static_cast<size_t>(dim)];
   const int64_t inner = row_major_strides(dims)[static_cast<size_t>(dim)];

@@ -2,8 +2,15 @@
 // implementation files (evaluator_*.cc). Not a public header.
 #pragma once
 
+#include <fmt/core.h>
+
+#include <cmath>
 #include <span>
+#include <string>
+#include <utility>
 #include <vector>
+
+#include "common/error.h"
 
 #include "compiler/ir/literal.h"
 #include "compiler/ir/module.h"
@@ -11,6 +18,35 @@
 namespace podsim::ir::eval {
 
 using Operands = std::span<const Literal* const>;
+
+// Throws "OPCODE of NAME (line N): what", the form the driver recognizes as already
+// located (it adds no second location).
+template <typename... Args>
+[[noreturn]] void op_fail(const Instruction& instruction, fmt::format_string<Args...> format,
+                          Args&&... args) {
+  std::string where = instruction.name();
+  if (instruction.pos().line > 0) where += fmt::format(" (line {})", instruction.pos().line);
+  fail("{} of {}: {}", opcode_name(instruction.opcode()), where,
+       fmt::format(format, std::forward<Args>(args)...));
+}
+
+inline const Computation& called_computation(const Instruction& instruction, size_t i) {
+  if (instruction.called().size() <= i || instruction.called()[i] == nullptr)
+    op_fail(instruction, "missing called computation {}", i);
+  return *instruction.called()[i];
+}
+
+// maximum / minimum of floats: NaN-propagating; on equal values (-0 vs +0 included) the
+// first operand wins. Elementwise ops and reduction fast paths share them so that both
+// agree bitwise.
+template <typename C>
+C float_max(C x, C y) {
+  return (x >= y || std::isnan(x)) ? x : y;
+}
+template <typename C>
+C float_min(C x, C y) {
+  return (x <= y || std::isnan(x)) ? x : y;
+}
 
 // Per-device evaluation state that op implementations may use.
 class Context {

@@ -20,17 +20,6 @@
 namespace podsim::ir::eval {
 namespace {
 
-template <typename... Args>
-[[noreturn]] void op_fail(const Instruction& instruction, fmt::format_string<Args...> format,
-                          Args&&... args) {
-  // "OPCODE of NAME (line N): what", the form the evaluator's driver recognizes as
-  // already located.
-  std::string where = instruction.name();
-  if (instruction.pos().line > 0) where += fmt::format(" (line {})", instruction.pos().line);
-  fail("{} of {}: {}", opcode_name(instruction.opcode()), where,
-       fmt::format(format, std::forward<Args>(args)...));
-}
-
 // Operand values converted to the accumulator type Acc.
 template <typename Acc>
 std::vector<Acc> load(const Instruction& instruction, const Literal& l) {

@@ -20,23 +20,6 @@
 namespace podsim::ir::eval {
 namespace {
 
-template <typename... Args>
-[[noreturn]] void op_fail(const Instruction& instruction, fmt::format_string<Args...> format,
-                          Args&&... args) {
-  // "OPCODE of NAME (line N): what", the form the evaluator's driver recognizes as
-  // already located.
-  std::string where = instruction.name();
-  if (instruction.pos().line > 0) where += fmt::format(" (line {})", instruction.pos().line);
-  fail("{} of {}: {}", opcode_name(instruction.opcode()), where,
-       fmt::format(format, std::forward<Args>(args)...));
-}
-
-const Computation& called_computation(const Instruction& instruction, size_t i) {
-  if (instruction.called().size() <= i || instruction.called()[i] == nullptr)
-    op_fail(instruction, "missing called computation {}", i);
-  return *instruction.called()[i];
-}
-
 Literal scalar_at(const Literal& l, int64_t i) {
   Literal s(Shape::scalar(l.type()));
   const size_t es = static_cast<size_t>(type_byte_size(l.type()));
@@ -150,17 +133,6 @@ std::optional<FastOp> match_fast_op(const Computation& c, PrimitiveType t) {
     default:
       return std::nullopt;
   }
-}
-
-// Same definitions as the elementwise maximum/minimum (NaN-propagating; on equal
-// values, including -0 vs +0, the first operand wins), so both paths agree bitwise.
-template <typename C>
-C float_max(C x, C y) {
-  return (x >= y || std::isnan(x)) ? x : y;
-}
-template <typename C>
-C float_min(C x, C y) {
-  return (x <= y || std::isnan(x)) ? x : y;
 }
 
 template <typename T>

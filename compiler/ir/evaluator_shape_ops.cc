@@ -14,17 +14,6 @@
 namespace podsim::ir::eval {
 namespace {
 
-template <typename... Args>
-[[noreturn]] void op_fail(const Instruction& instruction, fmt::format_string<Args...> format,
-                          Args&&... args) {
-  // "OPCODE of NAME (line N): what", the form the evaluator's driver recognizes as
-  // already located.
-  std::string where = instruction.name();
-  if (instruction.pos().line > 0) where += fmt::format(" (line {})", instruction.pos().line);
-  fail("{} of {}: {}", opcode_name(instruction.opcode()), where,
-       fmt::format(format, std::forward<Args>(args)...));
-}
-
 const Literal& array_operand(const Instruction& instruction, Operands operands, size_t i) {
   if (i >= operands.size())
     op_fail(instruction, "expected at least {} operands, got {}", i + 1, operands.size());
