@@ -6,11 +6,14 @@ set -euo pipefail
 packages=(
   cmake ninja-build g++ ccache pkg-config   # build
   libfmt-dev                                # formatting
+  libtbb-dev                                # CPU backend: parallel loops
+  libopenblas-dev                           # CPU backend: GEMM and convolution
   libcli11-dev                              # the CLI's argument parsing
   nlohmann-json3-dev                        # safetensors headers (JSON)
   libgtest-dev                              # tests
   libbenchmark-dev                          # benchmarks
   python3-numpy                             # test oracle (/usr/bin/python3)
+  python3-torch                             # test oracle and benchmark reference (PyTorch 1.13)
 )
 
 missing=()

@@ -19,6 +19,7 @@
 namespace podsim::ir {
 
 class Computation;
+class Instruction;
 
 // Where an instruction came from in HLO text (1-based; 0 when built in code).
 struct SourcePos {
@@ -85,6 +86,7 @@ class Instruction {
   int64_t operand_count() const { return static_cast<int64_t>(operands_.size()); }
   void add_operand(Instruction* op) { operands_.push_back(op); }
   void set_operand(int64_t i, Instruction* op) { operands_.at(static_cast<size_t>(i)) = op; }
+  void set_operands(std::vector<Instruction*> ops) { operands_ = std::move(ops); }
 
   // Computations this instruction calls, in a fixed order per opcode:
   //   reduce, reduce-window, scatter, sort, all-reduce, reduce-scatter, call, map: {to_apply}
@@ -94,11 +96,17 @@ class Instruction {
   const std::vector<Computation*>& called() const { return called_; }
   Computation* called(int64_t i) const { return called_.at(static_cast<size_t>(i)); }
   void add_called(Computation* c) { called_.push_back(c); }
+  void set_called(std::vector<Computation*> called) { called_ = std::move(called); }
   // conditional written with true_computation=/false_computation= (kept for printing).
   bool pred_conditional_syntax = false;
 
   const std::vector<Instruction*>& control_predecessors() const { return control_preds_; }
   void add_control_predecessor(Instruction* i) { control_preds_.push_back(i); }
+  std::vector<Instruction*>& mutable_control_predecessors() { return control_preds_; }
+
+  // A copy with another name and operands: opcode, shape, attributes, called
+  // computations, metadata and sharding are kept; position and parent are not.
+  std::unique_ptr<Instruction> clone(std::string name, std::vector<Instruction*> operands) const;
 
   Attributes& attrs() { return attrs_; }
   const Attributes& attrs() const { return attrs_; }

@@ -3,10 +3,13 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "compiler/ir/instruction.h"
@@ -42,6 +45,22 @@ class Computation {
 
   Instruction* find(std::string_view name) const;
 
+  // Mutation, for passes. Operand and control edges are plain pointers, so an
+  // instruction may only be removed once nothing refers to it.
+  // Redirects every use of old (operands, control edges, root) to replacement.
+  void replace_all_uses(Instruction* old, Instruction* replacement);
+  // Erases the instructions for which remove(instruction) is true; none of them may
+  // be the root or still be used by an instruction that stays.
+  void remove_if(const std::function<bool(const Instruction*)>& remove);
+  // Reorders instructions so that operands and control predecessors come first,
+  // keeping the existing order where it already is valid.
+  void sort_topologically();
+  // Users of every instruction, in instruction order (an instruction using the same
+  // operand twice appears once).
+  std::unordered_map<const Instruction*, std::vector<Instruction*>> users() const;
+  // A name not used by any instruction in this computation, starting with prefix.
+  std::string unique_name(std::string_view prefix);
+
  private:
   std::string name_;
   bool is_entry_ = false;
@@ -49,6 +68,10 @@ class Computation {
   std::vector<std::unique_ptr<Instruction>> instructions_;
   std::vector<Instruction*> parameters_;
   Instruction* root_ = nullptr;
+  int64_t next_name_id_ = 0;
+  // Names in use, built on the first unique_name() call and kept up to date by add().
+  std::unordered_set<std::string> used_names_;
+  bool used_names_valid_ = false;
 };
 
 // input_output_alias={ {0}: (1, {}, may-alias) }
@@ -73,6 +96,10 @@ class Module {
   Computation* entry() const { return entry_; }
   void set_entry(Computation* c);
   Computation* find_computation(std::string_view name) const;
+  // Erases computations for which remove(c) is true; none may still be called.
+  void remove_computations_if(const std::function<bool(const Computation*)>& remove);
+  // A computation name not used in this module, starting with prefix.
+  std::string unique_computation_name(std::string_view prefix) const;
   int64_t instruction_count() const;
 
   // Header attributes.

@@ -1,0 +1,59 @@
+// The host-CPU target: compiles an IR module into an executable plan. Each fusion runs
+// as one vectorized, TBB-parallel pass over memory without per-op intermediate
+// buffers; dot and convolution call OpenBLAS (16-bit floats converted in tiles);
+// intermediate buffers are reused by liveness. Every other op runs through the
+// reference evaluator's implementation, so the CPU target runs every op the evaluator
+// runs. Computes in f32 for f32 (no bf16 rounding of dots).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "compiler/ir/literal.h"
+#include "compiler/ir/module.h"
+
+namespace podsim::cpu {
+
+// Bumped whenever generated plans could change: part of every compile-cache key.
+inline constexpr std::string_view kCompilerVersion = "podsim-cpu-1";
+
+struct CompileOptions {
+  bool run_passes = true;   // the default pipeline of compiler/passes
+  int threads = 0;          // 0: TBB's default
+};
+
+struct ExecutableStats {
+  int64_t argument_bytes = 0;
+  int64_t output_bytes = 0;
+  int64_t alias_bytes = 0;         // outputs that share a buffer with an argument
+  int64_t intermediate_bytes = 0;  // peak bytes of intermediate buffers after reuse
+  int64_t program_bytes = 0;       // size of the plan (instructions, constants)
+  int64_t fusions = 0;
+  int64_t steps = 0;
+};
+
+class Executable {
+ public:
+  virtual ~Executable() = default;
+  // The optimized module the plan was built from.
+  virtual const ir::Module& module() const = 0;
+  virtual const ExecutableStats& stats() const = 0;
+  // Runs the plan; safe to call from several threads at once (each run has its own
+  // buffers). Arguments are checked against the entry's parameter shapes. A tuple root
+  // gives one literal per tuple element (nested tuples stay tuples); any other root
+  // gives one literal.
+  virtual std::vector<ir::Literal> run(std::span<const ir::Literal* const> arguments) const = 0;
+  // A form that compile_serialized() turns back into an equivalent executable (the
+  // optimized module's HLO text), for the persistent compile cache.
+  virtual std::string serialize() const = 0;
+};
+
+std::unique_ptr<Executable> compile(const ir::Module& module, CompileOptions options = {});
+// Rebuilds an executable from serialize()'s output without running the passes again.
+std::unique_ptr<Executable> compile_serialized(std::string_view serialized, CompileOptions options = {});
+
+}  // namespace podsim::cpu
