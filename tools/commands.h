@@ -15,5 +15,6 @@ struct Command {
 };
 Command add_check_command(CLI::App& app);
 Command add_run_command(CLI::App& app);
+Command add_topology_command(CLI::App& app);
 
 }  // namespace podsim::tools

@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   const podsim::tools::Command commands[] = {
       podsim::tools::add_check_command(app),
       podsim::tools::add_run_command(app),
+      podsim::tools::add_topology_command(app),
   };
 
   try {

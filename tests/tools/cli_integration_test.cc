@@ -122,6 +122,21 @@ TEST_F(Cli, RunExplainsMissingInputs) {
   EXPECT_NE(r.output.find("no tensor for parameter 1 ('x'"), std::string::npos) << r.output;
 }
 
+TEST_F(Cli, TopologyListsAndShowsPresetsAndFiles) {
+  Result list = podsim("topology list");
+  ASSERT_EQ(list.exit_code, 0) << list.output;
+  for (const char* name : {"v4 ", "v5e ", "v5p ", "v6e ", "tiny "}) EXPECT_NE(list.output.find(name), std::string::npos);
+  Result toml = podsim("topology show v5e --toml");
+  ASSERT_EQ(toml.exit_code, 0) << toml.output;
+  // What --toml prints is a file that `show` reads back to the same chip.
+  std::string path = write("chip.toml", toml.output);
+  Result again = podsim("topology show " + path + " --toml");
+  EXPECT_EQ(again.output, toml.output);
+  Result bad = podsim("topology show " + write("bad.toml", "base = \"v4\"\nmxu_rows = -1\n"));
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.output.find("bad.toml:2:"), std::string::npos) << bad.output;
+}
+
 TEST_F(Cli, RunsTheDemoModule) {
   Result r = podsim("run " + std::string(PODSIM_SOURCE_DIR) + "/examples/hlo/mlp_forward.hlo --seed 1");
   ASSERT_EQ(r.exit_code, 0) << r.output;

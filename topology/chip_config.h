@@ -1,0 +1,76 @@
+// Chip configurations: every parameter of a simulated TPU-like chip, as data. The
+// simulator and the compiler read these and never hard-code a chip. Named presets
+// follow Google's published TPU figures (each preset says which of its figures are
+// published and which are assumptions); files in TOML override any field of a preset.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace podsim::topology {
+
+struct ChipConfig {
+  std::string name;
+  std::string description;  // where the figures come from; assumptions named
+
+  double clock_hz = 0;
+  int tensor_cores = 0;  // per chip
+
+  // Matrix units, per TensorCore.
+  int mxus_per_core = 0;
+  int mxu_rows = 0;  // systolic array: rows x cols multiply-accumulate cells
+  int mxu_cols = 0;
+
+  // Vector unit, per TensorCore: registers of sublanes x lanes 32-bit elements.
+  int vpu_sublanes = 0;
+  int vpu_lanes = 0;
+  int vector_registers = 0;
+
+  int64_t vmem_bytes = 0;  // per TensorCore
+
+  int64_t hbm_bytes = 0;  // per chip
+  int hbm_channels = 0;
+  double hbm_bandwidth_bytes_per_s = 0;  // per chip, all channels
+  double hbm_latency_ns = 0;
+
+  int dma_engines = 0;  // per TensorCore
+
+  int ici_ports = 0;
+  double ici_link_bandwidth_bytes_per_s = 0;  // per link, per direction
+  double ici_latency_ns = 0;                  // per hop
+
+  double host_link_bandwidth_bytes_per_s = 0;  // host <-> chip (PCIe)
+
+  // Derived figures.
+  // Peak dense bf16 multiply-accumulate throughput in FLOP/s (2 FLOPs per MAC).
+  double peak_bf16_flops() const;
+  double cycle_ns() const { return 1e9 / clock_hz; }
+
+  // Throws podsim::Error naming every field that is out of its valid range.
+  void validate() const;
+};
+
+// The named presets: v4, v5e, v5p, v6e, tiny.
+std::vector<std::string> preset_names();
+// A preset by name; podsim::Error listing the names when unknown.
+ChipConfig preset(std::string_view name);
+
+// A TOML file: either a complete chip, or `base = "v4"` plus the fields to override.
+// Field names are those of ChipConfig; sizes may be written as integers in bytes or as
+// strings with a unit ("32 GiB", "16 MB"), bandwidths as bytes/s or with a unit
+// ("1200 GB/s"), the clock in Hz or as "1.05 GHz". Unknown keys, wrong types and
+// out-of-range values are errors naming the file, the line and the key.
+ChipConfig load_chip_config(const std::string& path);
+ChipConfig parse_chip_config(std::string_view toml_text, std::string_view source_name);
+
+// A preset name, or else a TOML file path.
+ChipConfig chip_config(std::string_view name_or_path);
+
+// Human-readable description of every field (for `podsim topology show`).
+std::string describe(const ChipConfig& config);
+// The config as TOML that parse_chip_config() reads back.
+std::string to_toml(const ChipConfig& config);
+
+}  // namespace podsim::topology
