@@ -9,6 +9,7 @@ packages=(
   libtbb-dev                                # CPU backend: parallel loops
   libopenblas-dev                           # CPU backend: GEMM and convolution
   libcli11-dev                              # the CLI's argument parsing
+  libtomlplusplus-dev                       # chip configuration files (TOML)
   nlohmann-json3-dev                        # safetensors headers (JSON)
   libgtest-dev                              # tests
   libbenchmark-dev                          # benchmarks
