@@ -10,6 +10,7 @@ packages=(
   libopenblas-dev                           # CPU backend: GEMM and convolution
   libcli11-dev                              # the CLI's argument parsing
   libtomlplusplus-dev                       # chip configuration files (TOML)
+  capnproto libcapnp-dev libssl-dev         # the executable format (Cap'n Proto)
   nlohmann-json3-dev                        # safetensors headers (JSON)
   libgtest-dev                              # tests
   libbenchmark-dev                          # benchmarks

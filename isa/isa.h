@@ -1,0 +1,152 @@
+// The TensorCore ISA and the in-memory form of an executable: the only contract between
+// the compiler (compiler/tpu) and the simulator (sim/). Work is expressed at tile
+// granularity — a vector register of sublanes x lanes, an MXU pass, a DMA burst — with
+// explicit asynchrony: DMAs run in the background and complete on semaphores.
+//
+// Machine state per TensorCore: 32 scalar registers (64-bit; s0 is zero), the chip's
+// vector registers (sublanes x lanes 32-bit lanes each), mxus_per_core MXUs (weights
+// and an f32 accumulator each), 32 semaphores, and VMEM; per chip: HBM. Programs
+// address memory through regions (space + base + size) declared in the executable.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "topology/chip_config.h"
+
+namespace podsim::isa {
+
+inline constexpr uint32_t kFormatVersion = 1;
+inline constexpr int kScalarRegisters = 32;
+inline constexpr int kSemaphores = 32;
+inline constexpr int kMaxOperands = 5;
+inline constexpr int kMaxDmaDims = 4;
+
+enum class Opcode : uint8_t {
+#define PODSIM_ISA_OP(e, m, sig, unit) e,
+#include "isa/opcodes.def"
+#undef PODSIM_ISA_OP
+};
+
+inline constexpr int kIsaOpcodeCount = 0
+#define PODSIM_ISA_OP(e, m, sig, unit) +1
+#include "isa/opcodes.def"
+#undef PODSIM_ISA_OP
+    ;
+
+enum class Unit : uint8_t { kScalar, kVector, kMxu, kDma, kSync };
+
+std::string_view mnemonic(Opcode op);
+std::optional<Opcode> opcode_from_mnemonic(std::string_view m);
+std::string_view signature(Opcode op);  // operand kinds, e.g. "VVV"
+Unit unit(Opcode op);
+
+// Element types in memory. Vector registers hold 32-bit lanes: f32 (bf16/f16 widened on
+// load, rounded to nearest even on store), s32 or u32 (narrower ints widened).
+enum class DType : uint8_t { kF32, kBF16, kF16, kS32, kU32, kS16, kU16, kS8, kU8, kPred, kS64, kU64, kF64 };
+std::string_view dtype_name(DType t);  // "f32", "bf16", ...
+std::optional<DType> dtype_from_name(std::string_view name);
+int dtype_bytes(DType t);
+
+struct Instruction {
+  Opcode opcode = Opcode::kHalt;
+  DType dtype = DType::kF32;
+  std::array<int64_t, kMaxOperands> operands{};  // meaning from signature(opcode)
+  int32_t source_op = -1;                        // index into Executable::source_ops
+  bool operator==(const Instruction&) const = default;
+};
+
+enum class MemorySpace : uint8_t { kHbm, kVmem };
+
+struct Region {
+  std::string name;
+  MemorySpace space = MemorySpace::kHbm;
+  int32_t core = 0;  // VMEM: the TensorCore whose VMEM it is
+  int64_t offset = 0;
+  int64_t size = 0;
+  bool operator==(const Region&) const = default;
+};
+
+// A multi-dimensional strided copy: for every index (i0..in) < sizes, element_bytes are
+// copied from src + sum(i_k * src_strides[k]) to dst + sum(i_k * dst_strides[k]).
+struct DmaDescriptor {
+  int32_t src_region = 0;
+  int32_t dst_region = 0;
+  int32_t element_bytes = 4;
+  std::vector<int64_t> sizes;
+  std::vector<int64_t> src_strides;  // bytes
+  std::vector<int64_t> dst_strides;  // bytes
+  bool operator==(const DmaDescriptor&) const = default;
+};
+
+struct Program {
+  int32_t core = 0;
+  std::vector<Instruction> instructions;
+  bool operator==(const Program&) const = default;
+};
+
+// Data placed in a region before the run (constants of the module).
+struct Constant {
+  int32_t region = 0;
+  std::vector<uint8_t> data;
+  bool operator==(const Constant&) const = default;
+};
+
+// A parameter or output: which region holds it, with its element type and dimensions
+// (row-major, dense).
+struct Binding {
+  std::string name;
+  int32_t region = 0;
+  DType dtype = DType::kF32;
+  std::vector<int64_t> dims;
+  bool operator==(const Binding&) const = default;
+};
+
+// The IR op an instruction came from, for profile attribution.
+struct SourceOp {
+  std::string instruction;  // IR instruction name
+  std::string op_type;
+  std::string op_name;
+  std::string source_file;
+  int64_t source_line = 0;
+  bool operator==(const SourceOp&) const = default;
+};
+
+struct Executable {
+  uint32_t format_version = kFormatVersion;
+  std::string compiler_version;
+  topology::ChipConfig chip;
+  std::vector<Region> regions;
+  std::vector<DmaDescriptor> descriptors;
+  std::vector<Program> programs;  // one per TensorCore
+  std::vector<Constant> constants;
+  std::vector<Binding> parameters;
+  std::vector<Binding> outputs;
+  std::vector<SourceOp> source_ops;
+};
+
+// Throws podsim::Error naming the program, instruction index and what is wrong: unknown
+// opcode or dtype, register / MXU / semaphore / descriptor / region index out of range,
+// branch target outside the program, region outside the chip's memories (or an HBM
+// region overlapping another where that is not allowed), descriptor extents outside
+// its regions, constants larger than their regions, bindings whose size exceeds their
+// region, a program for a TensorCore the chip does not have, a program that can fall
+// off its end without halt.
+void validate(const Executable& executable);
+
+// The Cap'n Proto file form (isa/executable.capnp). Readers treat the bytes as hostile:
+// limits derived from the size, then validate().
+std::vector<uint8_t> serialize(const Executable& executable);
+Executable deserialize(const uint8_t* data, size_t size, std::string_view source_name = "<input>");
+void write_executable(const std::string& path, const Executable& executable);
+Executable read_executable(const std::string& path);
+
+// Readable text form: assemble(disassemble(e)) == e.
+std::string disassemble(const Executable& executable);
+Executable assemble(std::string_view text, std::string_view source_name = "<input>");
+
+}  // namespace podsim::isa
