@@ -48,6 +48,7 @@ Unit unit(Opcode op);
 // Element types in memory. Vector registers hold 32-bit lanes: f32 (bf16/f16 widened on
 // load, rounded to nearest even on store), s32 or u32 (narrower ints widened).
 enum class DType : uint8_t { kF32, kBF16, kF16, kS32, kU32, kS16, kU16, kS8, kU8, kPred, kS64, kU64, kF64 };
+inline constexpr int kDTypeCount = static_cast<int>(DType::kF64) + 1;  // raw values >= this are invalid
 std::string_view dtype_name(DType t);  // "f32", "bf16", ...
 std::optional<DType> dtype_from_name(std::string_view name);
 int dtype_bytes(DType t);
@@ -127,25 +128,39 @@ struct Executable {
   std::vector<Binding> parameters;
   std::vector<Binding> outputs;
   std::vector<SourceOp> source_ops;
+  bool operator==(const Executable&) const = default;
 };
 
 // Throws podsim::Error naming the program, instruction index and what is wrong: unknown
 // opcode or dtype, register / MXU / semaphore / descriptor / region index out of range,
-// branch target outside the program, region outside the chip's memories (or an HBM
-// region overlapping another where that is not allowed), descriptor extents outside
-// its regions, constants larger than their regions, bindings whose size exceeds their
-// region, a program for a TensorCore the chip does not have, a program that can fall
-// off its end without halt.
+// branch target outside the program, region outside the chip's memories, descriptor
+// extents outside its regions, constants larger than their regions, bindings whose size
+// exceeds their region, a program for a TensorCore the chip does not have, a program that
+// can fall off its end without halt. Messages read "program P (core C), instruction N
+// (mnemonic): what", "region R ('name'): what", "descriptor dN: what", ...
+// Also required, so that every valid executable has one text form: the chip passes
+// ChipConfig::validate() and has a name; region names are unique identifiers
+// ([A-Za-z_][A-Za-z0-9_.-]*); an HBM region has core 0; descriptors have at most
+// kMaxDmaDims dimensions, sizes >= 1 and strides >= 0 (run-time offsets are the
+// simulator's to check); scalar, vector and MXU memory operands name a region in the
+// program's own core's VMEM; operands beyond the signature are 0; immediates with a fixed
+// set of meanings are in range (viota, vcmp, vred*, vcvt's source dtype, mmul's flag,
+// dma.remote's ICI port < ici_ports, semaphore counts >= 0); at most one program per core.
+// Overlapping regions are allowed (buffers may alias).
 void validate(const Executable& executable);
 
 // The Cap'n Proto file form (isa/executable.capnp). Readers treat the bytes as hostile:
 // limits derived from the size, then validate().
+// serialize() encodes any executable (invalid ones too, for tests); write_executable()
+// validates first, so no invalid file is written. Errors name the file (source_name).
 std::vector<uint8_t> serialize(const Executable& executable);
 Executable deserialize(const uint8_t* data, size_t size, std::string_view source_name = "<input>");
 void write_executable(const std::string& path, const Executable& executable);
 Executable read_executable(const std::string& path);
 
-// Readable text form: assemble(disassemble(e)) == e.
+// Readable text form: assemble(disassemble(e)) == e. The syntax is documented at the top
+// of isa/assembler.cc. disassemble() validates first; assemble() validates what it read
+// and reports errors as "source:line:column: what".
 std::string disassemble(const Executable& executable);
 Executable assemble(std::string_view text, std::string_view source_name = "<input>");
 

@@ -24,6 +24,7 @@ struct DTypeInfo {
 };
 constexpr DTypeInfo kDTypes[] = {{"f32", 4}, {"bf16", 2}, {"f16", 2}, {"s32", 4}, {"u32", 4}, {"s16", 2}, {"u16", 2},
                                  {"s8", 1},  {"u8", 1},   {"pred", 1}, {"s64", 8}, {"u64", 8}, {"f64", 8}};
+static_assert(std::size(kDTypes) == kDTypeCount, "one entry per DType");
 
 }  // namespace
 

@@ -18,7 +18,15 @@ namespace podsim::runtime {
 
 class CompileCache {
  public:
+  // The process-wide cache the runtime uses, set up from the environment
+  // (PODSIM_CACHE_CAPACITY, PODSIM_CACHE_DIR) on first use.
   static CompileCache& global();
+  // A separate cache set up from the environment as global() is (tests and tools: a
+  // fresh instance sees the persistent directory as a new process would).
+  static std::unique_ptr<CompileCache> create();
+  ~CompileCache();
+  CompileCache(const CompileCache&) = delete;
+  CompileCache& operator=(const CompileCache&) = delete;
 
   // Memory first, then disk (deserialized through client). Null on a miss.
   std::shared_ptr<Executable> lookup(const Hash128& graph_hash, Client& client);

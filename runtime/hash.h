@@ -66,4 +66,8 @@ class Hasher {
   uint64_t count_ = 0;
 };
 
+// CRC-64/XZ (ECMA-182 polynomial, reflected, as xz and Go's crc64.ECMA): the checksum
+// of files the runtime writes, such as persistent compile-cache entries.
+uint64_t crc64(std::string_view data);
+
 }  // namespace podsim::runtime

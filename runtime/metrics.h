@@ -33,7 +33,8 @@ void metric_record(std::string_view name, double value, MetricUnit unit = Metric
 struct MetricSummary {
   int64_t total_samples = 0;
   double accumulator = 0;
-  double rate_per_second = 0;
+  double rate_per_second = 0;                          // samples per second over the window
+  double value_rate_per_second = 0;                    // recorded value per second over the window
   std::vector<std::pair<double, double>> percentiles;  // (percent, value)
   MetricUnit unit = MetricUnit::kNanoseconds;
 };
@@ -52,6 +53,9 @@ class ScopedTimer {
   std::string metric_;
   int64_t start_ns_;
 };
+
+// A value as the reports print it: times as 01s002ms003.400us, bytes as 1.50MB.
+std::string format_metric_value(double value, MetricUnit unit);
 
 std::vector<std::string> counter_names();  // touched counters, sorted
 std::vector<std::string> metric_names();   // recorded metrics, sorted

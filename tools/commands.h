@@ -16,5 +16,8 @@ struct Command {
 Command add_check_command(CLI::App& app);
 Command add_run_command(CLI::App& app);
 Command add_topology_command(CLI::App& app);
+Command add_asm_command(CLI::App& app);
+Command add_disasm_command(CLI::App& app);
+Command add_compile_command(CLI::App& app);
 
 }  // namespace podsim::tools

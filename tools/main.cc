@@ -15,6 +15,9 @@ int main(int argc, char** argv) {
       podsim::tools::add_check_command(app),
       podsim::tools::add_run_command(app),
       podsim::tools::add_topology_command(app),
+      podsim::tools::add_asm_command(app),
+      podsim::tools::add_disasm_command(app),
+      podsim::tools::add_compile_command(app),
   };
 
   try {

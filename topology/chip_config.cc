@@ -94,11 +94,14 @@ std::string describe(const ChipConfig& c) {
   return out;
 }
 
+// A TOML basic string: quotes, backslashes and control characters escaped.
 static std::string toml_string(std::string_view s) {
   std::string out = "\"";
   for (char ch : s) {
-    if (ch == '"' || ch == '\\') out += '\\';
-    out += ch;
+    auto u = static_cast<unsigned char>(ch);
+    if (ch == '"' || ch == '\\') out += fmt::format("\\{}", ch);
+    else if (u < 0x20 || u == 0x7f) out += fmt::format("\\u{:04x}", u);
+    else out += ch;
   }
   return out + "\"";
 }

@@ -50,6 +50,8 @@ struct ChipConfig {
 
   // Throws podsim::Error naming every field that is out of its valid range.
   void validate() const;
+
+  bool operator==(const ChipConfig&) const = default;
 };
 
 // The named presets: v4, v5e, v5p, v6e, tiny.

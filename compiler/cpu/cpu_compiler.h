@@ -1,9 +1,16 @@
 // The host-CPU target: compiles an IR module into an executable plan. Each fusion runs
 // as one vectorized, TBB-parallel pass over memory without per-op intermediate
 // buffers; dot and convolution call OpenBLAS (16-bit floats converted in tiles);
-// intermediate buffers are reused by liveness. Every other op runs through the
-// reference evaluator's implementation, so the CPU target runs every op the evaluator
-// runs. Computes in f32 for f32 (no bf16 rounding of dots).
+// while / conditional / call bodies run as nested plans; intermediate buffers are
+// reused by liveness. Every other op runs through the reference evaluator's
+// implementation, so the CPU target runs every op the evaluator runs. Computes in f32
+// for f32 (no bf16 rounding of dots).
+//
+// Numerics: elementwise ops give the evaluator's bits; reductions and dots may differ
+// by reassociation (compiler/cpu/reduce_kernel.h documents the order; dots accumulate
+// in the GEMM type). Fusion and reduce results never depend on the thread count.
+// Threads: TBB runs the fusions and reductions (CompileOptions::threads bounds it);
+// OpenBLAS uses its own pool, called from the thread that runs the plan.
 #pragma once
 
 #include <cstdint>
@@ -47,6 +54,11 @@ class Executable {
   // gives one literal per tuple element (nested tuples stay tuples); any other root
   // gives one literal.
   virtual std::vector<ir::Literal> run(std::span<const ir::Literal* const> arguments) const = 0;
+  // run() into `results` as an earlier run() returned them (same shapes): reuses their
+  // memory instead of allocating and zero-filling new literals, which matters for
+  // large results run in a loop. Throws podsim::Error if the shapes differ or a result
+  // is also one of the arguments.
+  virtual void run_into(std::span<const ir::Literal* const> arguments, std::vector<ir::Literal>& results) const;
   // A form that compile_serialized() turns back into an equivalent executable (the
   // optimized module's HLO text), for the persistent compile cache.
   virtual std::string serialize() const = 0;

@@ -66,6 +66,8 @@ struct Attributes {
   // Opaque text kept verbatim so that modules round-trip.
   std::optional<std::string> backend_config;  // including its quotes or braces
   std::map<std::string, std::string> frontend_attributes;
+  // Field by field (CSE merges instructions only when every attribute matches).
+  bool operator==(const Attributes&) const = default;
 };
 
 class Instruction {

@@ -1,6 +1,12 @@
 // Target-independent optimization passes over the IR, and the pipeline that runs them.
 // Every pass keeps the module's results identical to the reference evaluator's (up to
-// floating-point reassociation where a pass documents it).
+// floating-point reassociation where a pass documents it; none of these passes
+// reassociates: results are bit-identical, NaN payloads aside).
+// Passes expect a module that ir::verify_module() accepts and leave one it accepts.
+// They run over every computation of the module, but leave fusion bodies alone (except
+// DCE), never change a computation's parameters or result shape, and never remove or
+// merge instructions with side effects (side-effecting custom-calls, collectives, and
+// calls of computations containing them) or instructions with control edges.
 #pragma once
 
 #include <memory>
@@ -24,19 +30,30 @@ struct FusionOptions {
   int max_fused_instructions = 64;
 };
 
+// Exact local rewrites: x+(-0), x*1, x/1, integer x+0 / x*0, double negation, composed
+// reshapes / transposes / broadcasts, identity data movement, ... (list and the
+// floating-point rules at the top of algebraic_simplifier.cc).
 std::unique_ptr<Pass> make_algebraic_simplifier();
+// Replaces instructions whose operands are all constants by the constant the reference
+// evaluator computes (limits on size and cost in constant_folding.cc).
 std::unique_ptr<Pass> make_constant_folding();
+// Merges identical instructions within each computation (linear time).
 std::unique_ptr<Pass> make_cse();
+// Removes unused instructions (parameters and side effects stay) and computations
+// nothing reachable from the entry calls.
 std::unique_ptr<Pass> make_dce();
 // Groups elementwise ops, broadcasts (and other loop-compatible producers) and
 // reductions of them into `fusion` instructions (kind=kLoop, or kInput for a fused
-// reduction) whose fused computation a backend runs as one pass over memory.
+// reduction) whose fused computation a backend runs as one pass over memory. The form
+// of the fusions it makes (which ops may appear inside each kind) is documented at the
+// top of fusion.cc.
 std::unique_ptr<Pass> make_fusion(FusionOptions options = {});
 
 class Pipeline {
  public:
   Pipeline& add(std::unique_ptr<Pass> pass);
-  // Verify the module after every pass (tests and debugging); off by default.
+  // Verify the module on entry and after every pass (tests and debugging); off by
+  // default. A failure throws podsim::Error naming the pass that broke the module.
   Pipeline& verify_each(bool on);
   // Runs the passes in order; returns whether anything changed.
   bool run(ir::Module& module);
@@ -46,8 +63,8 @@ class Pipeline {
   bool verify_each_ = false;
 };
 
-// simplify -> constant folding -> CSE -> DCE, repeated to a fixed point (bounded), then
-// fusion and a final DCE.
+// simplify -> constant folding -> CSE -> DCE, repeated until a round changes nothing
+// (at most 8 rounds), then fusion and a final DCE.
 Pipeline default_pipeline(FusionOptions fusion = {});
 
 }  // namespace podsim::passes

@@ -77,6 +77,15 @@ TEST(ChipConfig, TomlRoundTrips) {
   }
 }
 
+TEST(ChipConfig, TomlEscapesNamesAndDescriptions) {
+  ChipConfig c = preset("tiny");
+  c.name = "odd \"chip\" \\ x";
+  c.description = "line one\nline two\ttabbed";
+  ChipConfig back = parse_chip_config(to_toml(c), "escaped.toml");
+  EXPECT_EQ(back.name, c.name);
+  EXPECT_EQ(back.description, c.description);
+}
+
 TEST(ChipConfig, BadFilesGiveClearErrors) {
   EXPECT_NE(error_of("base = \"v4\"\nmxu_rowz = 4\n").find("chip.toml:2:12: unknown key 'mxu_rowz'"), std::string::npos)
       << error_of("base = \"v4\"\nmxu_rowz = 4\n");

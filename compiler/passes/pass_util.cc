@@ -1,0 +1,220 @@
+#include "compiler/passes/pass_util.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "common/error.h"
+
+namespace podsim::passes::internal {
+
+using ir::Computation;
+using ir::Instruction;
+using ir::Literal;
+using ir::Module;
+using ir::Opcode;
+
+std::unordered_set<const Computation*> fusion_computations(const Module& module) {
+  std::unordered_set<const Computation*> fused;
+  for (const auto& c : module.computations())
+    for (const auto& i : c->instructions())
+      if (i->opcode() == Opcode::kFusion)
+        for (const Computation* callee : i->called()) fused.insert(callee);
+  return fused;
+}
+
+std::vector<Computation*> non_fusion_computations(const Module& module) {
+  auto fused = fusion_computations(module);
+  std::vector<Computation*> out;
+  for (const auto& c : module.computations())
+    if (!fused.count(c.get())) out.push_back(c.get());
+  return out;
+}
+
+std::vector<const Computation*> callees_first(const Module& module) {
+  std::vector<const Computation*> order;
+  std::unordered_map<const Computation*, uint8_t> state;  // 1 on the stack, 2 done
+  for (const auto& start : module.computations()) {
+    if (state[start.get()]) continue;
+    // (computation, next callee to visit) pairs; callees listed flat per computation.
+    std::vector<std::pair<const Computation*, std::vector<const Computation*>>> stack;
+    auto push = [&](const Computation* c) {
+      std::vector<const Computation*> callees;
+      for (const auto& i : c->instructions())
+        for (const Computation* callee : i->called())
+          if (callee) callees.push_back(callee);
+      state[c] = 1;
+      stack.emplace_back(c, std::move(callees));
+    };
+    push(start.get());
+    while (!stack.empty()) {
+      auto& [c, callees] = stack.back();
+      if (callees.empty()) {
+        state[c] = 2;
+        order.push_back(c);
+        stack.pop_back();
+        continue;
+      }
+      const Computation* next = callees.back();
+      callees.pop_back();
+      if (!state[next]) push(next);  // invalidates c and callees
+    }
+  }
+  return order;
+}
+
+namespace {
+
+bool has_own_side_effect(const Instruction& i) {
+  if (i.opcode() == Opcode::kCustomCall) return i.attrs().custom_call_has_side_effect;
+  return ir::is_collective(i.opcode());
+}
+
+}  // namespace
+
+SideEffects::SideEffects(const Module& module) {
+  for (const Computation* c : callees_first(module)) {
+    for (const auto& i : c->instructions()) {
+      bool effect = has_own_side_effect(*i);
+      for (const Computation* callee : i->called()) effect = effect || effectful_.count(callee);
+      if (effect) {
+        effectful_.insert(c);
+        break;
+      }
+    }
+  }
+}
+
+bool SideEffects::has(const Instruction& instruction) const {
+  if (has_own_side_effect(instruction)) return true;
+  for (const Computation* callee : instruction.called())
+    if (effectful_.count(callee)) return true;
+  return false;
+}
+
+std::unordered_set<const Instruction*> control_linked(const Computation& computation) {
+  std::unordered_set<const Instruction*> linked;
+  for (const auto& i : computation.instructions()) {
+    if (i->control_predecessors().empty()) continue;
+    linked.insert(i.get());
+    for (const Instruction* p : i->control_predecessors()) linked.insert(p);
+  }
+  return linked;
+}
+
+Instruction* Replacements::resolve(Instruction* instruction) const {
+  // Chains are short (a replacement is usually never replaced itself); the bound only
+  // guards against a cycle, which no pass records.
+  for (size_t steps = 0; steps <= map_.size(); ++steps) {
+    auto it = map_.find(instruction);
+    if (it == map_.end()) return instruction;
+    instruction = it->second;
+  }
+  fail("internal: cyclic instruction replacement at '{}'", instruction->name());
+}
+
+void Replacements::resolve_operands(Instruction& instruction) const {
+  if (map_.empty()) return;
+  for (int64_t k = 0; k < instruction.operand_count(); ++k) {
+    Instruction* r = resolve(instruction.operand(k));
+    if (r != instruction.operand(k)) instruction.set_operand(k, r);
+  }
+}
+
+void Replacements::apply(Computation& computation) const {
+  if (map_.empty()) return;
+  for (const auto& i : computation.instructions()) {
+    resolve_operands(*i);
+    for (Instruction*& p : i->mutable_control_predecessors()) p = resolve(p);
+  }
+  computation.set_root(resolve(computation.root()));
+}
+
+bool remove_dead_instructions(Computation& computation, const SideEffects& side_effects) {
+  std::unordered_set<const Instruction*> live;
+  std::vector<const Instruction*> work;
+  auto mark = [&](const Instruction* i) {
+    if (i && live.insert(i).second) work.push_back(i);
+  };
+  mark(computation.root());
+  for (const auto& i : computation.instructions())
+    if (i->opcode() == Opcode::kParameter || side_effects.has(*i)) mark(i.get());
+  while (!work.empty()) {
+    const Instruction* i = work.back();
+    work.pop_back();
+    for (const Instruction* op : i->operands()) mark(op);
+  }
+  if (live.size() == computation.instructions().size()) return false;
+  computation.remove_if([&](const Instruction* i) { return !live.count(i); });
+  return true;
+}
+
+std::optional<Literal> uniform_value(const Instruction& instruction) {
+  const Instruction* source = &instruction;
+  // A broadcast repeats its operand's elements: uniform when they are.
+  if (source->opcode() == Opcode::kBroadcast && source->operand_count() == 1) {
+    if (source->shape().is_tuple() || source->shape().num_elements() == 0) return std::nullopt;
+    source = source->operand(0);
+  }
+  if (source->opcode() != Opcode::kConstant || !source->attrs().literal) return std::nullopt;
+  const Literal& literal = *source->attrs().literal;
+  if (literal.shape().is_tuple() || literal.num_elements() == 0) return std::nullopt;
+  auto size = static_cast<size_t>(ir::type_byte_size(literal.type()));
+  auto bytes = literal.bytes();
+  for (size_t offset = size; offset < bytes.size(); offset += size)
+    if (std::memcmp(bytes.data(), bytes.data() + offset, size) != 0) return std::nullopt;
+  Literal scalar(ir::Shape::scalar(literal.type()));
+  std::memcpy(scalar.bytes().data(), bytes.data(), size);
+  return scalar;
+}
+
+bool is_zero(const Literal& scalar) {
+  if (ir::is_float(scalar.type())) return scalar.get_as_double(0) == 0.0;
+  return scalar.get_as_uint64(0) == 0;
+}
+
+bool is_positive_zero(const Literal& scalar) {
+  if (!ir::is_float(scalar.type())) return false;
+  double v = scalar.get_as_double(0);
+  return v == 0.0 && !std::signbit(v);
+}
+
+bool is_negative_zero(const Literal& scalar) {
+  if (!ir::is_float(scalar.type())) return false;
+  double v = scalar.get_as_double(0);
+  return v == 0.0 && std::signbit(v);
+}
+
+bool is_one(const Literal& scalar) {
+  if (ir::is_float(scalar.type())) return scalar.get_as_double(0) == 1.0;
+  return scalar.get_as_uint64(0) == 1;
+}
+
+std::optional<Opcode> simple_reducer(const Computation& computation) {
+  if (computation.parameter_count() != 2 || computation.instruction_count() != 3)
+    return std::nullopt;
+  const Instruction* root = computation.root();
+  const Instruction* p0 = computation.parameter(0);
+  const Instruction* p1 = computation.parameter(1);
+  if (!root || !p0 || !p1 || root->operand_count() != 2 || root->operand(0) != p0 ||
+      root->operand(1) != p1)
+    return std::nullopt;
+  const ir::Shape& s = root->shape();
+  if (!s.is_scalar() || !p0->shape().compatible(s) || !p1->shape().compatible(s))
+    return std::nullopt;
+  switch (root->opcode()) {
+    case Opcode::kAdd:
+    case Opcode::kMultiply:
+    case Opcode::kMaximum:
+    case Opcode::kMinimum:
+      if (s.type() == ir::PrimitiveType::kPred) return std::nullopt;
+      return root->opcode();
+    case Opcode::kAnd:
+    case Opcode::kOr:
+      if (ir::is_float(s.type())) return std::nullopt;
+      return root->opcode();
+    default:
+      return std::nullopt;
+  }
+}
+
+}  // namespace podsim::passes::internal

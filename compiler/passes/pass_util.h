@@ -1,0 +1,83 @@
+// Helpers shared by the pass implementations (not part of the pass API): which
+// computations a pass may rewrite, side effects, deferred replacement of instructions,
+// dead-instruction removal and recognizing constants. Every pass expects a module that
+// verify_module() accepts.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "compiler/ir/module.h"
+
+namespace podsim::passes::internal {
+
+// The bodies of fusion instructions. Like XLA, the rewriting passes (simplifier,
+// constant folding, CSE, fusion) leave them alone: a backend relies on their form.
+std::unordered_set<const ir::Computation*> fusion_computations(const ir::Module& module);
+
+// The module's computations that are not fusion bodies, in module order.
+std::vector<ir::Computation*> non_fusion_computations(const ir::Module& module);
+
+// Computations ordered so that every callee comes before its callers (iterative, so
+// that deep call chains cannot overflow the stack; a call cycle, which the verifier
+// rejects, is cut where it is found).
+std::vector<const ir::Computation*> callees_first(const ir::Module& module);
+
+// Which instructions have effects beyond their result: a custom-call marked
+// custom_call_has_side_effect, a collective (kept conservatively: every device must
+// take part), or a call / while / conditional / fusion / ... whose called computations
+// contain one. Such instructions are never removed or merged.
+class SideEffects {
+ public:
+  explicit SideEffects(const ir::Module& module);
+  bool has(const ir::Instruction& instruction) const;
+
+ private:
+  std::unordered_set<const ir::Computation*> effectful_;
+};
+
+// Instructions with a control predecessor or a control successor. The rewriting
+// passes leave them in place so that the ordering they express survives.
+std::unordered_set<const ir::Instruction*> control_linked(const ir::Computation& computation);
+
+// Replacements decided while walking a computation in order, applied to every use in
+// one sweep at the end (Computation::replace_all_uses per instruction would make a
+// pass quadratic).
+class Replacements {
+ public:
+  void add(ir::Instruction* old, ir::Instruction* replacement) { map_[old] = replacement; }
+  bool empty() const { return map_.empty(); }
+  ir::Instruction* resolve(ir::Instruction* instruction) const;
+  // Points instruction's operands at their replacements.
+  void resolve_operands(ir::Instruction& instruction) const;
+  // Redirects every operand, control edge and the root of computation.
+  void apply(ir::Computation& computation) const;
+
+ private:
+  std::unordered_map<const ir::Instruction*, ir::Instruction*> map_;
+};
+
+// Removes the instructions that neither the root, a parameter nor an instruction with
+// a side effect needs. Parameters always stay (they make the signature). Returns
+// whether any instruction went.
+bool remove_dead_instructions(ir::Computation& computation, const SideEffects& side_effects);
+
+// When every element of instruction's value is the same known scalar (a constant, or
+// a broadcast of one), that scalar; nullopt otherwise (also for empty arrays).
+std::optional<ir::Literal> uniform_value(const ir::Instruction& instruction);
+
+// Tests on a scalar literal's value, exact in the literal's type.
+bool is_zero(const ir::Literal& scalar);           // integers, pred: 0; floats: +0 or -0
+bool is_positive_zero(const ir::Literal& scalar);  // floats: +0 only
+bool is_negative_zero(const ir::Literal& scalar);  // floats: -0 only
+bool is_one(const ir::Literal& scalar);
+
+// A computation of two scalar parameters whose root applies one binary opcode to them,
+// `ROOT r = op(p0, p1)` with nothing else in it (the form reductions take fast paths
+// for); the opcode, or nullopt.
+std::optional<ir::Opcode> simple_reducer(const ir::Computation& computation);
+
+}  // namespace podsim::passes::internal

@@ -1,0 +1,351 @@
+// The lowering driver: walks the entry computation, defers what kernels can compute
+// inline, dispatches every other instruction to its lowering, binds the outputs, and
+// places every buffer in HBM by liveness.
+#include "compiler/tpu/lowerer.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "common/error.h"
+#include "compiler/ir/verifier.h"
+#include "compiler/tpu/buffer_assignment.h"
+#include "compiler/tpu/lowerings.h"
+#include "compiler/tpu/tiling.h"
+
+namespace podsim::tpu {
+namespace {
+
+using ir::Instruction;
+using ir::Opcode;
+using ir::PrimitiveType;
+
+// value_of() nests (materializing an operand while lowering an op) no deeper than this.
+constexpr int kMaxLoweringDepth = 200;
+constexpr int64_t kVmemAlignment = 128;
+
+std::string line_of(const Instruction& i) {
+  if (i.pos().line > 0) return fmt::format("line {}", i.pos().line);
+  return fmt::format("instruction '{}'", i.name());
+}
+
+std::vector<uint8_t> literal_bytes(const ir::Literal& lit) {
+  std::vector<uint8_t> data(lit.bytes().size());
+  if (!data.empty()) std::memcpy(data.data(), lit.bytes().data(), data.size());
+  return data;
+}
+
+}  // namespace
+
+void unsupported(const Instruction& i, std::string_view detail) {
+  unsupported_what(i, ir::opcode_name(i.opcode()), detail);
+}
+
+void unsupported_what(const Instruction& i, std::string_view what, std::string_view detail) {
+  fail("not supported on the TPU target: {} ({}){}{}", what, line_of(i), detail.empty() ? "" : ": ", detail);
+}
+
+isa::DType memory_dtype(PrimitiveType t) {
+  switch (t) {
+    case PrimitiveType::kPred: return isa::DType::kPred;
+    case PrimitiveType::kS8: return isa::DType::kS8;
+    case PrimitiveType::kS16: return isa::DType::kS16;
+    case PrimitiveType::kS32: return isa::DType::kS32;
+    case PrimitiveType::kS64: return isa::DType::kS64;
+    case PrimitiveType::kU8: return isa::DType::kU8;
+    case PrimitiveType::kU16: return isa::DType::kU16;
+    case PrimitiveType::kU32: return isa::DType::kU32;
+    case PrimitiveType::kU64: return isa::DType::kU64;
+    case PrimitiveType::kF16: return isa::DType::kF16;
+    case PrimitiveType::kBF16: return isa::DType::kBF16;
+    case PrimitiveType::kF32: return isa::DType::kF32;
+    case PrimitiveType::kF64: return isa::DType::kF64;
+    case PrimitiveType::kTuple: break;
+  }
+  fail("internal: a tuple has no element type");
+}
+
+isa::DType isa_dtype(const Instruction& i, PrimitiveType t) {
+  if (t == PrimitiveType::kS64 || t == PrimitiveType::kU64 || t == PrimitiveType::kF64)
+    unsupported(i, fmt::format("{} (64-bit types have no vector lane form)", ir::type_name(t)));
+  if (t == PrimitiveType::kTuple) unsupported(i, "a tuple where an array is needed");
+  return memory_dtype(t);
+}
+
+Lowerer::Lowerer(const ir::Module& module, const topology::ChipConfig& chip, const Options& options)
+    : module_(module), chip_(chip), options_(options), pb_(chip, options.core) {
+  if (options.core < 0 || options.core >= chip.tensor_cores)
+    fail("TPU compile: core {} does not exist on chip '{}' ({} TensorCores)", options.core, chip.name,
+         chip.tensor_cores);
+  if (options.max_tile_vregs < 1) fail("TPU compile: max_tile_vregs must be at least 1");
+}
+
+int32_t Lowerer::new_buffer(std::string_view name, const ir::Shape& shape) {
+  Buffer b;
+  b.name = std::string(name);
+  b.kind = BufferKind::kTemp;
+  b.bytes = shape.byte_size();
+  b.region = pb_.add_region(name, isa::MemorySpace::kHbm, 0, b.bytes);
+  b.first_step = b.last_step = std::max<int64_t>(step_, 0);
+  buffers_.push_back(std::move(b));
+  return static_cast<int32_t>(buffers_.size() - 1);
+}
+
+int32_t Lowerer::constant_buffer(std::string_view name, std::vector<uint8_t> data) {
+  std::string key = fmt::format("{}#{}", name, data.size());
+  if (name.starts_with("iota.")) {
+    if (auto it = iota_buffers_.find(key); it != iota_buffers_.end()) return it->second;
+  }
+  Buffer b;
+  b.name = std::string(name);
+  b.kind = BufferKind::kConstant;
+  b.bytes = static_cast<int64_t>(data.size());
+  b.region = pb_.add_region(name, isa::MemorySpace::kHbm, 0, b.bytes);
+  pb_.executable().constants.push_back(isa::Constant{b.region, std::move(data)});
+  buffers_.push_back(std::move(b));
+  auto id = static_cast<int32_t>(buffers_.size() - 1);
+  if (name.starts_with("iota.")) iota_buffers_.emplace(key, id);
+  return id;
+}
+
+int32_t Lowerer::use(int32_t buffer) {
+  Buffer& b = buffers_[static_cast<size_t>(buffer)];
+  b.last_step = std::max(b.last_step, step_);
+  return b.region;
+}
+
+void Lowerer::begin_step(const Instruction& i, const Scope& s) {
+  ++step_;
+  vmem_used_ = 0;
+  step_name_ = i.name();
+  pb_.set_source(s.fused && s.origin ? *s.origin : i);
+}
+
+int32_t Lowerer::vmem(std::string_view name, int64_t bytes) {
+  int64_t offset = round_up(vmem_used_, kVmemAlignment);
+  if (bytes > chip_.vmem_bytes - offset)
+    fail("TPU compile: step '{}' needs more than the {} bytes of VMEM of chip '{}' (at buffer '{}' of {} bytes)",
+         step_name_, chip_.vmem_bytes, chip_.name, name, bytes);
+  vmem_used_ = offset + bytes;
+  return pb_.add_region(fmt::format("{}.{}", step_name_, name), isa::MemorySpace::kVmem, offset, bytes);
+}
+
+const Value* Lowerer::find_value(const Instruction& i, const Scope& s) const {
+  auto it = s.values.find(&i);
+  return it == s.values.end() ? nullptr : &it->second;
+}
+
+bool Lowerer::expandable(const Instruction& i, const Scope& s) const {
+  if (i.opcode() == Opcode::kParameter) return false;
+  if (s.fused) return true;
+  switch (i.opcode()) {
+    case Opcode::kConstant:
+    case Opcode::kIota:
+    case Opcode::kBroadcast:
+    case Opcode::kTranspose:
+    case Opcode::kSlice:
+    case Opcode::kReshape:
+    case Opcode::kBitcast:
+    case Opcode::kCopy: return i.shape().is_array();
+    default: return false;
+  }
+}
+
+const Value& Lowerer::value_of(const Instruction& i, Scope& s) {
+  if (const Value* v = find_value(i, s)) return *v;
+  if (depth_ >= kMaxLoweringDepth)
+    fail("not supported on the TPU target: operands nested deeper than {} levels (at instruction '{}')",
+         kMaxLoweringDepth, i.name());
+  ++depth_;
+  Value v;
+  try {
+    v = lower(i, s);
+  } catch (...) {
+    --depth_;
+    throw;
+  }
+  --depth_;
+  return s.values.emplace(&i, std::move(v)).first->second;
+}
+
+const Value& Lowerer::lower_computation(Scope& s) {
+  for (const auto& owned : s.computation->instructions()) {
+    const Instruction& i = *owned;
+    if (find_value(i, s)) continue;
+    if (i.opcode() == Opcode::kTuple || i.opcode() == Opcode::kGetTupleElement || expandable(i, s)) continue;
+    value_of(i, s);
+  }
+  return value_of(*s.computation->root(), s);
+}
+
+Value Lowerer::lower_call(const Instruction& i, const ir::Computation& callee, Scope& s, bool fused) {
+  std::vector<Value> args;
+  for (int64_t k = 0; k < callee.parameter_count(); ++k) args.push_back(value_of(*i.operand(k), s));
+  if (!fused) return lower_called(callee, args);
+  Scope inner;
+  inner.computation = &callee;
+  inner.fused = true;
+  inner.origin = s.fused && s.origin ? s.origin : &i;
+  for (int64_t k = 0; k < callee.parameter_count(); ++k) inner.values.emplace(callee.parameter(k), args[k]);
+  return value_of(*callee.root(), inner);
+}
+
+Value Lowerer::lower_called(const ir::Computation& callee, const std::vector<Value>& args) {
+  Scope inner;
+  inner.computation = &callee;
+  for (int64_t k = 0; k < callee.parameter_count(); ++k) inner.values.emplace(callee.parameter(k), args.at(k));
+  return lower_computation(inner);
+}
+
+void Lowerer::keep_live_through_loop(int64_t first, int64_t last) {
+  for (Buffer& b : buffers_)
+    if (b.kind == BufferKind::kTemp && b.first_step < first && b.last_step >= first)
+      b.last_step = std::max(b.last_step, last);
+}
+
+Value Lowerer::lower(const Instruction& i, Scope& s) {
+  switch (i.opcode()) {
+    case Opcode::kParameter: fail("internal: parameter '{}' has no value", i.name());
+    case Opcode::kConstant: {
+      if (!i.shape().is_array()) unsupported(i, "a tuple constant");
+      return Value{constant_buffer(i.name(), literal_bytes(*i.attrs().literal)), i.shape(), {}};
+    }
+    case Opcode::kIota: {
+      ir::Literal lit(i.shape());
+      int64_t d = i.attrs().iota_dimension;
+      int64_t n = 0;
+      ir::for_each_index(i.shape().dims(), [&](const std::vector<int64_t>& index) {
+        lit.set_from_int64(n++, index[static_cast<size_t>(d)]);
+      });
+      return Value{constant_buffer(i.name(), literal_bytes(lit)), i.shape(), {}};
+    }
+    case Opcode::kTuple: {
+      Value v;
+      v.shape = i.shape();
+      for (const Instruction* op : i.operands()) v.elements.push_back(value_of(*op, s));
+      return v;
+    }
+    case Opcode::kGetTupleElement: {
+      const Value& t = value_of(*i.operand(0), s);
+      return t.elements.at(static_cast<size_t>(i.attrs().tuple_index));
+    }
+    case Opcode::kReshape:
+    case Opcode::kBitcast:
+    case Opcode::kCopy: {
+      // Row-major arrays: the result is the operand's bytes (values are immutable).
+      Value v = value_of(*i.operand(0), s);
+      if (!v.shape.is_array() || v.shape.byte_size() != i.shape().byte_size()) unsupported(i, "a tuple copy");
+      v.shape = i.shape();
+      return v;
+    }
+    case Opcode::kOptimizationBarrier: return value_of(*i.operand(0), s);
+    case Opcode::kBroadcast:
+    case Opcode::kTranspose:
+    case Opcode::kSlice: return lower_view_copy(*this, i, s);
+    case Opcode::kReverse: return lower_reverse(*this, i, s);
+    case Opcode::kConcatenate: return lower_concatenate(*this, i, s);
+    case Opcode::kDynamicSlice: return lower_dynamic_slice(*this, i, s);
+    case Opcode::kDynamicUpdateSlice: return lower_dynamic_update_slice(*this, i, s);
+    case Opcode::kGather: return lower_gather(*this, i, s);
+    case Opcode::kPad: return lower_pad(*this, i, s);
+    case Opcode::kReduce: return lower_reduce(*this, i, s);
+    case Opcode::kDot: return lower_dot(*this, i, s);
+    case Opcode::kFusion: return lower_call(i, *i.called(0), s, true);
+    case Opcode::kCall: return lower_call(i, *i.called(0), s, false);
+    case Opcode::kWhile: return lower_while(*this, i, s);
+    case Opcode::kConditional: return lower_conditional(*this, i, s);
+    default:
+      if (ir::is_elementwise(i.opcode())) return lower_elementwise(*this, i, s);
+      unsupported(i);
+  }
+}
+
+void Lowerer::collect_outputs(const Value& v, std::vector<const Value*>& out) const {
+  if (v.shape.is_tuple()) {
+    for (const Value& e : v.elements) collect_outputs(e, out);
+    return;
+  }
+  out.push_back(&v);
+}
+
+void Lowerer::bind_outputs(const Value& root) {
+  std::vector<const Value*> outputs;
+  collect_outputs(root, outputs);
+  const Instruction& origin = *module_.entry()->root();
+  Scope entry;
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    const Value& v = *outputs[k];
+    int32_t b = v.buffer;
+    if (buffers_[static_cast<size_t>(b)].kind != BufferKind::kTemp) {
+      // A parameter, a constant or an output already: the output gets its own copy.
+      begin_step(origin, entry);
+      int32_t copy = new_buffer(fmt::format("out{}", k), v.shape);
+      copy_buffer(*this, b, copy, v.shape.byte_size());
+      b = copy;
+    }
+    buffers_[static_cast<size_t>(b)].kind = BufferKind::kOutput;
+    isa::Binding binding;
+    binding.name = fmt::format("out{}", k);
+    binding.region = buffers_[static_cast<size_t>(b)].region;
+    binding.dtype = memory_dtype(v.shape.type());
+    binding.dims = v.shape.dims();
+    pb_.executable().outputs.push_back(std::move(binding));
+  }
+}
+
+isa::Executable Lowerer::run() {
+  const ir::Computation& entry_computation = *module_.entry();
+  Scope entry;
+  entry.computation = &entry_computation;
+  for (const Instruction* p : entry_computation.parameters()) {
+    if (!p->shape().is_array()) unsupported(*p, "a tuple-shaped entry parameter");
+    Buffer b;
+    b.name = p->name();
+    b.kind = BufferKind::kParameter;
+    b.bytes = p->shape().byte_size();
+    b.region = pb_.add_region(p->name(), isa::MemorySpace::kHbm, 0, b.bytes);
+    buffers_.push_back(b);
+    auto id = static_cast<int32_t>(buffers_.size() - 1);
+    entry.values.emplace(p, Value{id, p->shape(), {}});
+    isa::Binding binding;
+    binding.name = p->name();
+    binding.region = b.region;
+    binding.dtype = memory_dtype(p->shape().type());
+    binding.dims = p->shape().dims();
+    pb_.executable().parameters.push_back(std::move(binding));
+  }
+  Value root = lower_computation(entry);
+  bind_outputs(root);
+
+  // Parameters, constants and outputs live for the whole run; temporaries from the
+  // step that defines them to the last step that uses them.
+  const int64_t end = step_ + 1;
+  std::vector<BufferRequest> requests;
+  for (const Buffer& b : buffers_) {
+    BufferRequest r;
+    r.bytes = b.bytes;
+    bool whole_run = b.kind == BufferKind::kParameter || b.kind == BufferKind::kConstant;
+    r.first_step = whole_run ? 0 : b.first_step;
+    r.last_step = b.kind == BufferKind::kTemp ? b.last_step : end;
+    requests.push_back(r);
+  }
+  Placement placement = place_buffers(requests, options_.hbm_alignment);
+  if (placement.total_bytes > chip_.hbm_bytes)
+    fail("TPU compile: out of device memory: module '{}' needs {} bytes of HBM at its peak, chip '{}' has {}",
+         module_.name(), placement.total_bytes, chip_.name, chip_.hbm_bytes);
+  for (size_t k = 0; k < buffers_.size(); ++k) pb_.region(buffers_[k].region).offset = placement.offsets[k];
+  isa::Executable e = pb_.finish();
+  e.compiler_version = std::string(kCompilerVersion);
+  return e;
+}
+
+isa::Executable compile(const ir::Module& module, const topology::ChipConfig& chip, const Options& options) {
+  ir::verify_module(module, module.name());
+  chip.validate();
+  Lowerer lowerer(module, chip, options);
+  isa::Executable e = lowerer.run();
+  isa::validate(e);
+  return e;
+}
+
+}  // namespace podsim::tpu

@@ -1,0 +1,130 @@
+// The lowering driver's state, shared by the op lowerings: HBM buffers and their
+// liveness, the value of every lowered instruction, the step in progress (one op or
+// fusion: its VMEM arena, its source op). Internal to compiler/tpu.
+//
+// Discipline every lowering follows: a step begins with begin_step(), allocates its
+// VMEM from the step's arena, and waits for every DMA it issued before it ends, so
+// that steps never overlap and a buffer dead after step s may be reused by step s + 1.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "compiler/ir/module.h"
+#include "compiler/tpu/program_builder.h"
+#include "compiler/tpu/tpu_compiler.h"
+
+namespace podsim::tpu {
+
+// Semaphores of a step: double-buffered inputs, double-buffered outputs, one-off loads.
+inline constexpr int kSemInput = 0;   // and 1
+inline constexpr int kSemOutput = 2;  // and 3
+inline constexpr int kSemOnce = 4;
+
+// An array in HBM (a buffer seen with a shape: reshapes alias their operand's buffer),
+// or a tuple of values.
+struct Value {
+  int32_t buffer = -1;
+  ir::Shape shape;
+  std::vector<Value> elements;
+};
+
+enum class BufferKind { kParameter, kConstant, kTemp, kOutput };
+
+struct Buffer {
+  std::string name;
+  BufferKind kind = BufferKind::kTemp;
+  int64_t bytes = 0;
+  int32_t region = -1;
+  int64_t first_step = 0;
+  int64_t last_step = 0;
+};
+
+// The values of one computation's instructions while it is lowered. A fused scope
+// (a fusion's computation) computes its instructions inside kernels; other scopes
+// lower them one step each, deferring the cheap ones (constants, broadcasts, views).
+struct Scope {
+  const ir::Computation* computation = nullptr;
+  bool fused = false;
+  const ir::Instruction* origin = nullptr;  // steps of a fused scope are attributed to its fusion
+  std::unordered_map<const ir::Instruction*, Value> values;
+};
+
+class Lowerer {
+ public:
+  Lowerer(const ir::Module& module, const topology::ChipConfig& chip, const Options& options);
+  isa::Executable run();
+
+  ProgramBuilder& pb() { return pb_; }
+  const topology::ChipConfig& chip() const { return chip_; }
+  const Options& options() const { return options_; }
+
+  // The value of i in s, lowering (and memoizing) it first where needed.
+  const Value& value_of(const ir::Instruction& i, Scope& s);
+  const Value* find_value(const ir::Instruction& i, const Scope& s) const;
+  // Whether a kernel reading i may compute it inline rather than read its value.
+  bool expandable(const ir::Instruction& i, const Scope& s) const;
+
+  // A temporary array defined by the step in progress.
+  int32_t new_buffer(std::string_view name, const ir::Shape& shape);
+  // A constant array placed in HBM before the run.
+  int32_t constant_buffer(std::string_view name, std::vector<uint8_t> data);
+  const Buffer& buffer(int32_t b) const { return buffers_[static_cast<size_t>(b)]; }
+  // The buffer's HBM region, recording that the step in progress uses it.
+  int32_t use(int32_t buffer);
+
+  // Starts a step lowering `i` (attributed to s.origin in a fused scope).
+  void begin_step(const ir::Instruction& i, const Scope& s);
+  // A VMEM region of the step in progress; podsim::Error when VMEM is exhausted.
+  int32_t vmem(std::string_view name, int64_t bytes);
+  int64_t vmem_free() const { return chip_.vmem_bytes - vmem_used_; }
+  const std::string& step_name() const { return step_name_; }
+
+  // Lowers the instructions of s's computation in order and returns its root's value.
+  const Value& lower_computation(Scope& s);
+  // Lowers a called computation (while condition / body, conditional branch, call) on
+  // argument values.
+  Value lower_called(const ir::Computation& callee, const std::vector<Value>& args);
+
+  // The step in progress.
+  int64_t step() const { return step_; }
+  // Steps [first, last] run repeatedly (a loop): buffers defined before them and used
+  // among them stay live until the last.
+  void keep_live_through_loop(int64_t first, int64_t last);
+
+ private:
+  Value lower(const ir::Instruction& i, Scope& s);
+  Value lower_fusion(const ir::Instruction& i, Scope& s);
+  Value lower_call(const ir::Instruction& i, const ir::Computation& callee, Scope& s, bool fused);
+  void bind_outputs(const Value& root);
+  void collect_outputs(const Value& v, std::vector<const Value*>& out) const;
+
+  const ir::Module& module_;
+  topology::ChipConfig chip_;
+  Options options_;
+  ProgramBuilder pb_;
+  std::vector<Buffer> buffers_;
+  std::unordered_map<std::string, int32_t> iota_buffers_;
+  int64_t step_ = -1;
+  int64_t vmem_used_ = 0;
+  std::string step_name_;
+  int depth_ = 0;
+};
+
+// podsim::Error "not supported on the TPU target: <op> (line N)[: detail]".
+[[noreturn]] void unsupported(const ir::Instruction& i, std::string_view detail = "");
+[[noreturn]] void unsupported_what(const ir::Instruction& i, std::string_view what, std::string_view detail = "");
+
+// The ISA type of an array element type in memory.
+isa::DType memory_dtype(ir::PrimitiveType t);
+// The ISA type of an element type computed on in vector lanes or the MXU; 64-bit types
+// have no lane form (unsupported, naming i).
+isa::DType isa_dtype(const ir::Instruction& i, ir::PrimitiveType t);
+
+inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+inline int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
+
+}  // namespace podsim::tpu

@@ -1,0 +1,49 @@
+// The op lowerings the driver (lowerer.cc) dispatches to. Each emits one or more steps
+// and returns the value it computed. Internal to compiler/tpu.
+#pragma once
+
+#include <vector>
+
+#include "compiler/tpu/expr.h"
+
+namespace podsim::tpu {
+
+// Elementwise kernels (lower_elementwise.cc).
+struct KernelOutput {
+  int node = 0;
+  int32_t buffer = -1;
+  ir::PrimitiveType type = ir::PrimitiveType::kF32;
+};
+// Streams expr's index space in tiles and stores each output node, row-major over
+// expr.dims, to its buffer. Called within a step.
+void emit_elementwise_kernel(Lowerer& l, const Expr& expr, const std::vector<KernelOutput>& outputs);
+// An elementwise instruction (or a fused root): one kernel computing it.
+Value lower_elementwise(Lowerer& l, const ir::Instruction& i, Scope& s);
+
+// reduce (lower_reduce.cc).
+Value lower_reduce(Lowerer& l, const ir::Instruction& i, Scope& s);
+
+// dot (lower_dot.cc).
+Value lower_dot(Lowerer& l, const ir::Instruction& i, Scope& s);
+
+// Control flow (lower_control.cc): while loops and conditionals as branches in the
+// program; the loop state lives in buffers of its own.
+Value lower_while(Lowerer& l, const ir::Instruction& i, Scope& s);
+Value lower_conditional(Lowerer& l, const ir::Instruction& i, Scope& s);
+
+// Data-dependent indexing (lower_indexing.cc): DMAs whose offsets the scalar unit
+// computes from index arrays at run time.
+Value lower_dynamic_slice(Lowerer& l, const ir::Instruction& i, Scope& s);
+Value lower_dynamic_update_slice(Lowerer& l, const ir::Instruction& i, Scope& s);
+Value lower_gather(Lowerer& l, const ir::Instruction& i, Scope& s);
+
+// Data movement by DMA (lower_data_movement.cc): broadcast / transpose / slice
+// materialized, reverse, concatenate, pad, and a plain copy of a buffer.
+Value lower_view_copy(Lowerer& l, const ir::Instruction& i, Scope& s);
+Value lower_reverse(Lowerer& l, const ir::Instruction& i, Scope& s);
+Value lower_concatenate(Lowerer& l, const ir::Instruction& i, Scope& s);
+Value lower_pad(Lowerer& l, const ir::Instruction& i, Scope& s);
+// Copies `bytes` from one buffer to another within the step in progress.
+void copy_buffer(Lowerer& l, int32_t src, int32_t dst, int64_t bytes);
+
+}  // namespace podsim::tpu

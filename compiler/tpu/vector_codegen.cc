@@ -1,0 +1,237 @@
+#include "compiler/tpu/vector_codegen.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <bit>
+
+#include "common/error.h"
+
+namespace podsim::tpu {
+namespace {
+
+using isa::DType;
+using isa::Opcode;
+using ir::PrimitiveType;
+
+// vcmp immediates follow ir::ComparisonDirection's order: EQ NE LT LE GT GE.
+int64_t compare_imm(ir::ComparisonDirection d) { return static_cast<int64_t>(d); }
+constexpr int64_t kNe = 1, kLt = 2, kGt = 4, kEq = 0;
+
+bool is_16bit_float(PrimitiveType t) { return t == PrimitiveType::kBF16 || t == PrimitiveType::kF16; }
+
+}  // namespace
+
+VRegs::VRegs(int count, std::string kernel) : free_(static_cast<size_t>(count), true), kernel_(std::move(kernel)) {}
+
+int VRegs::take() {
+  for (size_t r = 0; r < free_.size(); ++r)
+    if (free_[r]) {
+      free_[r] = false;
+      return static_cast<int>(r);
+    }
+  fail("not supported on the TPU target: kernel '{}' needs more than the chip's {} vector registers (split the "
+       "fusion, e.g. with a smaller max_fused_instructions)",
+       kernel_, free_.size());
+}
+
+void VRegs::give(int reg) { free_[static_cast<size_t>(reg)] = true; }
+
+void vop(ProgramBuilder& pb, Opcode op, DType t, int dst, int a, int b) { pb.emit(op, t, {dst, a, b}); }
+void vop(ProgramBuilder& pb, Opcode op, DType t, int dst, int a) { pb.emit(op, t, {dst, a}); }
+
+VectorCodegen::VectorCodegen(ProgramBuilder& pb, VRegs& regs, const Expr& expr, std::vector<int> roots)
+    : pb_(pb), regs_(regs), e_(expr), roots_(std::move(roots)) {
+  const size_t n = e_.nodes.size();
+  needed_.assign(n, false);
+  is_root_.assign(n, false);
+  last_use_.assign(n, 0);
+  for (int r : roots_) needed_[static_cast<size_t>(r)] = is_root_[static_cast<size_t>(r)] = true;
+  for (size_t k = n; k-- > 0;) {
+    if (!needed_[k]) continue;
+    for (int o : e_.nodes[k].operands) {
+      needed_[static_cast<size_t>(o)] = true;
+      last_use_[static_cast<size_t>(o)] = std::max(last_use_[static_cast<size_t>(o)], k);
+    }
+  }
+}
+
+DType VectorCodegen::lane(const ExprNode& n, PrimitiveType t) const {
+  if (t == PrimitiveType::kPred) return DType::kU32;  // masks: all ones or zero
+  if (n.origin) return isa_dtype(*n.origin, t);
+  return memory_dtype(t);
+}
+
+std::vector<int> VectorCodegen::emit(const std::function<LeafLocation(int leaf)>& where) {
+  std::vector<int> reg(e_.nodes.size(), -1);
+  for (size_t k = 0; k < e_.nodes.size(); ++k) {
+    if (!needed_[k]) continue;
+    const ExprNode& n = e_.nodes[k];
+    int r = regs_.take();
+    switch (n.kind) {
+      case ExprNode::Kind::kLeaf: {
+        LeafLocation loc = where(n.leaf);
+        pb_.vld(r, loc.region, loc.offset, loc.row_stride, memory_dtype(n.type));
+        if (n.type == PrimitiveType::kPred) {  // 0 / 1 in memory, masks in registers
+          int zero = regs_.take();
+          pb_.vimm(zero, 0);
+          pb_.emit(Opcode::kVcmp, DType::kU32, {r, r, zero, kNe});
+          regs_.give(zero);
+        }
+        break;
+      }
+      case ExprNode::Kind::kConstant: pb_.vimm(r, n.bits); break;
+      case ExprNode::Kind::kOp: {
+        std::vector<int> src;
+        for (int o : n.operands) src.push_back(reg[static_cast<size_t>(o)]);
+        emit_op(n, r, src);
+        break;
+      }
+    }
+    reg[k] = r;
+    std::vector<int> done;
+    for (int o : n.operands)
+      if (last_use_[static_cast<size_t>(o)] == k && !is_root_[static_cast<size_t>(o)] &&
+          std::find(done.begin(), done.end(), o) == done.end()) {
+        regs_.give(reg[static_cast<size_t>(o)]);
+        done.push_back(o);
+      }
+  }
+  std::vector<int> out;
+  for (int root : roots_) out.push_back(reg[static_cast<size_t>(root)]);
+  return out;
+}
+
+void VectorCodegen::give_back(const std::vector<int>& regs) {
+  std::vector<int> done;
+  for (int r : regs)
+    if (std::find(done.begin(), done.end(), r) == done.end()) {
+      regs_.give(r);
+      done.push_back(r);
+    }
+}
+
+void VectorCodegen::emit_op(const ExprNode& n, int dst, const std::vector<int>& src) {
+  const ir::Instruction& origin = *n.origin;
+  const PrimitiveType t = n.type;
+  const PrimitiveType ot = e_.nodes[static_cast<size_t>(n.operands[0])].type;
+  const DType dt = lane(n, t);
+  auto no_pred = [&] {
+    if (t == PrimitiveType::kPred) unsupported(origin, "arithmetic on pred");
+  };
+  auto float_only = [&] {
+    if (!ir::is_float(t)) unsupported(origin, fmt::format("on {}", ir::type_name(t)));
+  };
+  auto with_temp = [&](auto&& f) {
+    int tmp = regs_.take();
+    f(tmp);
+    regs_.give(tmp);
+  };
+  switch (n.opcode) {
+    case ir::Opcode::kAdd: no_pred(); return vop(pb_, Opcode::kVadd, dt, dst, src[0], src[1]);
+    case ir::Opcode::kSubtract: no_pred(); return vop(pb_, Opcode::kVsub, dt, dst, src[0], src[1]);
+    case ir::Opcode::kMultiply: no_pred(); return vop(pb_, Opcode::kVmul, dt, dst, src[0], src[1]);
+    case ir::Opcode::kDivide: no_pred(); return vop(pb_, Opcode::kVdiv, dt, dst, src[0], src[1]);
+    case ir::Opcode::kMaximum: no_pred(); return vop(pb_, Opcode::kVmax, dt, dst, src[0], src[1]);
+    case ir::Opcode::kMinimum: no_pred(); return vop(pb_, Opcode::kVmin, dt, dst, src[0], src[1]);
+    case ir::Opcode::kPower: no_pred(); return vop(pb_, Opcode::kVpow, dt, dst, src[0], src[1]);
+    case ir::Opcode::kRemainder:
+      // Integer remainder as a - b * (a / b): the vector unit's division by zero gives
+      // all ones and so a % 0 = a, and INT_MIN % -1 wraps to 0, as XLA defines them.
+      if (!ir::is_integral(t)) unsupported(origin, fmt::format("on {}", ir::type_name(t)));
+      vop(pb_, Opcode::kVdiv, dt, dst, src[0], src[1]);
+      vop(pb_, Opcode::kVmul, dt, dst, src[1], dst);
+      return vop(pb_, Opcode::kVsub, dt, dst, src[0], dst);
+    case ir::Opcode::kAnd: return vop(pb_, Opcode::kVand, DType::kU32, dst, src[0], src[1]);
+    case ir::Opcode::kOr: return vop(pb_, Opcode::kVor, DType::kU32, dst, src[0], src[1]);
+    case ir::Opcode::kXor: return vop(pb_, Opcode::kVxor, DType::kU32, dst, src[0], src[1]);
+    case ir::Opcode::kNot:
+      vop(pb_, Opcode::kVnot, DType::kU32, dst, src[0]);
+      if (t == PrimitiveType::kU8 || t == PrimitiveType::kU16)  // keep the lane zero-extended
+        with_temp([&](int mask) {
+          pb_.vimm(mask, t == PrimitiveType::kU8 ? 0xFFu : 0xFFFFu);
+          vop(pb_, Opcode::kVand, DType::kU32, dst, dst, mask);
+        });
+      return;
+    case ir::Opcode::kNegate: no_pred(); return vop(pb_, Opcode::kVneg, dt, dst, src[0]);
+    case ir::Opcode::kAbs: no_pred(); return vop(pb_, Opcode::kVabs, dt, dst, src[0]);
+    case ir::Opcode::kExp: float_only(); return vop(pb_, Opcode::kVexp, dt, dst, src[0]);
+    case ir::Opcode::kLog: float_only(); return vop(pb_, Opcode::kVlog, dt, dst, src[0]);
+    case ir::Opcode::kSqrt: float_only(); return vop(pb_, Opcode::kVsqrt, dt, dst, src[0]);
+    case ir::Opcode::kRsqrt: float_only(); return vop(pb_, Opcode::kVrsqrt, dt, dst, src[0]);
+    case ir::Opcode::kTanh: float_only(); return vop(pb_, Opcode::kVtanh, dt, dst, src[0]);
+    case ir::Opcode::kLogistic: float_only(); return vop(pb_, Opcode::kVlogistic, dt, dst, src[0]);
+    case ir::Opcode::kFloor: float_only(); return vop(pb_, Opcode::kVfloor, dt, dst, src[0]);
+    case ir::Opcode::kCeil: float_only(); return vop(pb_, Opcode::kVceil, dt, dst, src[0]);
+    case ir::Opcode::kSign: {
+      // x > 0 ? 1 : (x < 0 ? -1 : x): keeps +-0 and NaN as they are.
+      no_pred();
+      if (ir::is_unsigned_int(t)) unsupported(origin, fmt::format("on {}", ir::type_name(t)));
+      bool f = ir::is_float(t);
+      with_temp([&](int zero) {
+        with_temp([&](int mask) {
+          pb_.vimm(zero, 0);
+          pb_.emit(Opcode::kVcmp, dt, {mask, src[0], zero, kGt});
+          pb_.vimm(zero, f ? std::bit_cast<uint32_t>(1.0f) : 1u);
+          pb_.emit(Opcode::kVsel, dt, {dst, mask, zero, src[0]});
+          pb_.vimm(zero, 0);
+          pb_.emit(Opcode::kVcmp, dt, {mask, src[0], zero, kLt});
+          pb_.vimm(zero, f ? std::bit_cast<uint32_t>(-1.0f) : 0xFFFFFFFFu);
+          pb_.emit(Opcode::kVsel, dt, {dst, mask, zero, dst});
+        });
+      });
+      return;
+    }
+    case ir::Opcode::kIsFinite:
+      // x - x is 0 for finite x and NaN for infinities and NaN.
+      with_temp([&](int zero) {
+        vop(pb_, Opcode::kVsub, DType::kF32, dst, src[0], src[0]);
+        pb_.vimm(zero, 0);
+        pb_.emit(Opcode::kVcmp, DType::kF32, {dst, dst, zero, kEq});
+      });
+      return;
+    case ir::Opcode::kCompare: {
+      DType ct = lane(n, ot);
+      if (ot != PrimitiveType::kPred) {
+        auto ctype = origin.attrs().comparison_type;
+        if (ctype == ir::ComparisonType::kSigned && !ir::is_signed_int(ot)) ct = DType::kS32;
+        if (ctype == ir::ComparisonType::kUnsigned && !ir::is_unsigned_int(ot)) ct = DType::kU32;
+      }
+      pb_.emit(Opcode::kVcmp, ct, {dst, src[0], src[1], compare_imm(n.direction)});
+      return;
+    }
+    case ir::Opcode::kSelect: pb_.emit(Opcode::kVsel, DType::kU32, {dst, src[0], src[1], src[2]}); return;
+    case ir::Opcode::kClamp: {
+      no_pred();
+      vop(pb_, Opcode::kVmax, dt, dst, src[1], src[0]);
+      return vop(pb_, Opcode::kVmin, dt, dst, dst, src[2]);
+    }
+    case ir::Opcode::kConvert: {
+      if (ot == PrimitiveType::kPred) {
+        with_temp([&](int one) {
+          pb_.vimm(one, 1);
+          vop(pb_, Opcode::kVand, DType::kU32, dst, src[0], one);
+        });
+        if (t != PrimitiveType::kU32 && t != PrimitiveType::kS32 && t != PrimitiveType::kPred)
+          pb_.emit(Opcode::kVcvt, dt, {dst, dst, static_cast<int64_t>(DType::kU32)});
+        return;
+      }
+      DType from = lane(e_.nodes[static_cast<size_t>(n.operands[0])], ot);
+      if (t == PrimitiveType::kPred) {
+        with_temp([&](int zero) {
+          pb_.vimm(zero, 0);
+          pb_.emit(Opcode::kVcmp, from, {dst, src[0], zero, kNe});
+        });
+        return;
+      }
+      // 16-bit floats are held as f32: converting from one reads f32 lanes.
+      if (is_16bit_float(ot)) from = DType::kF32;
+      pb_.emit(Opcode::kVcvt, dt, {dst, src[0], static_cast<int64_t>(from)});
+      return;
+    }
+    case ir::Opcode::kBitcastConvert: return vop(pb_, Opcode::kVor, DType::kU32, dst, src[0], src[0]);
+    default: unsupported(origin);
+  }
+}
+
+}  // namespace podsim::tpu

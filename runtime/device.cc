@@ -1,0 +1,181 @@
+#include "runtime/device.h"
+
+#include <cctype>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+
+#include "common/error.h"
+#include "runtime/backends/cpu/cpu_backend.h"
+#include "runtime/device_internal.h"
+
+namespace podsim::runtime {
+namespace {
+
+struct Backend {
+  ClientFactory factory;
+  std::unique_ptr<Client> client;  // created on first use
+};
+
+// Every value PODSIM_DEVICE may take, including backends a build may lack.
+struct KnownBackend {
+  std::string_view name;
+  std::string_view description;
+};
+constexpr KnownBackend kKnownBackends[] = {
+    {"CPU", "the host-CPU backend"},
+    {"SIM", "the simulated-chip backend"},
+    {"OPENCL", "the OpenCL backend"},
+};
+
+using BackendMap = std::map<std::string, Backend, std::less<>>;
+
+// The one list of backends built into podsim. Explicit calls rather than static
+// registration objects: the linker drops unreferenced objects of a static library.
+void add_builtin_backends(BackendMap& backends) {
+  backends.emplace("CPU", Backend{[] { return make_cpu_client(); }, nullptr});
+}
+
+struct Registry {
+  Registry() { add_builtin_backends(backends); }
+  std::mutex mutex;
+  BackendMap backends;
+  Client* default_client = nullptr;
+};
+
+Registry& registry() {
+  // Never destroyed: buffers kept in static objects may be released after main returns,
+  // and they point at their device.
+  static Registry* instance = new Registry;
+  return *instance;
+}
+
+std::string available_names(const BackendMap& backends) {
+  std::string names;
+  for (const auto& [name, backend] : backends) names += (names.empty() ? "" : ", ") + name;
+  return names;
+}
+
+// The backend of that name; unknown or unbuilt names are an error (without a prefix:
+// callers say where the name came from).
+Backend& find_locked(Registry& r, std::string_view name) {
+  auto it = r.backends.find(name);
+  if (it != r.backends.end()) return it->second;
+  for (const KnownBackend& known : kKnownBackends)
+    if (known.name == name)
+      fail("{} is not available yet; available: {}", known.description,
+           available_names(r.backends));
+  std::string valid;
+  for (const KnownBackend& known : kKnownBackends)
+    valid += (valid.empty() ? "" : ", ") + std::string(known.name);
+  for (const auto& [registered, backend] : r.backends) {
+    bool listed = false;
+    for (const KnownBackend& known : kKnownBackends) listed = listed || known.name == registered;
+    if (!listed) valid += ", " + registered;
+  }
+  fail("not a known backend; valid values: {} (available: {})", valid, available_names(r.backends));
+}
+
+Client& client_locked(Backend& backend) {
+  if (!backend.client) {
+    backend.client = backend.factory();
+    if (!backend.client) fail("a backend factory returned no client");
+  }
+  return *backend.client;
+}
+
+}  // namespace
+
+std::string_view device_kind_name(DeviceKind kind) {
+  switch (kind) {
+    case DeviceKind::kCpu:
+      return "CPU";
+    case DeviceKind::kSim:
+      return "SIM";
+    case DeviceKind::kOpenCl:
+      return "OPENCL";
+  }
+  return "UNKNOWN";
+}
+
+std::string Device::name() const {
+  return fmt::format("{}:{}", device_kind_name(kind()), ordinal());
+}
+
+void register_backend(std::string name, ClientFactory factory) {
+  if (!factory) fail("register_backend {}: no factory", name);
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  Backend& backend = r.backends[name];
+  if (backend.client)
+    fail("register_backend {}: the backend is already in use; register it before first use", name);
+  backend.factory = std::move(factory);
+}
+
+Client& client(std::string_view name) {
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  Backend* backend = nullptr;
+  try {
+    backend = &find_locked(r, name);
+  } catch (const Error& e) {
+    fail("backend {}: {}", name, e.what());
+  }
+  return client_locked(*backend);
+}
+
+Client& default_client() {
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  if (r.default_client != nullptr) return *r.default_client;
+  const char* value = std::getenv("PODSIM_DEVICE");
+  std::string name = value != nullptr && *value != '\0' ? value : "CPU";
+  for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  Backend* backend = nullptr;
+  try {
+    backend = &find_locked(r, name);
+  } catch (const Error& e) {
+    fail("PODSIM_DEVICE={}: {}", value, e.what());
+  }
+  r.default_client = &client_locked(*backend);
+  return *r.default_client;
+}
+
+namespace internal {
+
+void reset_backends_for_testing() {
+  std::vector<std::unique_ptr<Client>> clients;
+  {
+    Registry& r = registry();
+    std::lock_guard lock(r.mutex);
+    r.default_client = nullptr;
+    for (auto& [name, backend] : r.backends)
+      if (backend.client) clients.push_back(std::move(backend.client));
+  }
+  clients.clear();  // outside the lock: destroying a client waits for its queued work
+}
+
+}  // namespace internal
+}  // namespace podsim::runtime
+
+namespace podsim {
+
+runtime::Device& device(int index) {
+  runtime::Client& client = runtime::default_client();
+  std::span<runtime::Device* const> all = client.devices();
+  if (index < 0 || static_cast<size_t>(index) >= all.size())
+    fail("device index {} is out of range: the {} backend has {} device(s)", index,
+         runtime::device_kind_name(client.kind()), all.size());
+  return *all[static_cast<size_t>(index)];
+}
+
+std::vector<runtime::Device*> devices() {
+  std::span<runtime::Device* const> all = runtime::default_client().devices();
+  return {all.begin(), all.end()};
+}
+
+int device_count() { return static_cast<int>(runtime::default_client().devices().size()); }
+
+}  // namespace podsim

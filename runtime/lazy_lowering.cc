@@ -1,0 +1,344 @@
+// Lowering of a captured lazy graph to an ir::Module (on a compile-cache miss, for the
+// host evaluator, and for the hlo dump). Each node becomes one instruction, except
+// where the IR needs more: reductions get their reducer computations and init
+// constants, arg-reductions a variadic reduce over (value, iota), rng-bit-generator a
+// tuple and its get-tuple-elements, rank-0 operands of elementwise nodes a broadcast.
+#include <bit>
+#include <cmath>
+#include <limits>
+
+#include "compiler/ir/native_types.h"
+#include "runtime/lazy_graph.h"
+
+namespace podsim::lazy {
+namespace {
+
+ir::Shape node_shape(const Node& node) { return ir::Shape(node.type, node.dims.vec()); }
+
+// The identity of a reduction (or the extreme an arg-reduction starts from).
+ir::Literal reduce_init(ReduceKind kind, ir::PrimitiveType type) {
+  ir::Literal init(ir::Shape::scalar(type));
+  bool want_low = kind == ReduceKind::kMax || kind == ReduceKind::kArgMax;
+  switch (kind) {
+    case ReduceKind::kSum:
+      break;
+    case ReduceKind::kAnd:
+      init.set_from_int64(0, 1);
+      break;
+    case ReduceKind::kOr:
+      break;
+    case ReduceKind::kMax:
+    case ReduceKind::kMin:
+    case ReduceKind::kArgMax:
+    case ReduceKind::kArgMin:
+      if (ir::is_float(type)) {
+        init.set_from_double(0, want_low ? -std::numeric_limits<double>::infinity()
+                                         : std::numeric_limits<double>::infinity());
+      } else if (type == ir::PrimitiveType::kPred) {
+        init.set_from_int64(0, want_low ? 0 : 1);
+      } else {
+        ir::visit_type(type, [&]<typename T>() {
+          if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+            if constexpr (std::is_signed_v<T>)
+              init.set_from_int64(
+                  0, want_low ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max());
+            else
+              init.set_from_uint64(0, want_low ? 0 : std::numeric_limits<T>::max());
+          }
+        });
+      }
+      break;
+  }
+  return init;
+}
+
+class Lowering {
+ public:
+  Lowering(const Graph& graph, const std::string& name)
+      : graph_(graph), module_(std::make_unique<ir::Module>(name)) {
+    auto entry = std::make_unique<ir::Computation>("main");
+    entry_ = module_->add_computation(std::move(entry));
+    module_->set_entry(entry_);
+  }
+
+  std::unique_ptr<ir::Module> run() {
+    values_.assign(graph_.post_order.size(), nullptr);
+    tuples_.assign(graph_.post_order.size(), nullptr);
+    parameters_.assign(graph_.parameters.size(), nullptr);
+    for (size_t i = 0; i < graph_.parameters.size(); ++i) {
+      const Node& leaf = *graph_.parameters[i];
+      auto instruction = std::make_unique<ir::Instruction>(
+          fmt::format("p{}", i), ir::Opcode::kParameter, node_shape(leaf));
+      instruction->attrs().parameter_number = static_cast<int64_t>(i);
+      set_metadata(*instruction, leaf);
+      parameters_[i] = entry_->add(std::move(instruction));
+    }
+    for (Node* node : graph_.post_order) values_[static_cast<size_t>(node->index)] = lower(*node);
+    std::vector<ir::Instruction*> outputs;
+    std::vector<ir::Shape> shapes;
+    for (const NodePtr& root : graph_.roots) {
+      outputs.push_back(value(root.get()));
+      shapes.push_back(outputs.back()->shape());
+    }
+    ir::Instruction* root =
+        add(entry_, ir::Opcode::kTuple, ir::Shape::tuple(std::move(shapes)), std::move(outputs));
+    entry_->set_root(root);
+    return std::move(module_);
+  }
+
+ private:
+  ir::Instruction* value(const Node* node) const {
+    return values_[static_cast<size_t>(node->index)];
+  }
+
+  ir::Instruction* add(ir::Computation* computation, ir::Opcode op, ir::Shape shape,
+                       std::vector<ir::Instruction*> operands) {
+    auto instruction = std::make_unique<ir::Instruction>(
+        fmt::format("{}.{}", ir::opcode_name(op), next_id_++), op, std::move(shape));
+    instruction->set_operands(std::move(operands));
+    return computation->add(std::move(instruction));
+  }
+
+  ir::Instruction* add_constant(ir::Computation* computation, ir::Literal literal) {
+    ir::Instruction* c = add(computation, ir::Opcode::kConstant, literal.shape(), {});
+    c->attrs().literal = std::move(literal);
+    return c;
+  }
+
+  static void set_metadata(ir::Instruction& instruction, const Node& node) {
+    instruction.metadata().op_type = node.site.op;
+    instruction.metadata().source_file = node.site.loc.file_name();
+    instruction.metadata().source_line = node.site.loc.line();
+  }
+
+  ir::Instruction* compare(ir::Computation* c, ir::Instruction* a, ir::Instruction* b,
+                           ir::ComparisonDirection d) {
+    std::vector<int64_t> dims = a->shape().dims();
+    ir::Instruction* i =
+        add(c, ir::Opcode::kCompare, ir::Shape(ir::PrimitiveType::kPred, dims), {a, b});
+    i->attrs().direction = d;
+    return i;
+  }
+  ir::Instruction* logical(ir::Computation* c, ir::Opcode op,
+                           std::vector<ir::Instruction*> operands) {
+    ir::Shape shape = operands[0]->shape();
+    return add(c, op, std::move(shape), std::move(operands));
+  }
+
+  ir::Computation* scalar_reducer(ReduceKind kind, ir::PrimitiveType type) {
+    auto key = std::make_pair(static_cast<int64_t>(kind), type);
+    for (const auto& [k, computation] : reducers_)
+      if (k == key) return computation;
+    auto owned = std::make_unique<ir::Computation>(module_->unique_computation_name(
+        fmt::format("reduce_{}_{}", static_cast<int>(kind), ir::type_name(type))));
+    ir::Computation* c = module_->add_computation(std::move(owned));
+    ir::Shape scalar = ir::Shape::scalar(type);
+    if (kind == ReduceKind::kArgMax || kind == ReduceKind::kArgMin) {
+      build_arg_reducer(c, kind == ReduceKind::kArgMax, type);
+    } else {
+      ir::Instruction* a = parameter(c, 0, scalar);
+      ir::Instruction* b = parameter(c, 1, scalar);
+      ir::Opcode op = ir::Opcode::kAdd;
+      if (kind == ReduceKind::kMax) op = ir::Opcode::kMaximum;
+      if (kind == ReduceKind::kMin) op = ir::Opcode::kMinimum;
+      if (kind == ReduceKind::kAnd) op = ir::Opcode::kAnd;
+      if (kind == ReduceKind::kOr) op = ir::Opcode::kOr;
+      c->set_root(add(c, op, scalar, {a, b}));
+    }
+    reducers_.emplace_back(key, c);
+    return c;
+  }
+
+  ir::Instruction* parameter(ir::Computation* c, int64_t number, ir::Shape shape) {
+    auto instruction = std::make_unique<ir::Instruction>(fmt::format("x{}.{}", number, next_id_++),
+                                                         ir::Opcode::kParameter, shape);
+    instruction->attrs().parameter_number = number;
+    return c->add(std::move(instruction));
+  }
+
+  // (value, index) pairs: the larger (smaller) value wins, NaN beats any number, and of
+  // equal values the lower index wins; so the reduction finds the first extreme.
+  void build_arg_reducer(ir::Computation* c, bool is_max, ir::PrimitiveType type) {
+    using D = ir::ComparisonDirection;
+    ir::Shape scalar = ir::Shape::scalar(type);
+    ir::Shape index = ir::Shape::scalar(ir::PrimitiveType::kS64);
+    ir::Instruction* va = parameter(c, 0, scalar);
+    ir::Instruction* ia = parameter(c, 1, index);
+    ir::Instruction* vb = parameter(c, 2, scalar);
+    ir::Instruction* ib = parameter(c, 3, index);
+    ir::Instruction* better = compare(c, va, vb, is_max ? D::kGt : D::kLt);
+    ir::Instruction* equal = compare(c, va, vb, D::kEq);
+    if (ir::is_float(type)) {
+      ir::Instruction* nan_a = compare(c, va, va, D::kNe);
+      ir::Instruction* nan_b = compare(c, vb, vb, D::kNe);
+      ir::Instruction* only_a_nan =
+          logical(c, ir::Opcode::kAnd, {nan_a, logical(c, ir::Opcode::kNot, {nan_b})});
+      better = logical(c, ir::Opcode::kOr, {better, only_a_nan});
+      equal = logical(c, ir::Opcode::kOr, {equal, logical(c, ir::Opcode::kAnd, {nan_a, nan_b})});
+    }
+    ir::Instruction* tie = logical(c, ir::Opcode::kAnd, {equal, compare(c, ia, ib, D::kLt)});
+    ir::Instruction* take_a = logical(c, ir::Opcode::kOr, {better, tie});
+    ir::Instruction* v = add(c, ir::Opcode::kSelect, scalar, {take_a, va, vb});
+    ir::Instruction* i = add(c, ir::Opcode::kSelect, index, {take_a, ia, ib});
+    c->set_root(add(c, ir::Opcode::kTuple, ir::Shape::tuple({scalar, index}), {v, i}));
+  }
+
+  ir::Instruction* lower_reduce(const Node& node, ir::Instruction* input) {
+    auto kind = static_cast<ReduceKind>(node.attrs[0]);
+    std::vector<int64_t> dims(node.attrs.begin() + 1, node.attrs.end());
+    ir::PrimitiveType input_type = input->shape().type();
+    if (kind != ReduceKind::kArgMax && kind != ReduceKind::kArgMin) {
+      ir::Instruction* init = add_constant(entry_, reduce_init(kind, input_type));
+      ir::Instruction* r = add(entry_, ir::Opcode::kReduce, node_shape(node), {input, init});
+      r->attrs().dimensions = dims;
+      r->add_called(scalar_reducer(kind, input_type));
+      return r;
+    }
+    ir::Instruction* iota = add(entry_, ir::Opcode::kIota,
+                                ir::Shape(ir::PrimitiveType::kS64, input->shape().dims()), {});
+    iota->attrs().iota_dimension = dims.at(0);
+    ir::Instruction* init_value = add_constant(entry_, reduce_init(kind, input_type));
+    ir::Literal max_index(ir::Shape::scalar(ir::PrimitiveType::kS64));
+    max_index.set_from_int64(0, std::numeric_limits<int64_t>::max());
+    ir::Instruction* init_index = add_constant(entry_, std::move(max_index));
+    ir::Shape values(input_type, node.dims.vec());
+    ir::Shape indices(ir::PrimitiveType::kS64, node.dims.vec());
+    ir::Instruction* r = add(entry_, ir::Opcode::kReduce, ir::Shape::tuple({values, indices}),
+                             {input, iota, init_value, init_index});
+    r->attrs().dimensions = dims;
+    r->add_called(scalar_reducer(kind, input_type));
+    ir::Instruction* gte = add(entry_, ir::Opcode::kGetTupleElement, indices, {r});
+    gte->attrs().tuple_index = 1;
+    return gte;
+  }
+
+  ir::Instruction* lower(const Node& node) {
+    if (node.op == ir::Opcode::kParameter) return parameters_[static_cast<size_t>(node.parameter)];
+    std::vector<ir::Instruction*> operands;
+    operands.reserve(node.operands.size());
+    for (const Node* operand : node.operands) operands.push_back(value(operand));
+    ir::Instruction* result = nullptr;
+    switch (node.op) {
+      case ir::Opcode::kConstant:
+        result = add_constant(
+            entry_, scalar_literal(node.type, {false, 0, std::bit_cast<double>(node.attrs[0])}));
+        break;
+      case ir::Opcode::kReduce:
+        result = lower_reduce(node, operands.at(0));
+        break;
+      case ir::Opcode::kRngBitGenerator: {
+        ir::Shape state = operands.at(0)->shape();
+        ir::Instruction* rng = add(entry_, ir::Opcode::kRngBitGenerator,
+                                   ir::Shape::tuple({state, node_shape(node)}), operands);
+        rng->attrs().rng_algorithm = static_cast<ir::RngAlgorithm>(node.attrs[0]);
+        set_metadata(*rng, node);
+        tuples_[static_cast<size_t>(node.index)] = rng;
+        result = add(entry_, ir::Opcode::kGetTupleElement, node_shape(node), {rng});
+        result->attrs().tuple_index = 1;
+        break;
+      }
+      case ir::Opcode::kGetTupleElement: {
+        ir::Instruction* tuple = tuples_[static_cast<size_t>(node.operands[0]->index)];
+        result = add(entry_, ir::Opcode::kGetTupleElement, node_shape(node), {tuple});
+        result->attrs().tuple_index = node.attrs[0];
+        break;
+      }
+      default:
+        if (ir::is_elementwise(node.op)) broadcast_scalars(node, operands);
+        result = add(entry_, node.op, node_shape(node), std::move(operands));
+        set_attributes(node, *result);
+        break;
+    }
+    set_metadata(*result, node);
+    return result;
+  }
+
+  // Rank-0 operands of an elementwise node are broadcast to its dims.
+  void broadcast_scalars(const Node& node, std::vector<ir::Instruction*>& operands) {
+    if (node.dims.empty()) return;
+    for (ir::Instruction*& operand : operands) {
+      if (operand->shape().rank() != 0) continue;
+      ir::Instruction* b = add(entry_, ir::Opcode::kBroadcast,
+                               ir::Shape(operand->shape().type(), node.dims.vec()), {operand});
+      set_metadata(*b, node);
+      operand = b;
+    }
+  }
+
+  static void set_attributes(const Node& node, ir::Instruction& instruction) {
+    ir::Attributes& attrs = instruction.attrs();
+    std::vector<int64_t> a = node.attrs.vec();
+    switch (node.op) {
+      case ir::Opcode::kBroadcast:
+      case ir::Opcode::kTranspose:
+        attrs.dimensions = a;
+        break;
+      case ir::Opcode::kConcatenate:
+        attrs.dimensions = {a.at(0)};
+        break;
+      case ir::Opcode::kIota:
+        attrs.iota_dimension = a.at(0);
+        break;
+      case ir::Opcode::kCompare:
+        attrs.direction = static_cast<ir::ComparisonDirection>(a.at(0));
+        break;
+      case ir::Opcode::kSlice:
+        for (size_t i = 0; i + 2 < a.size(); i += 3)
+          attrs.slice.push_back({a[i], a[i + 1], a[i + 2]});
+        break;
+      case ir::Opcode::kDot: {
+        // [#lhs_batch, #lhs_contracting, #rhs_batch, #rhs_contracting, lists...]
+        size_t at = 4;
+        auto take = [&](int64_t n) {
+          std::vector<int64_t> out(
+              a.begin() + static_cast<std::ptrdiff_t>(at),
+              a.begin() + static_cast<std::ptrdiff_t>(at + static_cast<size_t>(n)));
+          at += static_cast<size_t>(n);
+          return out;
+        };
+        attrs.dot_dims.lhs_batch = take(a[0]);
+        attrs.dot_dims.lhs_contracting = take(a[1]);
+        attrs.dot_dims.rhs_batch = take(a[2]);
+        attrs.dot_dims.rhs_contracting = take(a[3]);
+        break;
+      }
+      case ir::Opcode::kGather: {
+        // [#offset_dims, offset_dims..., #collapsed, collapsed..., #start_index_map,
+        //  start_index_map..., index_vector_dim, slice_sizes...]
+        size_t at = 0;
+        auto take_list = [&]() {
+          auto n = static_cast<size_t>(a.at(at++));
+          std::vector<int64_t> out(a.begin() + static_cast<std::ptrdiff_t>(at),
+                                   a.begin() + static_cast<std::ptrdiff_t>(at + n));
+          at += n;
+          return out;
+        };
+        attrs.gather_dims.offset_dims = take_list();
+        attrs.gather_dims.collapsed_slice_dims = take_list();
+        attrs.gather_dims.start_index_map = take_list();
+        attrs.gather_dims.index_vector_dim = a.at(at++);
+        attrs.gather_slice_sizes.assign(a.begin() + static_cast<std::ptrdiff_t>(at), a.end());
+        break;
+      }
+      default:
+        break;
+    }
+  }
+
+  const Graph& graph_;
+  std::unique_ptr<ir::Module> module_;
+  ir::Computation* entry_ = nullptr;
+  std::vector<ir::Instruction*> values_;
+  std::vector<ir::Instruction*> tuples_;  // rng-bit-generator nodes: their (state, bits)
+  std::vector<ir::Instruction*> parameters_;
+  std::vector<std::pair<std::pair<int64_t, ir::PrimitiveType>, ir::Computation*>> reducers_;
+  int64_t next_id_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<ir::Module> lower_graph(const Graph& graph, const std::string& name) {
+  return Lowering(graph, name).run();
+}
+
+}  // namespace podsim::lazy

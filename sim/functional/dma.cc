@@ -1,0 +1,91 @@
+// DMA: issue checks a transfer and hands it back pending; completion copies the data
+// (as it is then) and signals the issuing core's semaphore. Keeping the two apart lets
+// the timing model decide when a transfer lands, and lets a plain run expose code that
+// reads a destination before waiting for it.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "common/error.h"
+#include "sim/functional/functional_model.h"
+
+namespace podsim::sim {
+namespace {
+
+bool overlap(const MemoryRange& a, const MemoryRange& b) {
+  return a.space == b.space && a.core == b.core && a.begin < b.end && b.begin < a.end;
+}
+
+}  // namespace
+
+void FunctionalModel::issue_dma(int core, const isa::Instruction& in, Effect& e) {
+  const auto& o = in.operands;
+  const int64_t* s = state_.core(core).scalar.data();
+  const auto d = static_cast<int32_t>(o[0]);
+  const isa::DmaDescriptor& desc = executable_.descriptors[static_cast<size_t>(d)];
+  DmaTransfer& t = e.dma;
+  t.src = resolve(core, in, desc.src_region, s[o[1]], desc.sizes, desc.src_strides,
+                  desc.element_bytes, "reads");
+  t.dst = resolve(core, in, desc.dst_region, s[o[2]], desc.sizes, desc.dst_strides,
+                  desc.element_bytes, "writes");
+  if (overlap(t.src, t.dst))
+    fail_at(core, in,
+            fmt::format("source bytes [{}, {}) and destination bytes [{}, {}) overlap", t.src.begin,
+                        t.src.end, t.dst.begin, t.dst.end));
+  t.id = next_dma_id_++;
+  t.core = core;
+  t.pc = state_.core(core).pc;
+  t.descriptor = d;
+  t.semaphore = static_cast<int32_t>(o[3]);
+  t.src_address = executable_.regions[static_cast<size_t>(desc.src_region)].offset + s[o[1]];
+  t.dst_address = executable_.regions[static_cast<size_t>(desc.dst_region)].offset + s[o[2]];
+  t.bytes = desc.element_bytes;
+  for (int64_t size : desc.sizes) t.bytes *= size;
+  e.has_dma = true;
+  in_flight_.push_back(t);
+}
+
+void FunctionalModel::complete_dma(uint64_t id) {
+  auto it = std::find_if(in_flight_.begin(), in_flight_.end(),
+                         [id](const DmaTransfer& t) { return t.id == id; });
+  if (it == in_flight_.end())
+    fail("complete_dma: DMA {} is not in flight (never issued, or completed already)", id);
+  const DmaTransfer t = *it;
+  in_flight_.erase(it);
+
+  const isa::DmaDescriptor& desc = executable_.descriptors[static_cast<size_t>(t.descriptor)];
+  const SparseMemory& src = state_.memory(t.src.space, t.src.core);
+  SparseMemory& dst = state_.memory(t.dst.space, t.dst.core);
+  const size_t dims = desc.sizes.size();
+  // Merge the innermost dimension into one run when it is contiguous on both sides.
+  int64_t run = desc.element_bytes;
+  size_t outer = dims;
+  if (dims > 0 && desc.src_strides[dims - 1] == run && desc.dst_strides[dims - 1] == run) {
+    run *= desc.sizes[dims - 1];
+    outer = dims - 1;
+  }
+  if (dma_buffer_.empty()) dma_buffer_.resize(kDmaChunkBytes);
+  std::array<int64_t, isa::kMaxDmaDims> index{};
+  for (;;) {
+    int64_t from = t.src_address, to = t.dst_address;
+    for (size_t k = 0; k < outer; ++k) {
+      from += index[k] * desc.src_strides[k];
+      to += index[k] * desc.dst_strides[k];
+    }
+    for (int64_t done = 0; done < run;) {
+      int64_t n = std::min(run - done, kDmaChunkBytes);
+      src.read(from + done, dma_buffer_.data(), n);
+      dst.write(to + done, dma_buffer_.data(), n);
+      done += n;
+    }
+    // Next index, last dimension fastest.
+    size_t k = outer;
+    while (k > 0 && ++index[k - 1] == desc.sizes[k - 1]) index[--k] = 0;
+    if (k == 0) break;
+  }
+  int64_t& sem = state_.core(t.core).semaphores[static_cast<size_t>(t.semaphore)];
+  if (__builtin_add_overflow(sem, int64_t{1}, &sem))
+    fail("DMA issued by core {} at pc {} overflows semaphore q{}", t.core, t.pc, t.semaphore);
+}
+
+}  // namespace podsim::sim

@@ -1,0 +1,257 @@
+// Elementwise ops and fusions on the vector unit, run on the functional model and
+// compared with the reference evaluator (tolerances: tpu_test_util.h).
+#include <fmt/format.h>
+
+#include "tests/compiler/tpu/tpu_test_util.h"
+
+namespace podsim::tpu::testing {
+namespace {
+
+// Shapes that are and are not multiples of the tiles (8x8 on tiny, 8x128 elsewhere).
+const char* const kShapes[] = {"[]", "[1]", "[5]", "[64]", "[13,37]", "[8,8]", "[2,3,17]", "[130,9]", "[3,1,4,1,5]"};
+
+std::string binary_module(const std::string& op, const std::string& type, const std::string& shape) {
+  return fmt::format(R"(HloModule m
+ENTRY e {{
+  x = {0}{1} parameter(0)
+  y = {0}{1} parameter(1)
+  ROOT r = {0}{1} {2}(x, y)
+}})",
+                     type, shape, op);
+}
+
+std::string unary_module(const std::string& op, const std::string& type, const std::string& shape) {
+  return fmt::format(R"(HloModule m
+ENTRY e {{
+  x = {0}{1} parameter(0)
+  ROOT r = {0}{1} {2}(x)
+}})",
+                     type, shape, op);
+}
+
+TEST(TpuElementwise, F32BinaryOpsAllShapesOnTiny) {
+  for (const char* op : {"add", "subtract", "multiply", "divide", "maximum", "minimum"})
+    for (const char* shape : kShapes) check(Case{binary_module(op, "f32", shape), "tiny"});
+}
+
+TEST(TpuElementwise, F32BinaryOpsOnV5eAndV4) {
+  for (const char* chip : {"v5e", "v4"})
+    for (const char* shape : {"[5]", "[13,37]", "[3,200]", "[2,9,130]"})
+      check(Case{binary_module("multiply", "f32", shape), chip});
+}
+
+TEST(TpuElementwise, PowerOfPositiveBase) {
+  Case c{binary_module("power", "f32", "[7,11]"), "tiny", 1e-6, 0};
+  c.lo = 0.1;
+  c.hi = 2;
+  check(c);
+}
+
+TEST(TpuElementwise, F32UnaryOps) {
+  for (const char* op : {"negate", "abs", "exponential", "tanh", "logistic", "floor", "ceil", "sign"})
+    check(Case{unary_module(op, "f32", "[9,21]"), "tiny", 1e-6, 1e-7});
+  for (const char* op : {"log", "sqrt", "rsqrt"}) {
+    Case c{unary_module(op, "f32", "[9,21]"), "tiny", 1e-6, 1e-7};
+    c.lo = 0.01;
+    c.hi = 4;
+    check(c);
+  }
+}
+
+TEST(TpuElementwise, Bf16InMemoryRoundsLikeTheEvaluator) {
+  // Both sides compute in f32 and round every bf16 result once: exact.
+  for (const char* op : {"add", "multiply", "divide", "maximum"}) {
+    check(Case{binary_module(op, "bf16", "[17,19]")});
+    check(Case{binary_module(op, "f16", "[17,19]")});
+  }
+  check(Case{unary_module("exponential", "bf16", "[33]")});
+  check(Case{R"(HloModule m
+ENTRY e {
+  x = f32[10,12] parameter(0)
+  b = bf16[10,12] convert(x)
+  c = bf16[10,12] multiply(b, b)
+  ROOT r = f32[10,12] convert(c)
+})"});
+}
+
+TEST(TpuElementwise, BroadcastsOfScalarsRowsAndColumns) {
+  check(Case{R"(HloModule m
+ENTRY e {
+  x = f32[13,21] parameter(0)
+  bias = f32[21] parameter(1)
+  m = f32[13] parameter(2)
+  s = f32[] parameter(3)
+  c = f32[] constant(0.5)
+  b1 = f32[13,21] broadcast(bias), dimensions={1}
+  b2 = f32[13,21] broadcast(m), dimensions={0}
+  b3 = f32[13,21] broadcast(s), dimensions={}
+  b4 = f32[13,21] broadcast(c), dimensions={}
+  t1 = f32[13,21] add(x, b1)
+  t2 = f32[13,21] subtract(t1, b2)
+  t3 = f32[13,21] multiply(t2, b3)
+  ROOT r = f32[13,21] add(t3, b4)
+})",
+             "tiny", 0, 0, /*fuse=*/true});
+}
+
+TEST(TpuElementwise, ReluAndItsGradient) {
+  const std::string hlo = R"(HloModule m
+ENTRY e {
+  x = f32[19,23] parameter(0)
+  g = f32[19,23] parameter(1)
+  zero = f32[] constant(0)
+  z = f32[19,23] broadcast(zero), dimensions={}
+  relu = f32[19,23] maximum(x, z)
+  positive = pred[19,23] compare(x, z), direction=GT
+  grad = f32[19,23] select(positive, g, z)
+  ROOT t = (f32[19,23], f32[19,23], pred[19,23]) tuple(relu, grad, positive)
+})";
+  check(Case{hlo, "tiny"});
+  check(Case{hlo, "tiny", 0, 0, /*fuse=*/true});
+  check(Case{hlo, "v5e", 0, 0, /*fuse=*/true});
+}
+
+TEST(TpuElementwise, CompareDirectionsAndSelect) {
+  for (const char* dir : {"EQ", "NE", "LT", "LE", "GT", "GE"}) {
+    Case c{fmt::format(R"(HloModule m
+ENTRY e {{
+  x = s32[7,9] parameter(0)
+  y = s32[7,9] parameter(1)
+  p = pred[7,9] compare(x, y), direction={}
+  ROOT r = s32[7,9] select(p, x, y)
+}})",
+                       dir)};
+    c.lo = -3;
+    c.hi = 3;
+    check(c);
+  }
+}
+
+TEST(TpuElementwise, IntegerArithmeticIsExact) {
+  for (const char* op : {"add", "subtract", "multiply", "divide", "remainder", "maximum", "minimum", "and", "or", "xor"}) {
+    Case c{binary_module(op, "s32", "[11,13]")};
+    c.lo = -20;  // divisors include 0: XLA's x / 0 = -1 and x % 0 = x
+    c.hi = 20;
+    check(c);
+  }
+  for (const char* op : {"add", "multiply", "maximum"}) {
+    Case c{binary_module(op, "u8", "[40]")};
+    c.lo = 0;
+    c.hi = 255;  // wraps
+    check(c);
+  }
+  for (const char* type : {"s16", "u16"}) {
+    Case c{binary_module("multiply", type, "[9,5]")};
+    c.lo = 0;
+    c.hi = 400;  // products wrap
+    check(c);
+  }
+  Case s8{binary_module("add", "s8", "[30]")};
+  s8.lo = -128;
+  s8.hi = 127;
+  check(s8);
+}
+
+TEST(TpuElementwise, ConvertsBetweenTypes) {
+  const std::string hlo = R"(HloModule m
+ENTRY e {
+  x = f32[6,10] parameter(0)
+  i = s32[6,10] convert(x)
+  f = f32[6,10] convert(i)
+  b = bf16[6,10] convert(x)
+  p = pred[6,10] convert(i)
+  q = f32[6,10] convert(p)
+  u = u8[6,10] convert(i)
+  ROOT t = (s32[6,10], f32[6,10], bf16[6,10], pred[6,10], f32[6,10], u8[6,10]) tuple(i, f, b, p, q, u)
+})";
+  Case c{hlo};
+  c.lo = -300;
+  c.hi = 300;
+  check(c);
+}
+
+TEST(TpuElementwise, PredicateLogic) {
+  check(Case{R"(HloModule m
+ENTRY e {
+  a = pred[5,9] parameter(0)
+  b = pred[5,9] parameter(1)
+  x = pred[5,9] and(a, b)
+  y = pred[5,9] or(a, b)
+  z = pred[5,9] xor(x, y)
+  n = pred[5,9] not(z)
+  ROOT t = (pred[5,9], pred[5,9], pred[5,9], pred[5,9]) tuple(x, y, z, n)
+})"});
+}
+
+TEST(TpuElementwise, ClampAndIsFinite) {
+  check(Case{R"(HloModule m
+ENTRY e {
+  lo = f32[] constant(-0.25)
+  hi = f32[] constant(0.5)
+  x = f32[9,9] parameter(0)
+  c = f32[9,9] clamp(lo, x, hi)
+  l = f32[9,9] log(x)
+  f = pred[9,9] is-finite(l)
+  ROOT t = (f32[9,9], pred[9,9]) tuple(c, f)
+})"});
+}
+
+TEST(TpuElementwise, FusedSoftmaxStyleKernel) {
+  // exp(x - broadcast(max)) / broadcast(sum) as the fusion pass leaves it, with the
+  // reductions done on the evaluator's side by parameters.
+  check(Case{R"(HloModule m
+ENTRY e {
+  x = f32[6,37] parameter(0)
+  mx = f32[6] parameter(1)
+  sum = f32[6] parameter(2)
+  bm = f32[6,37] broadcast(mx), dimensions={0}
+  d = f32[6,37] subtract(x, bm)
+  ex = f32[6,37] exponential(d)
+  bs = f32[6,37] broadcast(sum), dimensions={0}
+  ROOT r = f32[6,37] divide(ex, bs)
+})",
+             "tiny", 1e-6, 1e-7, /*fuse=*/true});
+}
+
+TEST(TpuElementwise, ViewsInsideKernels) {
+  check(Case{R"(HloModule m
+ENTRY e {
+  x = f32[12,7] parameter(0)
+  y = f32[7,12] parameter(1)
+  t = f32[7,12] transpose(x), dimensions={1,0}
+  s = f32[7,12] add(t, y)
+  r = f32[84] reshape(s)
+  sl = f32[40] slice(r), slice={[3:83:2]}
+  io = s32[40] iota(), iota_dimension=0
+  f = f32[40] convert(io)
+  ROOT o = f32[40] add(sl, f)
+})",
+             "tiny", 0, 0, /*fuse=*/true});
+}
+
+TEST(TpuElementwise, RandomShapesAndChains) {
+  std::mt19937_64 rng(7);
+  const char* const ops[] = {"add", "multiply", "subtract", "maximum"};
+  for (int trial = 0; trial < 12; ++trial) {
+    int rank = std::uniform_int_distribution<int>(1, 4)(rng);
+    std::string shape = "[";
+    for (int d = 0; d < rank; ++d)
+      shape += (d ? "," : "") + std::to_string(std::uniform_int_distribution<int>(1, 19)(rng));
+    shape += "]";
+    std::string body;
+    std::string prev = "x";
+    for (int k = 0; k < 4; ++k) {
+      const char* op = ops[std::uniform_int_distribution<int>(0, 3)(rng)];
+      body += fmt::format("  v{0} = f32{1} {2}({3}, y)\n", k, shape, op, prev);
+      prev = fmt::format("v{}", k);
+    }
+    std::string hlo = fmt::format("HloModule m\nENTRY e {{\n  x = f32{0} parameter(0)\n  y = f32{0} parameter(1)\n{1}"
+                                  "  ROOT r = f32{0} tanh({2})\n}}",
+                                  shape, body, prev);
+    check(Case{hlo, trial % 3 == 0 ? "v5e" : "tiny", 1e-6, 1e-7, trial % 2 == 0, -1, 1, false,
+               static_cast<uint64_t>(trial)});
+  }
+}
+
+}  // namespace
+}  // namespace podsim::tpu::testing
