@@ -19,11 +19,13 @@ configure: setup
 build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
 
-# The main job. Until training on a simulated pod exists, it checks and evaluates an
-# MLP forward pass shipped as HLO text.
+# The main job. Until training on a simulated pod exists: an MLP forward pass shipped
+# as HLO text, checked, run by the reference evaluator, and compiled for a TPU v5e and
+# run on the functional chip model.
 demo: build
 	$(PODSIM) check $(DEMO_HLO)
 	$(PODSIM) run $(DEMO_HLO) --backend eval --seed 1
+	$(PODSIM) run $(DEMO_HLO) --backend sim-functional --chip v5e --seed 1
 
 test: build
 	ctest --test-dir $(BUILD) -LE slow --output-on-failure --no-tests=error -j $(JOBS)

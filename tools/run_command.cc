@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 #include <chrono>
 #include <cmath>
 #include <map>
@@ -15,6 +16,11 @@
 #include "compiler/ir/parser.h"
 #include "compiler/ir/safetensors.h"
 #include "compiler/ir/verifier.h"
+#include "compiler/cpu/cpu_compiler.h"
+#include "compiler/passes/pass.h"
+#include "compiler/tpu/tpu_compiler.h"
+#include "sim/functional/functional_model.h"
+#include "topology/chip_config.h"
 #include "tools/commands.h"
 
 namespace podsim::tools {
@@ -23,6 +29,7 @@ namespace {
 struct RunOptions {
   std::string file;
   std::string backend = "eval";
+  std::string chip = "v5e";
   std::string inputs = "random";
   uint64_t seed = 0;
   int64_t replicas = 0;
@@ -112,9 +119,40 @@ void flatten(const ir::Literal& l, const std::string& name, ir::NamedLiterals& o
   for (size_t i = 0; i < l.elements().size(); ++i) flatten(l.elements()[i], fmt::format("{}.{}", name, i), out);
 }
 
+// Elements of a tuple root, flattened; any other root as one value.
+std::vector<ir::Shape> flat_output_shapes(const ir::Shape& shape) {
+  if (!shape.is_tuple()) return {shape};
+  std::vector<ir::Shape> out;
+  for (const ir::Shape& e : shape.elements())
+    for (ir::Shape& s : flat_output_shapes(e)) out.push_back(std::move(s));
+  return out;
+}
+
+// Compiles for the TPU target and runs the executable on the functional chip model.
+std::vector<ir::Literal> run_sim_functional(ir::Module& module, const std::vector<ir::Literal>& args,
+                                            const std::string& chip_name) {
+  topology::ChipConfig chip = topology::chip_config(chip_name);
+  passes::default_pipeline().run(module);
+  sim::FunctionalModel model(tpu::compile(module, chip));
+  for (size_t k = 0; k < args.size(); ++k) {
+    auto bytes = args[k].bytes();
+    model.set_parameter(static_cast<int>(k), {reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()});
+  }
+  model.run_to_completion(int64_t{1} << 40);
+  std::vector<ir::Literal> out;
+  std::vector<ir::Shape> shapes = flat_output_shapes(module.entry()->root()->shape());
+  for (size_t k = 0; k < shapes.size(); ++k) {
+    ir::Literal l(shapes[k]);
+    std::vector<uint8_t> bytes = model.read_output(static_cast<int>(k));
+    if (bytes.size() != l.bytes().size())
+      fail("output {} of the simulated run has {} bytes, expected {}", k, bytes.size(), l.bytes().size());
+    std::memcpy(l.bytes().data(), bytes.data(), bytes.size());
+    out.push_back(std::move(l));
+  }
+  return out;
+}
+
 int run(const RunOptions& options) {
-  if (options.backend != "eval")
-    fail("backend '{}' is not available yet; backends: eval", options.backend);
   auto module = ir::parse_module_file(options.file);
   ir::verify_module(*module, options.file);
 
@@ -131,8 +169,24 @@ int run(const RunOptions& options) {
   std::vector<std::vector<ir::Literal>> args;
   for (int64_t d = 0; d < devices; ++d) args.push_back(device_arguments(*module->entry(), options, named, d, devices));
 
+  if (devices > 1 && options.backend != "eval")
+    fail("--backend {} runs one device; several replicas or partitions need --backend eval", options.backend);
   auto start = std::chrono::steady_clock::now();
-  std::vector<ir::Literal> results = ir::evaluate_spmd(*module, args, eval);
+  std::vector<ir::Literal> results;
+  if (options.backend == "eval") {
+    results = ir::evaluate_spmd(*module, args, eval);
+  } else {
+    std::vector<ir::Literal> flat;
+    if (options.backend == "cpu") {
+      std::vector<const ir::Literal*> pointers;
+      for (const ir::Literal& a : args[0]) pointers.push_back(&a);
+      flat = cpu::compile(*module)->run(pointers);
+    } else {
+      flat = run_sim_functional(*module, args[0], options.chip);
+    }
+    results.push_back(module->entry()->root()->shape().is_tuple() ? ir::Literal::tuple(std::move(flat))
+                                                                   : std::move(flat.at(0)));
+  }
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   ir::NamedLiterals outputs;
@@ -144,7 +198,9 @@ int run(const RunOptions& options) {
     else
       flatten(r, prefix + "out0", outputs);
   }
-  fmt::print("{}: evaluated on {} device{} in {:.3f} s\n", options.file, devices, devices == 1 ? "" : "s", seconds);
+  fmt::print("{}: ran on {} ({} device{}) in {:.3f} s\n", options.file,
+             options.backend == "sim-functional" ? "sim-functional, chip " + options.chip : options.backend, devices,
+             devices == 1 ? "" : "s", seconds);
   for (const auto& [name, value] : outputs) fmt::print("  {}: {}\n", name, summary(value));
   if (!options.output.empty()) {
     ir::write_safetensors(options.output, outputs);
@@ -159,9 +215,13 @@ Command add_run_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("run", "Run an HLO text module and summarise its outputs");
   auto options = std::make_shared<RunOptions>();
   cmd->add_option("file", options->file, "HLO text file (XLA's format)")->required()->check(CLI::ExistingFile);
-  cmd->add_option("--backend", options->backend, "Where to run: eval (the reference evaluator)")
+  cmd->add_option("--backend", options->backend,
+                  "Where to run: eval (the reference evaluator), cpu (the host-CPU target), sim-functional "
+                  "(the TPU target on the functional chip model)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"eval"}));
+      ->check(CLI::IsMember({"eval", "cpu", "sim-functional"}));
+  cmd->add_option("--chip", options->chip, "Chip preset or TOML file for --backend sim-functional")
+      ->capture_default_str();
   cmd->add_option("--inputs", options->inputs,
                   "'random', or a safetensors file with one tensor per parameter, named after the "
                   "parameter, argN, or rD.argN for device D")

@@ -137,6 +137,28 @@ TEST_F(Cli, TopologyListsAndShowsPresetsAndFiles) {
   EXPECT_NE(bad.output.find("bad.toml:2:"), std::string::npos) << bad.output;
 }
 
+TEST_F(Cli, BackendsAgreeWithTheEvaluator) {
+  using namespace podsim::ir;
+  std::string hlo = std::string(PODSIM_SOURCE_DIR) + "/examples/hlo/mlp_forward.hlo";
+  auto outputs = [&](const std::string& backend) {
+    std::string out = (dir_ / (backend + ".safetensors")).string();
+    Result r = podsim("run " + hlo + " --seed 3 --backend " + backend + " --output " + out);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    return read_safetensors(out);
+  };
+  NamedLiterals eval = outputs("eval");
+  // The CPU target computes in f32; the simulated chip rounds dot inputs to bf16
+  // (DEFAULT precision), about 2^-8 relative per product, so its softmax outputs move
+  // by up to a few percent of their range.
+  for (const auto& [backend, tolerance] : {std::pair{std::string("cpu"), 1e-5}, {std::string("sim-functional"), 2e-2}}) {
+    NamedLiterals got = outputs(backend);
+    ASSERT_EQ(got.size(), eval.size()) << backend;
+    for (size_t t = 0; t < eval.size(); ++t)
+      for (int64_t i = 0; i < eval[t].second.num_elements(); ++i)
+        EXPECT_NEAR(got[t].second.get_as_double(i), eval[t].second.get_as_double(i), tolerance) << backend << " " << i;
+  }
+}
+
 TEST_F(Cli, RunsTheDemoModule) {
   Result r = podsim("run " + std::string(PODSIM_SOURCE_DIR) + "/examples/hlo/mlp_forward.hlo --seed 1");
   ASSERT_EQ(r.exit_code, 0) << r.output;
