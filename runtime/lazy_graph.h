@@ -226,8 +226,8 @@ struct Node {
   LeafKind leaf = LeafKind::kNone;
   std::atomic<int32_t> refs{0};
   Dims dims;
-  // Per-opcode attributes, all hashed (see lower_node in lazy_graph.cc for each
-  // opcode's layout).
+  // Per-opcode attributes, all hashed (their layout per opcode: Lowering::set_attributes
+  // in lazy_lowering.cc; kReduce: [ReduceKind, dims...]; kConstant: [double bits]).
   SmallVec<int64_t, 4> attrs;
   SmallVec<Node*, 3> operands;  // each holds a reference
   runtime::Hash128 hash;
