@@ -82,9 +82,10 @@ float chain_value(float x, float y) {
 
 // Runs torch_reference.py; returns its median seconds, or a negative value.
 double torch_median(int64_t n, int threads, std::string& note) {
-  const std::filesystem::path script = std::filesystem::path(__FILE__).parent_path() / "torch_reference.py";
-  const std::string command = "/usr/bin/python3 " + script.string() + " --n " + std::to_string(n) + " --threads " +
-                              std::to_string(threads) + " --reps 10 2>&1";
+  const std::filesystem::path script =
+      std::filesystem::path(__FILE__).parent_path() / "torch_reference.py";
+  const std::string command = "/usr/bin/python3 " + script.string() + " --n " + std::to_string(n) +
+                              " --threads " + std::to_string(threads) + " --reps 10 2>&1";
   FILE* pipe = popen(command.c_str(), "r");
   if (!pipe) {
     note = "could not start /usr/bin/python3";
@@ -100,7 +101,8 @@ double torch_median(int64_t n, int threads, std::string& note) {
     return -1;
   }
   const size_t version = output.find("\"torch\": \"");
-  if (version != std::string::npos) note = output.substr(version + 10, output.find('"', version + 10) - version - 10);
+  if (version != std::string::npos)
+    note = output.substr(version + 10, output.find('"', version + 10) - version - 10);
   return std::stod(output.substr(at + 11));
 }
 
@@ -114,7 +116,8 @@ int main(int argc, char** argv) {
   std::printf("cpu_fusion_bench: 10-op f32 elementwise chain, %lld elements, %d threads (TBB)\n",
               static_cast<long long>(n), threads);
   std::printf("  plan: %lld step(s), %lld fusion(s), %lld intermediate bytes\n",
-              static_cast<long long>(executable->stats().steps), static_cast<long long>(executable->stats().fusions),
+              static_cast<long long>(executable->stats().steps),
+              static_cast<long long>(executable->stats().fusions),
               static_cast<long long>(executable->stats().intermediate_bytes));
 
   const podsim::ir::Shape shape(podsim::ir::PrimitiveType::kF32, {n});
@@ -133,7 +136,8 @@ int main(int argc, char** argv) {
     const float want = chain_value(x[static_cast<size_t>(i)], y[static_cast<size_t>(i)]);
     if (std::memcmp(&want, &out[static_cast<size_t>(i)], sizeof(float)) != 0) ++mismatches;
   }
-  std::printf("  check against a scalar C++ loop: %lld mismatching elements\n", static_cast<long long>(mismatches));
+  std::printf("  check against a scalar C++ loop: %lld mismatching elements\n",
+              static_cast<long long>(mismatches));
 
   const int reps = 15;
   const double t_into = median_seconds(reps, [&] { executable->run_into(pointers, results); });
@@ -144,25 +148,29 @@ int main(int argc, char** argv) {
   const double t_copy = median_seconds(reps, [&] { std::memcpy(dst.data(), src.data(), bytes); });
   const size_t chunk = size_t{1} << 20;
   const double t_copy_tbb = median_seconds(reps, [&] {
-    tbb::parallel_for(tbb::blocked_range<size_t>(0, (bytes + chunk - 1) / chunk), [&](const tbb::blocked_range<size_t>& r) {
-      for (size_t c = r.begin(); c < r.end(); ++c) {
-        const size_t begin = c * chunk, len = std::min(chunk, bytes - begin);
-        std::memcpy(dst.data() + begin, src.data() + begin, len);
-      }
-    });
+    tbb::parallel_for(tbb::blocked_range<size_t>(0, (bytes + chunk - 1) / chunk),
+                      [&](const tbb::blocked_range<size_t>& r) {
+                        for (size_t c = r.begin(); c < r.end(); ++c) {
+                          const size_t begin = c * chunk, len = std::min(chunk, bytes - begin);
+                          std::memcpy(dst.data() + begin, src.data() + begin, len);
+                        }
+                      });
   });
 
   const double fused_bytes = 3.0 * static_cast<double>(bytes);  // two inputs, one output
   const double copy_bytes = 2.0 * static_cast<double>(bytes);   // read + write
   const double gbs_into = fused_bytes / t_into / 1e9, gbs_run = fused_bytes / t_run / 1e9;
   const double gbs_copy = copy_bytes / t_copy / 1e9, gbs_copy_tbb = copy_bytes / t_copy_tbb / 1e9;
-  std::printf("  cpu target run_into: %8.3f ms  %6.2f GB/s (inputs + output)\n", t_into * 1e3, gbs_into);
-  std::printf("  cpu target run:      %8.3f ms  %6.2f GB/s (allocates the result)\n", t_run * 1e3, gbs_run);
-  std::printf("  memcpy, 1 thread:    %8.3f ms  %6.2f GB/s (read + write of %zu MiB)\n", t_copy * 1e3, gbs_copy,
-              bytes >> 20);
+  std::printf("  cpu target run_into: %8.3f ms  %6.2f GB/s (inputs + output)\n", t_into * 1e3,
+              gbs_into);
+  std::printf("  cpu target run:      %8.3f ms  %6.2f GB/s (allocates the result)\n", t_run * 1e3,
+              gbs_run);
+  std::printf("  memcpy, 1 thread:    %8.3f ms  %6.2f GB/s (read + write of %zu MiB)\n",
+              t_copy * 1e3, gbs_copy, bytes >> 20);
   std::printf("  memcpy, TBB threads: %8.3f ms  %6.2f GB/s\n", t_copy_tbb * 1e3, gbs_copy_tbb);
-  std::printf("  ratio fused GB/s / memcpy GB/s: %.2f (1 thread), %.2f (TBB)   [run(): %.2f / %.2f]\n",
-              gbs_into / gbs_copy, gbs_into / gbs_copy_tbb, gbs_run / gbs_copy, gbs_run / gbs_copy_tbb);
+  std::printf(
+      "  ratio fused GB/s / memcpy GB/s: %.2f (1 thread), %.2f (TBB)   [run(): %.2f / %.2f]\n",
+      gbs_into / gbs_copy, gbs_into / gbs_copy_tbb, gbs_run / gbs_copy, gbs_run / gbs_copy_tbb);
 
   std::string note;
   const double t_torch = torch_median(n, threads, note);
@@ -170,7 +178,8 @@ int main(int argc, char** argv) {
     std::printf("  PyTorch eager: skipped (%s)\n", note.c_str());
   } else {
     std::printf("  PyTorch %s eager, %d threads: %8.3f ms\n", note.c_str(), threads, t_torch * 1e3);
-    std::printf("  speedup over PyTorch eager: %.2fx (run_into), %.2fx (run)\n", t_torch / t_into, t_torch / t_run);
+    std::printf("  speedup over PyTorch eager: %.2fx (run_into), %.2fx (run)\n", t_torch / t_into,
+                t_torch / t_run);
   }
   return mismatches == 0 ? 0 : 1;
 }

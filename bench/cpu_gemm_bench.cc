@@ -39,13 +39,13 @@ int main(int argc, char** argv) {
   std::vector<int> sizes;
   for (int i = 1; i < argc; ++i) sizes.push_back(std::stoi(argv[i]));
   if (sizes.empty()) sizes = {1024, 2048};
-  std::printf("cpu_gemm_bench: f32 [n,n] x [n,n]; OpenBLAS %s, %d thread(s)\n", openblas_get_config(),
-              openblas_get_num_threads());
+  std::printf("cpu_gemm_bench: f32 [n,n] x [n,n]; OpenBLAS %s, %d thread(s)\n",
+              openblas_get_config(), openblas_get_num_threads());
   bool all_identical = true;
   for (int n : sizes) {
     const std::string s = "f32[" + std::to_string(n) + "," + std::to_string(n) + "]";
-    const std::string text = "HloModule gemm\n\nENTRY main {\n  a = " + s + " parameter(0)\n  b = " + s +
-                             " parameter(1)\n  ROOT c = " + s +
+    const std::string text = "HloModule gemm\n\nENTRY main {\n  a = " + s +
+                             " parameter(0)\n  b = " + s + " parameter(1)\n  ROOT c = " + s +
                              " dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n";
     std::unique_ptr<podsim::ir::Module> module = podsim::ir::parse_module(text);
     std::unique_ptr<podsim::cpu::Executable> executable = podsim::cpu::compile(*module);
@@ -58,12 +58,14 @@ int main(int argc, char** argv) {
     const std::vector<const podsim::ir::Literal*> pointers{&args[0], &args[1]};
     std::vector<float> c(static_cast<size_t>(n) * static_cast<size_t>(n));
     auto direct = [&] {
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, args[0].data<float>().data(), n,
-                  args[1].data<float>().data(), n, 0.0f, c.data(), n);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f,
+                  args[0].data<float>().data(), n, args[1].data<float>().data(), n, 0.0f, c.data(),
+                  n);
     };
     std::vector<podsim::ir::Literal> results = executable->run(pointers);
     direct();
-    const bool identical = std::memcmp(results[0].bytes().data(), c.data(), c.size() * sizeof(float)) == 0;
+    const bool identical =
+        std::memcmp(results[0].bytes().data(), c.data(), c.size() * sizeof(float)) == 0;
     all_identical = all_identical && identical;
 
     const int reps = n <= 1024 ? 20 : 8;
@@ -76,9 +78,11 @@ int main(int argc, char** argv) {
     const double flops = 2.0 * n * static_cast<double>(n) * n;
     const double g_ours = flops / median(ours) / 1e9, g_theirs = flops / median(theirs) / 1e9;
     const double g_alloc = flops / median(allocating) / 1e9;
-    std::printf("  n=%d: cpu target %7.1f GFLOP/s, cblas_sgemm %7.1f GFLOP/s, ratio %.3f"
-                "  (run(): %.1f GFLOP/s, ratio %.3f); results identical: %s\n",
-                n, g_ours, g_theirs, g_ours / g_theirs, g_alloc, g_alloc / g_theirs, identical ? "yes" : "NO");
+    std::printf(
+        "  n=%d: cpu target %7.1f GFLOP/s, cblas_sgemm %7.1f GFLOP/s, ratio %.3f"
+        "  (run(): %.1f GFLOP/s, ratio %.3f); results identical: %s\n",
+        n, g_ours, g_theirs, g_ours / g_theirs, g_alloc, g_alloc / g_theirs,
+        identical ? "yes" : "NO");
   }
   return all_identical ? 0 : 1;
 }

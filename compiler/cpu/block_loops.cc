@@ -25,7 +25,8 @@ std::byte* thread_scratch(size_t bytes) {
 namespace {
 
 template <size_t W>
-PODSIM_CPU_SIMD void gather(const std::byte* base, const int64_t* indices, int64_t n, std::byte* out) {
+PODSIM_CPU_SIMD void gather(const std::byte* base, const int64_t* indices, int64_t n,
+                            std::byte* out) {
   struct Unit {
     std::byte b[W];
   };
@@ -37,7 +38,8 @@ PODSIM_CPU_SIMD void gather(const std::byte* base, const int64_t* indices, int64
 template <size_t W>
 PODSIM_CPU_SIMD void blend(const std::byte* v, const uint8_t* mask, int64_t n, std::byte* out) {
   using U = std::conditional_t<
-      W == 1, uint8_t, std::conditional_t<W == 2, uint16_t, std::conditional_t<W == 4, uint32_t, uint64_t>>>;
+      W == 1, uint8_t,
+      std::conditional_t<W == 2, uint16_t, std::conditional_t<W == 4, uint32_t, uint64_t>>>;
   const U* x = reinterpret_cast<const U*>(v);
   U* o = reinterpret_cast<U*>(out);
   for (int64_t i = 0; i < n; ++i) o[i] = mask[i] ? x[i] : o[i];
@@ -47,19 +49,28 @@ PODSIM_CPU_SIMD void blend(const std::byte* v, const uint8_t* mask, int64_t n, s
 
 void blend_bytes(const std::byte* v, const uint8_t* mask, int64_t n, size_t width, std::byte* out) {
   switch (width) {
-    case 1: return blend<1>(v, mask, n, out);
-    case 2: return blend<2>(v, mask, n, out);
-    case 4: return blend<4>(v, mask, n, out);
-    default: return blend<8>(v, mask, n, out);
+    case 1:
+      return blend<1>(v, mask, n, out);
+    case 2:
+      return blend<2>(v, mask, n, out);
+    case 4:
+      return blend<4>(v, mask, n, out);
+    default:
+      return blend<8>(v, mask, n, out);
   }
 }
 
-void gather_bytes(const std::byte* base, const int64_t* indices, int64_t n, size_t width, std::byte* out) {
+void gather_bytes(const std::byte* base, const int64_t* indices, int64_t n, size_t width,
+                  std::byte* out) {
   switch (width) {
-    case 1: return gather<1>(base, indices, n, out);
-    case 2: return gather<2>(base, indices, n, out);
-    case 4: return gather<4>(base, indices, n, out);
-    default: return gather<8>(base, indices, n, out);
+    case 1:
+      return gather<1>(base, indices, n, out);
+    case 2:
+      return gather<2>(base, indices, n, out);
+    case 4:
+      return gather<4>(base, indices, n, out);
+    default:
+      return gather<8>(base, indices, n, out);
   }
 }
 
@@ -67,15 +78,18 @@ namespace {
 
 template <typename T>
 T iota_value(int64_t v) {
-  if constexpr (ir::is_half_v<T>) return T(static_cast<float>(v));
-  else if constexpr (std::is_same_v<T, bool>) return v != 0;
-  else return static_cast<T>(v);
+  if constexpr (ir::is_half_v<T>)
+    return T(static_cast<float>(v));
+  else if constexpr (std::is_same_v<T, bool>)
+    return v != 0;
+  else
+    return static_cast<T>(v);
 }
 
 }  // namespace
 
-void iota_block(PrimitiveType type, int64_t stride, int64_t size, int64_t start, const int64_t* indices, int64_t n,
-                std::byte* out) {
+void iota_block(PrimitiveType type, int64_t stride, int64_t size, int64_t start,
+                const int64_t* indices, int64_t n, std::byte* out) {
   ir::visit_type(type, [&]<typename T>() {
     T* o = reinterpret_cast<T*>(out);
     for (int64_t i = 0; i < n; ++i) {

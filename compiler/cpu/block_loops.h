@@ -15,13 +15,14 @@ namespace podsim::cpu {
 std::byte* thread_scratch(size_t bytes);
 
 // out[i] = base[indices[i]] for elements of `width` bytes.
-void gather_bytes(const std::byte* base, const int64_t* indices, int64_t n, size_t width, std::byte* out);
+void gather_bytes(const std::byte* base, const int64_t* indices, int64_t n, size_t width,
+                  std::byte* out);
 // out[i] = mask[i] ? v[i] : out[i] for elements of `width` bytes.
 void blend_bytes(const std::byte* v, const uint8_t* mask, int64_t n, size_t width, std::byte* out);
 // iota values (k / stride) % size of `type` at n indices k (consecutive from start when
 // indices is null).
-void iota_block(ir::PrimitiveType type, int64_t stride, int64_t size, int64_t start, const int64_t* indices,
-                int64_t n, std::byte* out);
+void iota_block(ir::PrimitiveType type, int64_t stride, int64_t size, int64_t start,
+                const int64_t* indices, int64_t n, std::byte* out);
 // dst = src, bypassing the caches where the destination is 16-byte aligned; call
 // stream_fence() before the data is published to other threads.
 void stream_copy(std::byte* dst, const std::byte* src, size_t bytes);

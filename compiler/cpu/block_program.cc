@@ -46,14 +46,17 @@ AffineMap index_map_of(const Instruction& node) {
   const std::vector<int64_t>& in = node.operand(0)->shape().dims();
   const ir::Attributes& a = node.attrs();
   switch (node.opcode()) {
-    case Opcode::kBroadcast: return broadcast_map(out, in, a.dimensions);
-    case Opcode::kTranspose: return transpose_map(in, a.dimensions);
+    case Opcode::kBroadcast:
+      return broadcast_map(out, in, a.dimensions);
+    case Opcode::kTranspose:
+      return transpose_map(in, a.dimensions);
     case Opcode::kSlice: {
       std::vector<SliceRange> ranges;
       for (const ir::SliceDim& s : a.slice) ranges.push_back({s.start, s.stride});
       return slice_map(out, in, ranges);
     }
-    default: return reverse_map(in, a.dimensions);
+    default:
+      return reverse_map(in, a.dimensions);
   }
 }
 
@@ -61,8 +64,8 @@ AffineMap index_map_of(const Instruction& node) {
 
 struct BlockProgram::Context {
   int parent = -1;
-  AffineMap map;           // from the parent's indices to this context's
-  bool masked = false;     // concatenate / pad operand: masked_map instead of map
+  AffineMap map;        // from the parent's indices to this context's
+  bool masked = false;  // concatenate / pad operand: masked_map instead of map
   MaskedMap masked_map;
   bool invariant = false;  // a single index known when the program is built
   int64_t fixed_index = 0;
@@ -96,7 +99,8 @@ bool BlockProgram::block_evaluable(const Instruction& instruction) {
   const Opcode opcode = instruction.opcode();
   if (opcode == Opcode::kBitcastConvert)
     return instruction.operand_count() == 1 &&
-           ir::type_byte_size(instruction.operand(0)->shape().type()) == ir::type_byte_size(instruction.shape().type()) &&
+           ir::type_byte_size(instruction.operand(0)->shape().type()) ==
+               ir::type_byte_size(instruction.shape().type()) &&
            (instruction.shape().type() != PrimitiveType::kPred ||
             instruction.operand(0)->shape().type() == PrimitiveType::kPred);
   if (ir::is_elementwise(opcode)) return true;
@@ -113,14 +117,16 @@ bool BlockProgram::block_evaluable(const Instruction& instruction) {
     case Opcode::kIota:
       return true;
     case Opcode::kConstant:
-      return instruction.attrs().literal.has_value() && instruction.attrs().literal->shape().is_array();
+      return instruction.attrs().literal.has_value() &&
+             instruction.attrs().literal->shape().is_array();
     // Empty results of these run through the evaluator (no operand element to pick).
     case Opcode::kConcatenate:
       return instruction.operand_count() >= 1 && instruction.attrs().dimensions.size() == 1 &&
              instruction.shape().num_elements() > 0;
     case Opcode::kPad:
       return instruction.operand_count() == 2 && instruction.operand(1)->shape().is_scalar() &&
-             static_cast<int64_t>(instruction.attrs().padding.size()) == instruction.shape().rank() &&
+             static_cast<int64_t>(instruction.attrs().padding.size()) ==
+                 instruction.shape().rank() &&
              instruction.shape().num_elements() > 0;
     default:
       return false;
@@ -129,7 +135,8 @@ bool BlockProgram::block_evaluable(const Instruction& instruction) {
 
 class BlockProgram::Builder {
  public:
-  Builder(BlockProgram& program, const SourceIndex& source_index) : p_(program), source_index_(source_index) {
+  Builder(BlockProgram& program, const SourceIndex& source_index)
+      : p_(program), source_index_(source_index) {
     p_.contexts_.resize(2);  // the root context and the scalar context
     p_.contexts_[kScalarContext].invariant = true;
   }
@@ -149,7 +156,8 @@ class BlockProgram::Builder {
         stack.pop_back();
         continue;
       }
-      std::vector<std::pair<const Instruction*, int>> needs = operand_requests(*frame.node, frame.ctx);
+      std::vector<std::pair<const Instruction*, int>> needs =
+          operand_requests(*frame.node, frame.ctx);
       if (!frame.expanded) {
         stack.back().expanded = true;
         for (auto it = needs.rbegin(); it != needs.rend(); ++it)
@@ -191,8 +199,10 @@ class BlockProgram::Builder {
     const Context& pc = p_.contexts_[static_cast<size_t>(parent)];
     if (pc.invariant) {
       c.invariant = true;
-      if (c.masked) std::tie(c.fixed_index, c.fixed_valid) = c.masked_map.at(pc.fixed_index);
-      else c.fixed_index = c.map.at(pc.fixed_index);
+      if (c.masked)
+        std::tie(c.fixed_index, c.fixed_valid) = c.masked_map.at(pc.fixed_index);
+      else
+        c.fixed_index = c.map.at(pc.fixed_index);
       c.fixed_valid = c.fixed_valid && pc.fixed_valid;
     }
     p_.contexts_.push_back(std::move(c));
@@ -234,7 +244,8 @@ class BlockProgram::Builder {
     const Opcode opcode = node.opcode();
     if (opcode == Opcode::kConstant || opcode == Opcode::kIota) return {};
     if (!block_evaluable(node))
-      fail("internal: the block engine cannot evaluate {} ({})", node.name(), ir::opcode_name(opcode));
+      fail("internal: the block engine cannot evaluate {} ({})", node.name(),
+           ir::opcode_name(opcode));
     const Instruction* operand = node.operand_count() > 0 ? node.operand(0) : nullptr;
     if (is_index_map(opcode)) {
       if (operand->shape().num_elements() == 1) return {{operand, kScalarContext}};
@@ -303,7 +314,8 @@ class BlockProgram::Builder {
         task.iota_size = node.shape().dim(dim);
         return add_task(std::move(task));
       }
-      default: break;
+      default:
+        break;
     }
     if (is_index_map(opcode) || opcode == Opcode::kReshape || opcode == Opcode::kCopy ||
         opcode == Opcode::kBitcast || opcode == Opcode::kBitcastConvert) {
@@ -311,14 +323,16 @@ class BlockProgram::Builder {
       const int operand = operands[0];
       return one_element(operand) && !invariant_context(ctx) ? fill(operand) : operand;
     }
-    if (opcode == Opcode::kConcatenate || opcode == Opcode::kPad) return select_task(node, ctx, operands);
+    if (opcode == Opcode::kConcatenate || opcode == Opcode::kPad)
+      return select_task(node, ctx, operands);
     task.kind = TaskKind::kElementwise;
     task.op = make_elementwise_op(node);
     bool all_invariant = true;
     for (int o : operands) {
       const bool spread = one_element(o) && !invariant_context(ctx);
       task.operands.push_back(spread ? fill(o) : o);
-      all_invariant = all_invariant && p_.tasks_[static_cast<size_t>(task.operands.back())].invariant;
+      all_invariant =
+          all_invariant && p_.tasks_[static_cast<size_t>(task.operands.back())].invariant;
     }
     if (all_invariant && !invariant_context(ctx)) {
       task.invariant = true;
@@ -331,14 +345,16 @@ class BlockProgram::Builder {
   // padding value of a pad; for a concatenate exactly one mask is set).
   int select_task(const Instruction& node, int ctx, const std::vector<int>& values) {
     const bool spread = !invariant_context(ctx);
-    if (values.size() == 1) return one_element(values[0]) && spread ? fill(values[0]) : values[0];  // all padding
+    if (values.size() == 1)
+      return one_element(values[0]) && spread ? fill(values[0]) : values[0];  // all padding
     Task task;
     task.kind = TaskKind::kSelect;
     task.context = ctx;
     task.type = node.shape().type();
     const int64_t count = node.opcode() == Opcode::kPad ? 1 : node.operand_count();
     for (int64_t k = 0; k < count; ++k)
-      if (node.operand(k)->shape().num_elements() > 0) task.mask_contexts.push_back(derived_context(ctx, node, k));
+      if (node.operand(k)->shape().num_elements() > 0)
+        task.mask_contexts.push_back(derived_context(ctx, node, k));
     for (int v : values) task.operands.push_back(one_element(v) && spread ? fill(v) : v);
     return add_task(std::move(task));
   }
@@ -350,7 +366,8 @@ class BlockProgram::Builder {
   std::map<int, int> fills_;
 };
 
-BlockProgram::BlockProgram(const Instruction& root, const SourceIndex& source_index) : root_shape_(root.shape()) {
+BlockProgram::BlockProgram(const Instruction& root, const SourceIndex& source_index)
+    : root_shape_(root.shape()) {
   if (!root_shape_.is_array()) fail("internal: block program root {} is not an array", root.name());
   const int root_task = Builder(*this, source_index).build(&root);
   // The root task goes last, so that eval can write it straight into dest.
@@ -404,7 +421,8 @@ BlockProgram::BlockProgram(const Instruction& root, const SourceIndex& source_in
     }
   }
   scratch_slots_ = slots;
-  scratch_bytes_ = offset + slots * kSlotBytes + align_up(sizeof(const std::byte*) * contexts_.size() * 2) +
+  scratch_bytes_ = offset + slots * kSlotBytes +
+                   align_up(sizeof(const std::byte*) * contexts_.size() * 2) +
                    align_up(sizeof(const std::byte*) * tasks_.size());
 }
 
@@ -432,7 +450,8 @@ std::vector<std::byte> BlockProgram::prepare(std::span<const std::byte* const> i
         if (from.invariant_count == n) {
           std::memcpy(out, v, static_cast<size_t>(n) * t.width);
         } else {
-          for (int64_t i = 0; i < n; ++i) std::memcpy(out + static_cast<size_t>(i) * t.width, v, t.width);
+          for (int64_t i = 0; i < n; ++i)
+            std::memcpy(out + static_cast<size_t>(i) * t.width, v, t.width);
         }
         break;
       }
@@ -447,7 +466,9 @@ std::vector<std::byte> BlockProgram::prepare(std::span<const std::byte* const> i
         size_t pick = t.operands.size() - 1;
         for (size_t k = 0; k < t.mask_contexts.size() && k < pick; ++k)
           if (contexts_[static_cast<size_t>(t.mask_contexts[k])].fixed_valid) pick = k;
-        std::memcpy(out, values.data() + tasks_[static_cast<size_t>(t.operands[pick])].invariant_offset, t.width);
+        std::memcpy(out,
+                    values.data() + tasks_[static_cast<size_t>(t.operands[pick])].invariant_offset,
+                    t.width);
         break;
       }
     }
@@ -455,16 +476,17 @@ std::vector<std::byte> BlockProgram::prepare(std::span<const std::byte* const> i
   return values;
 }
 
-const std::byte* BlockProgram::eval(std::span<const std::byte* const> inputs, const std::byte* invariants,
-                                    const IndexSet& at, std::byte* scratch, std::byte* dest) const {
+const std::byte* BlockProgram::eval(std::span<const std::byte* const> inputs,
+                                    const std::byte* invariants, const IndexSet& at,
+                                    std::byte* scratch, std::byte* dest) const {
   const int64_t n = at.n;
   // Per-context state: first index when consecutive (indices null), else the indices.
   const size_t pointer_area = scratch_bytes_ - align_up(sizeof(const std::byte*) * tasks_.size()) -
                               align_up(sizeof(const std::byte*) * contexts_.size() * 2);
   auto** ctx_indices = reinterpret_cast<const int64_t**>(scratch + pointer_area);
   auto* ctx_start = reinterpret_cast<int64_t*>(ctx_indices + contexts_.size());
-  auto** results = reinterpret_cast<const std::byte**>(scratch + pointer_area +
-                                                       align_up(sizeof(const std::byte*) * contexts_.size() * 2));
+  auto** results = reinterpret_cast<const std::byte**>(
+      scratch + pointer_area + align_up(sizeof(const std::byte*) * contexts_.size() * 2));
   ctx_indices[kRootContext] = at.indices;
   ctx_start[kRootContext] = at.start;
   for (size_t c = 2; c < contexts_.size(); ++c) {
@@ -475,8 +497,10 @@ const std::byte* BlockProgram::eval(std::span<const std::byte* const> inputs, co
     if (ctx.masked)
       ctx.masked_map.map(ctx_start[parent], ctx_indices[parent], n, buffer,
                          reinterpret_cast<uint8_t*>(scratch + ctx.mask_offset));
-    else if (ctx_indices[parent] == nullptr) ctx.map.fill(ctx_start[parent], n, buffer);
-    else ctx.map.map(ctx_indices[parent], n, buffer);
+    else if (ctx_indices[parent] == nullptr)
+      ctx.map.fill(ctx_start[parent], n, buffer);
+    else
+      ctx.map.map(ctx_indices[parent], n, buffer);
     bool consecutive = true;
     for (int64_t i = 1; i < n && consecutive; ++i) consecutive = buffer[i] == buffer[0] + i;
     ctx_indices[c] = consecutive ? nullptr : buffer;
@@ -505,17 +529,20 @@ const std::byte* BlockProgram::eval(std::span<const std::byte* const> inputs, co
         iota_block(t.type, t.iota_stride, t.iota_size, ctx_start[c], ctx_indices[c], n, out);
         break;
       case TaskKind::kFill:  // a copy of a per-block task (the root alias)
-        std::memcpy(out, results[static_cast<size_t>(t.operands[0])], static_cast<size_t>(n) * t.width);
+        std::memcpy(out, results[static_cast<size_t>(t.operands[0])],
+                    static_cast<size_t>(n) * t.width);
         break;
       case TaskKind::kElementwise: {
         const void* operands[3] = {};
-        for (size_t i = 0; i < t.operands.size(); ++i) operands[i] = results[static_cast<size_t>(t.operands[i])];
+        for (size_t i = 0; i < t.operands.size(); ++i)
+          operands[i] = results[static_cast<size_t>(t.operands[i])];
         t.op->run(std::span<const void* const>(operands, t.operands.size()), out, n);
         break;
       }
       case TaskKind::kSelect: {
         const size_t fallback = t.operands.size() - 1;
-        std::memcpy(out, results[static_cast<size_t>(t.operands[fallback])], static_cast<size_t>(n) * t.width);
+        std::memcpy(out, results[static_cast<size_t>(t.operands[fallback])],
+                    static_cast<size_t>(n) * t.width);
         for (size_t i = std::min(fallback, t.mask_contexts.size()); i-- > 0;) {
           const Context& mc = contexts_[static_cast<size_t>(t.mask_contexts[i])];
           blend_bytes(results[static_cast<size_t>(t.operands[i])],
@@ -545,8 +572,11 @@ void BlockProgram::run(std::span<const std::byte* const> inputs, std::byte* out)
       const int64_t start = b * kBlockElements;
       const IndexSet at{start, nullptr, std::min(kBlockElements, total - start)};
       std::byte* dest = out + static_cast<size_t>(start) * width;
-      if (streaming) stream_copy(dest, eval(inputs, invariants.data(), at, scratch, nullptr), static_cast<size_t>(at.n) * width);
-      else eval(inputs, invariants.data(), at, scratch, dest);
+      if (streaming)
+        stream_copy(dest, eval(inputs, invariants.data(), at, scratch, nullptr),
+                    static_cast<size_t>(at.n) * width);
+      else
+        eval(inputs, invariants.data(), at, scratch, dest);
     }
     if (streaming) stream_fence();
   };

@@ -69,8 +69,8 @@ class BlockProgram {
   // Evaluates the root at the indices of `at`. Returns a pointer to at.n values: into
   // dest when dest is given (it then holds them), else into scratch, an input or the
   // invariants. scratch must hold scratch_bytes().
-  const std::byte* eval(std::span<const std::byte* const> inputs, const std::byte* invariants, const IndexSet& at,
-                        std::byte* scratch, std::byte* dest) const;
+  const std::byte* eval(std::span<const std::byte* const> inputs, const std::byte* invariants,
+                        const IndexSet& at, std::byte* scratch, std::byte* dest) const;
   // out[i] = root[i] for every index, in parallel over blocks. Results of at least
   // kStreamingBytes are written with non-temporal stores: they will not be read from the
   // cache again soon, and the stores skip reading the destination lines first.

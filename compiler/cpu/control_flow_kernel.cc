@@ -23,12 +23,15 @@ class WhileKernel final : public Kernel {
       leaf_bytes_.push_back(static_cast<size_t>(leaf.byte_size()));
       state_bytes_ += aligned(leaf_bytes_.back());
     }
-    if (condition_.argument_leaves() != leaf_bytes_.size() || body_.argument_leaves() != leaf_bytes_.size() ||
+    if (condition_.argument_leaves() != leaf_bytes_.size() ||
+        body_.argument_leaves() != leaf_bytes_.size() ||
         body_.output_leaves() != leaf_bytes_.size() || condition_.output_leaves() != 1)
-      fail("while {}: condition and body do not match the loop state {}", w.name(), w.shape().to_string(false));
+      fail("while {}: condition and body do not match the loop state {}", w.name(),
+           w.shape().to_string(false));
   }
 
-  void run(std::span<const std::byte* const> operands, std::span<std::byte* const> outputs) const override {
+  void run(std::span<const std::byte* const> operands,
+           std::span<std::byte* const> outputs) const override {
     AlignedBuffer states = allocate_aligned(2 * state_bytes_);
     AlignedBuffer arena = allocate_aligned(std::max(condition_.arena_bytes(), body_.arena_bytes()));
     const size_t leaves = leaf_bytes_.size();
@@ -40,7 +43,8 @@ class WhileKernel final : public Kernel {
     while (true) {
       condition_.execute(current, condition_out, arena.get());
       if (go == std::byte{0}) break;
-      for (size_t k = 0; k < leaves; ++k) next[k] = states.get() + half * state_bytes_ + leaf_offsets_[k];
+      for (size_t k = 0; k < leaves; ++k)
+        next[k] = states.get() + half * state_bytes_ + leaf_offsets_[k];
       body_.execute(current, next, arena.get());
       current.assign(next.begin(), next.end());
       half ^= 1;
@@ -57,7 +61,8 @@ class WhileKernel final : public Kernel {
 
 class ConditionalKernel final : public Kernel {
  public:
-  explicit ConditionalKernel(const Instruction& c) : pred_selector_(c.operand(0)->shape().type() == ir::PrimitiveType::kPred) {
+  explicit ConditionalKernel(const Instruction& c)
+      : pred_selector_(c.operand(0)->shape().type() == ir::PrimitiveType::kPred) {
     size_t leaf = 1;  // operand 0 is the selector
     for (size_t b = 0; b < c.called().size(); ++b) {
       branches_.push_back(std::make_unique<Plan>(*c.called(static_cast<int64_t>(b))));
@@ -70,7 +75,8 @@ class ConditionalKernel final : public Kernel {
     }
   }
 
-  void run(std::span<const std::byte* const> operands, std::span<std::byte* const> outputs) const override {
+  void run(std::span<const std::byte* const> operands,
+           std::span<std::byte* const> outputs) const override {
     const size_t branches = branches_.size();
     size_t branch;
     if (pred_selector_) {
@@ -79,7 +85,8 @@ class ConditionalKernel final : public Kernel {
       int32_t index;
       std::memcpy(&index, operands[0], sizeof(index));
       // Out-of-range indices run the last branch (XLA semantics).
-      branch = index < 0 || static_cast<size_t>(index) >= branches ? branches - 1 : static_cast<size_t>(index);
+      branch = index < 0 || static_cast<size_t>(index) >= branches ? branches - 1
+                                                                   : static_cast<size_t>(index);
     }
     const size_t first = operand_leaf_[branch];
     const size_t count = branches_[branch]->argument_leaves();
@@ -97,7 +104,8 @@ class ConditionalKernel final : public Kernel {
 class CallKernel final : public Kernel {
  public:
   explicit CallKernel(const Instruction& call) : callee_(*call.called(0)) {}
-  void run(std::span<const std::byte* const> operands, std::span<std::byte* const> outputs) const override {
+  void run(std::span<const std::byte* const> operands,
+           std::span<std::byte* const> outputs) const override {
     AlignedBuffer arena = allocate_aligned(callee_.arena_bytes());
     callee_.execute(operands, outputs, arena.get());
   }
@@ -129,7 +137,8 @@ std::unique_ptr<Kernel> make_control_flow_kernel(const Instruction& instruction)
     case ir::Opcode::kCall:
       if (called != 1) break;
       return std::make_unique<CallKernel>(instruction);
-    default: break;
+    default:
+      break;
   }
   return make_evaluator_kernel(instruction);
 }

@@ -47,8 +47,10 @@ class ConvKernel final : public Kernel {
     out_batch_stride_ = at(ost, cd.output_batch);
     out_feature_stride_ = at(ost, cd.output_feature);
     ir::Window window;
-    if (conv.attrs().window) window = *conv.attrs().window;
-    else window.dims.resize(spatial_);
+    if (conv.attrs().window)
+      window = *conv.attrs().window;
+    else
+      window.dims.resize(spatial_);
     for (size_t s = 0; s < spatial_; ++s) {
       Dim d;
       d.in_size = at(ld, cd.input_spatial[s]);
@@ -79,33 +81,41 @@ class ConvKernel final : public Kernel {
     ir::for_each_index(ksizes, [&](const std::vector<int64_t>& k) {
       int64_t offset = 0;
       for (size_t s = 0; s < spatial_; ++s)
-        offset += (dims_[s].reversal ? dims_[s].kernel_size - 1 - k[s] : k[s]) * dims_[s].kernel_stride;
-      for (int64_t c = 0; c < cin_; ++c) w_rows_.push_back(offset + c * at(rst, cd.kernel_input_feature));
+        offset +=
+            (dims_[s].reversal ? dims_[s].kernel_size - 1 - k[s] : k[s]) * dims_[s].kernel_stride;
+      for (int64_t c = 0; c < cin_; ++c)
+        w_rows_.push_back(offset + c * at(rst, cd.kernel_input_feature));
     });
     for (int64_t f = 0; f < cout_; ++f) w_cols_.push_back(f * at(rst, cd.kernel_output_feature));
     for (int64_t c = 0; c < cin_; ++c) feature_offsets_.push_back(c * in_feature_stride_);
   }
 
-  void run(std::span<const std::byte* const> operands, std::span<std::byte* const> outputs) const override {
+  void run(std::span<const std::byte* const> operands,
+           std::span<std::byte* const> outputs) const override {
     if (positions_ == 0 || cout_ == 0) return;
     std::vector<float> w(static_cast<size_t>(depth_ * cout_));
     for (int64_t r = 0; r < depth_; ++r) {
-      const std::byte* row =
-          operands[1] + static_cast<size_t>(w_rows_[static_cast<size_t>(r)]) * ir::type_byte_size(kernel_type_);
+      const std::byte* row = operands[1] + static_cast<size_t>(w_rows_[static_cast<size_t>(r)]) *
+                                               ir::type_byte_size(kernel_type_);
       gather_to_f32(row, kernel_type_, w_cols_.data(), cout_, w.data() + r * cout_);
     }
-    const int64_t panel = std::clamp<int64_t>((int64_t{1} << 20) / std::max<int64_t>(depth_, 1), 1, positions_);
-    std::vector<float> a(static_cast<size_t>(panel * depth_)), c(static_cast<size_t>(panel * cout_));
+    const int64_t panel =
+        std::clamp<int64_t>((int64_t{1} << 20) / std::max<int64_t>(depth_, 1), 1, positions_);
+    std::vector<float> a(static_cast<size_t>(panel * depth_)),
+        c(static_cast<size_t>(panel * cout_));
     std::vector<int64_t> out_offsets(static_cast<size_t>(panel));
     for (int64_t p0 = 0; p0 < positions_; p0 += panel) {
       const int64_t rows = std::min(panel, positions_ - p0);
       // Patch rows are independent; BLAS is not running while TBB fills them.
-      tbb::parallel_for(tbb::blocked_range<int64_t>(0, rows, 64), [&](const tbb::blocked_range<int64_t>& r) {
-        std::vector<int64_t> o(spatial_), k(spatial_);
-        for (int64_t p = r.begin(); p < r.end(); ++p)
-          out_offsets[static_cast<size_t>(p)] = patch_row(operands[0], p0 + p, a.data() + p * depth_, o, k);
-      });
-      gemm(false, false, false, rows, cout_, depth_, a.data(), depth_, w.data(), cout_, c.data(), cout_);
+      tbb::parallel_for(tbb::blocked_range<int64_t>(0, rows, 64),
+                        [&](const tbb::blocked_range<int64_t>& r) {
+                          std::vector<int64_t> o(spatial_), k(spatial_);
+                          for (int64_t p = r.begin(); p < r.end(); ++p)
+                            out_offsets[static_cast<size_t>(p)] =
+                                patch_row(operands[0], p0 + p, a.data() + p * depth_, o, k);
+                        });
+      gemm(false, false, false, rows, cout_, depth_, a.data(), depth_, w.data(), cout_, c.data(),
+           cout_);
       store(c.data(), rows, out_offsets, outputs[0]);
     }
   }
@@ -140,8 +150,11 @@ class ConvKernel final : public Kernel {
         offset += (pos / d.lhs_dilation) * d.in_stride;
       }
       float* dst = row + kp * cin_;
-      if (inside) gather_to_f32(input + static_cast<size_t>(offset) * width, in_type_, feature_offsets_.data(), cin_, dst);
-      else std::fill(dst, dst + cin_, 0.0f);
+      if (inside)
+        gather_to_f32(input + static_cast<size_t>(offset) * width, in_type_,
+                      feature_offsets_.data(), cin_, dst);
+      else
+        std::fill(dst, dst + cin_, 0.0f);
       for (size_t s = spatial_; s-- > 0;) {
         if (++k[s] < dims_[s].kernel_size) break;
         k[s] = 0;
@@ -150,7 +163,8 @@ class ConvKernel final : public Kernel {
     return out_offset;
   }
 
-  void store(const float* c, int64_t rows, const std::vector<int64_t>& offsets, std::byte* out) const {
+  void store(const float* c, int64_t rows, const std::vector<int64_t>& offsets,
+             std::byte* out) const {
     const size_t width = static_cast<size_t>(ir::type_byte_size(out_type_));
     for (int64_t p = 0; p < rows; ++p) {
       const float* src = c + p * cout_;
@@ -159,7 +173,8 @@ class ConvKernel final : public Kernel {
         store_from_f32(src, cout_, out_type_, base);
       } else {
         for (int64_t f = 0; f < cout_; ++f)
-          store_from_f32(src + f, 1, out_type_, base + static_cast<size_t>(f * out_feature_stride_) * width);
+          store_from_f32(src + f, 1, out_type_,
+                         base + static_cast<size_t>(f * out_feature_stride_) * width);
       }
     }
   }
@@ -167,7 +182,8 @@ class ConvKernel final : public Kernel {
   PrimitiveType in_type_, kernel_type_, out_type_;
   size_t spatial_ = 0;
   int64_t batch_ = 0, cin_ = 0, cout_ = 0;
-  int64_t in_batch_stride_ = 0, in_feature_stride_ = 0, out_batch_stride_ = 0, out_feature_stride_ = 0;
+  int64_t in_batch_stride_ = 0, in_feature_stride_ = 0, out_batch_stride_ = 0,
+          out_feature_stride_ = 0;
   std::vector<Dim> dims_;
   int64_t positions_ = 0, kernel_positions_ = 0, depth_ = 0;
   std::vector<int64_t> w_rows_, w_cols_, feature_offsets_;
@@ -180,12 +196,14 @@ bool float32_like(PrimitiveType t) {
 }  // namespace
 
 std::unique_ptr<Kernel> make_convolution_kernel(const Instruction& conv) {
-  if (conv.operand_count() != 2 || !conv.shape().is_array() || !conv.operand(0)->shape().is_array() ||
-      !conv.operand(1)->shape().is_array() || conv.attrs().feature_group_count != 1 ||
-      conv.attrs().batch_group_count != 1 || !float32_like(conv.shape().type()) ||
-      !float32_like(conv.operand(0)->shape().type()) || !float32_like(conv.operand(1)->shape().type()))
+  if (conv.operand_count() != 2 || !conv.shape().is_array() ||
+      !conv.operand(0)->shape().is_array() || !conv.operand(1)->shape().is_array() ||
+      conv.attrs().feature_group_count != 1 || conv.attrs().batch_group_count != 1 ||
+      !float32_like(conv.shape().type()) || !float32_like(conv.operand(0)->shape().type()) ||
+      !float32_like(conv.operand(1)->shape().type()))
     return make_evaluator_kernel(conv);
-  if (conv.attrs().window && conv.attrs().window->dims.size() != conv.attrs().conv_dims.input_spatial.size())
+  if (conv.attrs().window &&
+      conv.attrs().window->dims.size() != conv.attrs().conv_dims.input_spatial.size())
     return make_evaluator_kernel(conv);
   return std::make_unique<ConvKernel>(conv);
 }

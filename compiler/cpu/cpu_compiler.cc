@@ -39,14 +39,16 @@ void literal_leaves(const ir::Literal& literal, std::vector<const std::byte*>& o
 
 class CpuExecutable final : public Executable {
  public:
-  CpuExecutable(std::unique_ptr<ir::Module> module, const CompileOptions& options) : module_(std::move(module)) {
+  CpuExecutable(std::unique_ptr<ir::Module> module, const CompileOptions& options)
+      : module_(std::move(module)) {
     if (module_->entry() == nullptr) fail("module {} has no entry computation", module_->name());
     plan_ = std::make_unique<Plan>(*module_->entry());
     if (options.threads < 0) fail("CompileOptions::threads must be >= 0, got {}", options.threads);
     if (options.threads > 0) arena_ = std::make_unique<tbb::task_arena>(options.threads);
     const ir::Computation& entry = *module_->entry();
     for (const ir::Instruction* p : entry.parameters())
-      for (const ir::Shape& leaf : leaf_shapes(p->shape())) stats_.argument_bytes += leaf.byte_size();
+      for (const ir::Shape& leaf : leaf_shapes(p->shape()))
+        stats_.argument_bytes += leaf.byte_size();
     stats_.output_bytes = plan_->output_bytes();
     stats_.alias_bytes = plan_->alias_bytes();
     stats_.intermediate_bytes = static_cast<int64_t>(plan_->arena_bytes());
@@ -59,7 +61,8 @@ class CpuExecutable final : public Executable {
         if (i->attrs().literal) program += static_cast<int64_t>(i->attrs().literal->bytes().size());
       }
     for (const PlanStep& s : plan_->steps())
-      program += static_cast<int64_t>(sizeof(PlanStep) + (s.operands.size() + s.outputs.size()) * sizeof(BufferRef));
+      program += static_cast<int64_t>(sizeof(PlanStep) +
+                                      (s.operands.size() + s.outputs.size()) * sizeof(BufferRef));
     stats_.program_bytes = program;
   }
 
@@ -76,18 +79,21 @@ class CpuExecutable final : public Executable {
     return results;
   }
 
-  void run_into(std::span<const ir::Literal* const> arguments, std::vector<ir::Literal>& results) const override {
+  void run_into(std::span<const ir::Literal* const> arguments,
+                std::vector<ir::Literal>& results) const override {
     check_arguments(arguments);
     const std::vector<ir::Shape>& shapes = plan_->result_shapes();
     if (results.size() != shapes.size())
-      fail("run_into: {} result literal(s) given, the executable returns {}", results.size(), shapes.size());
+      fail("run_into: {} result literal(s) given, the executable returns {}", results.size(),
+           shapes.size());
     for (size_t k = 0; k < shapes.size(); ++k)
       if (!results[k].shape().compatible(shapes[k]))
-        fail("run_into: result {} has shape {}, the executable returns {}", k, results[k].shape().to_string(false),
-             shapes[k].to_string(false));
+        fail("run_into: result {} has shape {}, the executable returns {}", k,
+             results[k].shape().to_string(false), shapes[k].to_string(false));
     for (const ir::Literal& r : results)
       for (const ir::Literal* a : arguments)
-        if (a == &r) fail("run_into: a result literal is also an argument; results must not alias arguments");
+        if (a == &r)
+          fail("run_into: a result literal is also an argument; results must not alias arguments");
     execute_in_arena(arguments, results);
   }
 
@@ -95,23 +101,29 @@ class CpuExecutable final : public Executable {
   void check_arguments(std::span<const ir::Literal* const> arguments) const {
     const ir::Computation& entry = *module_->entry();
     if (static_cast<int64_t>(arguments.size()) != entry.parameter_count())
-      fail("entry computation {} takes {} argument(s), got {}", entry.name(), entry.parameter_count(),
-           arguments.size());
+      fail("entry computation {} takes {} argument(s), got {}", entry.name(),
+           entry.parameter_count(), arguments.size());
     for (size_t i = 0; i < arguments.size(); ++i) {
       const ir::Instruction* p = entry.parameter(static_cast<int64_t>(i));
-      if (arguments[i] == nullptr) fail("argument {} of entry computation {} is null", i, entry.name());
+      if (arguments[i] == nullptr)
+        fail("argument {} of entry computation {} is null", i, entry.name());
       if (!arguments[i]->shape().compatible(p->shape()))
-        fail("argument {} for parameter {} of {} has shape {}, but the parameter is {}", i, p->name(), entry.name(),
-             arguments[i]->shape().to_string(false), p->shape().to_string(false));
+        fail("argument {} for parameter {} of {} has shape {}, but the parameter is {}", i,
+             p->name(), entry.name(), arguments[i]->shape().to_string(false),
+             p->shape().to_string(false));
     }
   }
 
-  void execute_in_arena(std::span<const ir::Literal* const> arguments, std::vector<ir::Literal>& results) const {
-    if (arena_) arena_->execute([&] { execute(arguments, results); });
-    else execute(arguments, results);
+  void execute_in_arena(std::span<const ir::Literal* const> arguments,
+                        std::vector<ir::Literal>& results) const {
+    if (arena_)
+      arena_->execute([&] { execute(arguments, results); });
+    else
+      execute(arguments, results);
   }
 
-  void execute(std::span<const ir::Literal* const> arguments, std::vector<ir::Literal>& results) const {
+  void execute(std::span<const ir::Literal* const> arguments,
+               std::vector<ir::Literal>& results) const {
     std::vector<const std::byte*> args;
     for (const ir::Literal* a : arguments) literal_leaves(*a, args);
     std::vector<std::byte*> outputs;
@@ -151,20 +163,23 @@ class CpuExecutable final : public Executable {
 
 }  // namespace
 
-void Executable::run_into(std::span<const ir::Literal* const> arguments, std::vector<ir::Literal>& results) const {
+void Executable::run_into(std::span<const ir::Literal* const> arguments,
+                          std::vector<ir::Literal>& results) const {
   std::vector<ir::Literal> fresh = run(arguments);
-  if (fresh.size() != results.size()) fail("run_into: {} result literal(s) given, the executable returns {}",
-                                           results.size(), fresh.size());
+  if (fresh.size() != results.size())
+    fail("run_into: {} result literal(s) given, the executable returns {}", results.size(),
+         fresh.size());
   for (size_t k = 0; k < fresh.size(); ++k)
     if (!results[k].shape().compatible(fresh[k].shape()))
-      fail("run_into: result {} has shape {}, the executable returns {}", k, results[k].shape().to_string(false),
-           fresh[k].shape().to_string(false));
+      fail("run_into: result {} has shape {}, the executable returns {}", k,
+           results[k].shape().to_string(false), fresh[k].shape().to_string(false));
   results = std::move(fresh);
 }
 
 std::unique_ptr<Executable> compile(const ir::Module& module, CompileOptions options) {
   ir::verify_module(module);
-  std::unique_ptr<ir::Module> copy = ir::parse_module(ir::print_module(module), "<cpu compile: " + module.name() + ">");
+  std::unique_ptr<ir::Module> copy =
+      ir::parse_module(ir::print_module(module), "<cpu compile: " + module.name() + ">");
   if (options.run_passes) {
     passes::default_pipeline().run(*copy);
     ir::verify_module(*copy, "<cpu compile: after the default pipeline>");
@@ -172,7 +187,8 @@ std::unique_ptr<Executable> compile(const ir::Module& module, CompileOptions opt
   return std::make_unique<CpuExecutable>(std::move(copy), options);
 }
 
-std::unique_ptr<Executable> compile_serialized(std::string_view serialized, CompileOptions options) {
+std::unique_ptr<Executable> compile_serialized(std::string_view serialized,
+                                               CompileOptions options) {
   std::unique_ptr<ir::Module> module = ir::parse_module(serialized, "<serialized cpu executable>");
   ir::verify_module(*module, "<serialized cpu executable>");
   return std::make_unique<CpuExecutable>(std::move(module), options);

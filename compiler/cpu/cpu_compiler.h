@@ -58,7 +58,8 @@ class Executable {
   // memory instead of allocating and zero-filling new literals, which matters for
   // large results run in a loop. Throws podsim::Error if the shapes differ or a result
   // is also one of the arguments.
-  virtual void run_into(std::span<const ir::Literal* const> arguments, std::vector<ir::Literal>& results) const;
+  virtual void run_into(std::span<const ir::Literal* const> arguments,
+                        std::vector<ir::Literal>& results) const;
   // A form that compile_serialized() turns back into an equivalent executable (the
   // optimized module's HLO text), for the persistent compile cache.
   virtual std::string serialize() const = 0;

@@ -25,20 +25,23 @@ using ir::Instruction;
 using ir::PrimitiveType;
 
 // Offsets (row-major strides of dims) of every combination of the listed dimensions.
-std::vector<int64_t> offsets_of(const std::vector<int64_t>& list, const std::vector<int64_t>& dims) {
+std::vector<int64_t> offsets_of(const std::vector<int64_t>& list,
+                                const std::vector<int64_t>& dims) {
   const std::vector<int64_t> strides = ir::row_major_strides(dims);
   std::vector<int64_t> sizes;
   for (int64_t d : list) sizes.push_back(dims[static_cast<size_t>(d)]);
   std::vector<int64_t> offsets;
   ir::for_each_index(sizes, [&](const std::vector<int64_t>& index) {
     int64_t offset = 0;
-    for (size_t k = 0; k < index.size(); ++k) offset += index[k] * strides[static_cast<size_t>(list[k])];
+    for (size_t k = 0; k < index.size(); ++k)
+      offset += index[k] * strides[static_cast<size_t>(list[k])];
     offsets.push_back(offset);
   });
   return offsets;
 }
 
-std::vector<int64_t> free_dims(int64_t rank, const std::vector<int64_t>& batch, const std::vector<int64_t>& contracting) {
+std::vector<int64_t> free_dims(int64_t rank, const std::vector<int64_t>& batch,
+                               const std::vector<int64_t>& contracting) {
   std::vector<int64_t> result;
   for (int64_t d = 0; d < rank; ++d)
     if (std::find(batch.begin(), batch.end(), d) == batch.end() &&
@@ -62,8 +65,8 @@ struct Direct {
   int64_t ld = 0;
 };
 
-std::optional<Direct> direct_view(const std::vector<int64_t>& rows, const std::vector<int64_t>& cols,
-                                  int64_t nrows, int64_t ncols) {
+std::optional<Direct> direct_view(const std::vector<int64_t>& rows,
+                                  const std::vector<int64_t>& cols, int64_t nrows, int64_t ncols) {
   const std::optional<int64_t> rs = uniform_stride(rows), cs = uniform_stride(cols);
   if (!rs || !cs) return std::nullopt;
   const int64_t r = rows.size() <= 1 ? std::max<int64_t>(ncols, 1) : *rs;
@@ -88,10 +91,18 @@ class DotKernel final : public Kernel {
     const ir::Shape& rs = dot.operand(1)->shape();
     const std::vector<int64_t> lf = free_dims(ls.rank(), dn.lhs_batch, dn.lhs_contracting);
     const std::vector<int64_t> rf = free_dims(rs.rank(), dn.rhs_batch, dn.rhs_contracting);
-    lhs_ = {ls.type(), static_cast<size_t>(ir::type_byte_size(ls.type())), offsets_of(dn.lhs_batch, ls.dims()),
-            offsets_of(lf, ls.dims()), offsets_of(dn.lhs_contracting, ls.dims()), std::nullopt};
-    rhs_ = {rs.type(), static_cast<size_t>(ir::type_byte_size(rs.type())), offsets_of(dn.rhs_batch, rs.dims()),
-            offsets_of(dn.rhs_contracting, rs.dims()), offsets_of(rf, rs.dims()), std::nullopt};
+    lhs_ = {ls.type(),
+            static_cast<size_t>(ir::type_byte_size(ls.type())),
+            offsets_of(dn.lhs_batch, ls.dims()),
+            offsets_of(lf, ls.dims()),
+            offsets_of(dn.lhs_contracting, ls.dims()),
+            std::nullopt};
+    rhs_ = {rs.type(),
+            static_cast<size_t>(ir::type_byte_size(rs.type())),
+            offsets_of(dn.rhs_batch, rs.dims()),
+            offsets_of(dn.rhs_contracting, rs.dims()),
+            offsets_of(rf, rs.dims()),
+            std::nullopt};
     batch_ = static_cast<int64_t>(lhs_.batch.size());
     m_ = static_cast<int64_t>(lhs_.rows.size());
     k_ = static_cast<int64_t>(lhs_.cols.size());
@@ -101,21 +112,26 @@ class DotKernel final : public Kernel {
     if (rhs_.type == gemm_type) rhs_.direct = direct_view(rhs_.rows, rhs_.cols, k_, n_);
   }
 
-  void run(std::span<const std::byte* const> operands, std::span<std::byte* const> outputs) const override {
+  void run(std::span<const std::byte* const> operands,
+           std::span<std::byte* const> outputs) const override {
     const size_t gw = f64_ ? 8 : 4;
     const bool out_direct = out_type_ == (f64_ ? PrimitiveType::kF64 : PrimitiveType::kF32);
     std::vector<std::byte> packed_b, packed_a, result;
     if (!rhs_.direct) packed_b.resize(static_cast<size_t>(k_ * n_) * gw);
     // Lhs panels of about 4 MiB when the lhs is packed.
-    const int64_t panel = lhs_.direct ? std::max<int64_t>(m_, 1)
-                                      : std::clamp<int64_t>((int64_t{1} << 20) / std::max<int64_t>(k_, 1), 1,
-                                                            std::max<int64_t>(m_, 1));
+    const int64_t panel = lhs_.direct
+                              ? std::max<int64_t>(m_, 1)
+                              : std::clamp<int64_t>((int64_t{1} << 20) / std::max<int64_t>(k_, 1),
+                                                    1, std::max<int64_t>(m_, 1));
     if (!lhs_.direct) packed_a.resize(static_cast<size_t>(panel * k_) * gw);
     if (!out_direct) result.resize(static_cast<size_t>(m_ * n_) * gw);
     for (int64_t b = 0; b < batch_; ++b) {
-      const std::byte* lhs = operands[0] + static_cast<size_t>(lhs_.batch[static_cast<size_t>(b)]) * lhs_.width;
-      const std::byte* rhs = operands[1] + static_cast<size_t>(rhs_.batch[static_cast<size_t>(b)]) * rhs_.width;
-      std::byte* c = out_direct ? outputs[0] + static_cast<size_t>(b * m_ * n_) * gw : result.data();
+      const std::byte* lhs =
+          operands[0] + static_cast<size_t>(lhs_.batch[static_cast<size_t>(b)]) * lhs_.width;
+      const std::byte* rhs =
+          operands[1] + static_cast<size_t>(rhs_.batch[static_cast<size_t>(b)]) * rhs_.width;
+      std::byte* c =
+          out_direct ? outputs[0] + static_cast<size_t>(b * m_ * n_) * gw : result.data();
       const void* bmat = rhs;
       bool trans_b = false;
       int64_t ldb = n_;
@@ -130,26 +146,33 @@ class DotKernel final : public Kernel {
         const int64_t rows = std::min(panel, m_ - m0);
         std::byte* cpanel = c + static_cast<size_t>(m0 * n_) * gw;
         if (lhs_.direct) {
-          gemm(f64_, lhs_.direct->trans, trans_b, rows, n_, k_, lhs, lhs_.direct->ld, bmat, ldb, cpanel, n_);
+          gemm(f64_, lhs_.direct->trans, trans_b, rows, n_, k_, lhs, lhs_.direct->ld, bmat, ldb,
+               cpanel, n_);
         } else {
           pack(lhs_, lhs, m0, rows, packed_a.data());
           gemm(f64_, false, trans_b, rows, n_, k_, packed_a.data(), k_, bmat, ldb, cpanel, n_);
         }
       }
       if (!out_direct)
-        store_from_f32(reinterpret_cast<const float*>(result.data()), m_ * n_, out_type_,
-                       outputs[0] + static_cast<size_t>(b * m_ * n_ * ir::type_byte_size(out_type_)));
+        store_from_f32(
+            reinterpret_cast<const float*>(result.data()), m_ * n_, out_type_,
+            outputs[0] + static_cast<size_t>(b * m_ * n_ * ir::type_byte_size(out_type_)));
     }
   }
 
  private:
   // Rows [r0, r0 + count) of an operand matrix into a dense row-major matrix.
-  void pack(const Operand& op, const std::byte* base, int64_t r0, int64_t count, std::byte* dst) const {
+  void pack(const Operand& op, const std::byte* base, int64_t r0, int64_t count,
+            std::byte* dst) const {
     const int64_t cols = static_cast<int64_t>(op.cols.size());
     for (int64_t r = 0; r < count; ++r) {
-      const std::byte* row = base + static_cast<size_t>(op.rows[static_cast<size_t>(r0 + r)]) * op.width;
-      if (f64_) gather_to_f64(row, op.type, op.cols.data(), cols, reinterpret_cast<double*>(dst) + r * cols);
-      else gather_to_f32(row, op.type, op.cols.data(), cols, reinterpret_cast<float*>(dst) + r * cols);
+      const std::byte* row =
+          base + static_cast<size_t>(op.rows[static_cast<size_t>(r0 + r)]) * op.width;
+      if (f64_)
+        gather_to_f64(row, op.type, op.cols.data(), cols,
+                      reinterpret_cast<double*>(dst) + r * cols);
+      else
+        gather_to_f32(row, op.type, op.cols.data(), cols, reinterpret_cast<float*>(dst) + r * cols);
     }
   }
 

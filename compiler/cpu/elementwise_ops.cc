@@ -23,21 +23,22 @@ PODSIM_CPU_SIMD void unary_loop(const In* __restrict x, Out* __restrict o, int64
 }
 
 template <typename In, typename Out, typename F>
-PODSIM_CPU_SIMD void binary_loop(const In* __restrict x, const In* __restrict y, Out* __restrict o, int64_t n) {
+PODSIM_CPU_SIMD void binary_loop(const In* __restrict x, const In* __restrict y, Out* __restrict o,
+                                 int64_t n) {
   const F f{};
   for (int64_t i = 0; i < n; ++i) o[i] = f(x[i], y[i]);
 }
 
 template <typename T, typename F>
-PODSIM_CPU_SIMD void clamp_loop(const T* __restrict lo, const T* __restrict x, const T* __restrict hi,
-                                T* __restrict o, int64_t n) {
+PODSIM_CPU_SIMD void clamp_loop(const T* __restrict lo, const T* __restrict x,
+                                const T* __restrict hi, T* __restrict o, int64_t n) {
   const F f{};
   for (int64_t i = 0; i < n; ++i) o[i] = f(lo[i], x[i], hi[i]);
 }
 
 template <typename U>
-PODSIM_CPU_SIMD void select_loop(const bool* __restrict p, const U* __restrict t, const U* __restrict f,
-                                 U* __restrict o, int64_t n) {
+PODSIM_CPU_SIMD void select_loop(const bool* __restrict p, const U* __restrict t,
+                                 const U* __restrict f, U* __restrict o, int64_t n) {
   for (int64_t i = 0; i < n; ++i) o[i] = p[i] ? t[i] : f[i];
 }
 
@@ -53,8 +54,8 @@ template <typename In, typename Out, typename F>
 class Binary final : public ElementwiseOp {
  public:
   void run(std::span<const void* const> operands, void* out, int64_t n) const override {
-    binary_loop<In, Out, F>(static_cast<const In*>(operands[0]), static_cast<const In*>(operands[1]),
-                            static_cast<Out*>(out), n);
+    binary_loop<In, Out, F>(static_cast<const In*>(operands[0]),
+                            static_cast<const In*>(operands[1]), static_cast<Out*>(out), n);
   }
 };
 
@@ -101,7 +102,8 @@ class EvaluatorOp final : public ElementwiseOp {
     args.reserve(operands.size());
     std::vector<const ir::Literal*> pointers;
     for (size_t k = 0; k < operands.size(); ++k) {
-      args.emplace_back(ir::Shape(instruction_.operand(static_cast<int64_t>(k))->shape().type(), {n}));
+      args.emplace_back(
+          ir::Shape(instruction_.operand(static_cast<int64_t>(k))->shape().type(), {n}));
       std::memcpy(args.back().bytes().data(), operands[k], args.back().bytes().size());
     }
     for (const ir::Literal& a : args) pointers.push_back(&a);
@@ -145,40 +147,68 @@ template <typename T>
 OpPtr float_op(Opcode opcode) {
   using C = ir::compute_t<T>;
   switch (opcode) {
-    case Opcode::kAdd: return float_binary<T>([](C x, C y) { return x + y; });
-    case Opcode::kSubtract: return float_binary<T>([](C x, C y) { return x - y; });
-    case Opcode::kMultiply: return float_binary<T>([](C x, C y) { return x * y; });
-    case Opcode::kDivide: return float_binary<T>([](C x, C y) { return x / y; });
-    case Opcode::kRemainder: return float_binary<T>([](C x, C y) { return std::fmod(x, y); });
-    case Opcode::kPower: return float_binary<T>([](C x, C y) { return std::pow(x, y); });
-    case Opcode::kAtan2: return float_binary<T>([](C x, C y) { return std::atan2(x, y); });
-    case Opcode::kMaximum: return float_binary<T>([](C x, C y) { return ir::eval::float_max(x, y); });
-    case Opcode::kMinimum: return float_binary<T>([](C x, C y) { return ir::eval::float_min(x, y); });
-    case Opcode::kNegate: return float_unary<T>([](C x) { return -x; });
-    case Opcode::kAbs: return float_unary<T>([](C x) { return std::fabs(x); });
-    case Opcode::kSign: return float_unary<T>([](C x) { return float_sign(x); });
-    case Opcode::kExp: return float_unary<T>([](C x) { return std::exp(x); });
-    case Opcode::kExpm1: return float_unary<T>([](C x) { return std::expm1(x); });
-    case Opcode::kLog: return float_unary<T>([](C x) { return std::log(x); });
-    case Opcode::kLog1p: return float_unary<T>([](C x) { return std::log1p(x); });
-    case Opcode::kSqrt: return float_unary<T>([](C x) { return std::sqrt(x); });
-    case Opcode::kRsqrt: return float_unary<T>([](C x) { return C{1} / std::sqrt(x); });
-    case Opcode::kCbrt: return float_unary<T>([](C x) { return std::cbrt(x); });
-    case Opcode::kTanh: return float_unary<T>([](C x) { return std::tanh(x); });
-    case Opcode::kLogistic: return float_unary<T>([](C x) { return C{1} / (C{1} + std::exp(-x)); });
-    case Opcode::kSin: return float_unary<T>([](C x) { return std::sin(x); });
-    case Opcode::kCos: return float_unary<T>([](C x) { return std::cos(x); });
-    case Opcode::kFloor: return float_unary<T>([](C x) { return std::floor(x); });
-    case Opcode::kCeil: return float_unary<T>([](C x) { return std::ceil(x); });
-    case Opcode::kRoundNearestAfz: return float_unary<T>([](C x) { return std::round(x); });
-    case Opcode::kRoundNearestEven: return float_unary<T>([](C x) { return std::nearbyint(x); });
+    case Opcode::kAdd:
+      return float_binary<T>([](C x, C y) { return x + y; });
+    case Opcode::kSubtract:
+      return float_binary<T>([](C x, C y) { return x - y; });
+    case Opcode::kMultiply:
+      return float_binary<T>([](C x, C y) { return x * y; });
+    case Opcode::kDivide:
+      return float_binary<T>([](C x, C y) { return x / y; });
+    case Opcode::kRemainder:
+      return float_binary<T>([](C x, C y) { return std::fmod(x, y); });
+    case Opcode::kPower:
+      return float_binary<T>([](C x, C y) { return std::pow(x, y); });
+    case Opcode::kAtan2:
+      return float_binary<T>([](C x, C y) { return std::atan2(x, y); });
+    case Opcode::kMaximum:
+      return float_binary<T>([](C x, C y) { return ir::eval::float_max(x, y); });
+    case Opcode::kMinimum:
+      return float_binary<T>([](C x, C y) { return ir::eval::float_min(x, y); });
+    case Opcode::kNegate:
+      return float_unary<T>([](C x) { return -x; });
+    case Opcode::kAbs:
+      return float_unary<T>([](C x) { return std::fabs(x); });
+    case Opcode::kSign:
+      return float_unary<T>([](C x) { return float_sign(x); });
+    case Opcode::kExp:
+      return float_unary<T>([](C x) { return std::exp(x); });
+    case Opcode::kExpm1:
+      return float_unary<T>([](C x) { return std::expm1(x); });
+    case Opcode::kLog:
+      return float_unary<T>([](C x) { return std::log(x); });
+    case Opcode::kLog1p:
+      return float_unary<T>([](C x) { return std::log1p(x); });
+    case Opcode::kSqrt:
+      return float_unary<T>([](C x) { return std::sqrt(x); });
+    case Opcode::kRsqrt:
+      return float_unary<T>([](C x) { return C{1} / std::sqrt(x); });
+    case Opcode::kCbrt:
+      return float_unary<T>([](C x) { return std::cbrt(x); });
+    case Opcode::kTanh:
+      return float_unary<T>([](C x) { return std::tanh(x); });
+    case Opcode::kLogistic:
+      return float_unary<T>([](C x) { return C{1} / (C{1} + std::exp(-x)); });
+    case Opcode::kSin:
+      return float_unary<T>([](C x) { return std::sin(x); });
+    case Opcode::kCos:
+      return float_unary<T>([](C x) { return std::cos(x); });
+    case Opcode::kFloor:
+      return float_unary<T>([](C x) { return std::floor(x); });
+    case Opcode::kCeil:
+      return float_unary<T>([](C x) { return std::ceil(x); });
+    case Opcode::kRoundNearestAfz:
+      return float_unary<T>([](C x) { return std::round(x); });
+    case Opcode::kRoundNearestEven:
+      return float_unary<T>([](C x) { return std::nearbyint(x); });
     case Opcode::kIsFinite: {
       struct F {
         bool operator()(T x) const { return std::isfinite(ir::widen(x)); }
       };
       return std::make_unique<Unary<T, bool, F>>();
     }
-    default: return nullptr;
+    default:
+      return nullptr;
   }
 }
 
@@ -205,36 +235,55 @@ template <typename T>
 OpPtr int_op(Opcode opcode) {
   using U = wrap_t<T>;
   switch (opcode) {
-    case Opcode::kAdd: return int_binary<T>([](T x, T y) { return static_cast<T>(static_cast<U>(x) + static_cast<U>(y)); });
+    case Opcode::kAdd:
+      return int_binary<T>(
+          [](T x, T y) { return static_cast<T>(static_cast<U>(x) + static_cast<U>(y)); });
     case Opcode::kSubtract:
-      return int_binary<T>([](T x, T y) { return static_cast<T>(static_cast<U>(x) - static_cast<U>(y)); });
+      return int_binary<T>(
+          [](T x, T y) { return static_cast<T>(static_cast<U>(x) - static_cast<U>(y)); });
     case Opcode::kMultiply:
-      return int_binary<T>([](T x, T y) { return static_cast<T>(static_cast<U>(x) * static_cast<U>(y)); });
-    case Opcode::kMaximum: return int_binary<T>([](T x, T y) { return x > y ? x : y; });
-    case Opcode::kMinimum: return int_binary<T>([](T x, T y) { return x < y ? x : y; });
-    case Opcode::kAnd: return int_binary<T>([](T x, T y) { return static_cast<T>(x & y); });
-    case Opcode::kOr: return int_binary<T>([](T x, T y) { return static_cast<T>(x | y); });
-    case Opcode::kXor: return int_binary<T>([](T x, T y) { return static_cast<T>(x ^ y); });
-    case Opcode::kNegate: return int_unary<T>([](T x) { return static_cast<T>(U{0} - static_cast<U>(x)); });
-    case Opcode::kNot: return int_unary<T>([](T x) { return static_cast<T>(~x); });
+      return int_binary<T>(
+          [](T x, T y) { return static_cast<T>(static_cast<U>(x) * static_cast<U>(y)); });
+    case Opcode::kMaximum:
+      return int_binary<T>([](T x, T y) { return x > y ? x : y; });
+    case Opcode::kMinimum:
+      return int_binary<T>([](T x, T y) { return x < y ? x : y; });
+    case Opcode::kAnd:
+      return int_binary<T>([](T x, T y) { return static_cast<T>(x & y); });
+    case Opcode::kOr:
+      return int_binary<T>([](T x, T y) { return static_cast<T>(x | y); });
+    case Opcode::kXor:
+      return int_binary<T>([](T x, T y) { return static_cast<T>(x ^ y); });
+    case Opcode::kNegate:
+      return int_unary<T>([](T x) { return static_cast<T>(U{0} - static_cast<U>(x)); });
+    case Opcode::kNot:
+      return int_unary<T>([](T x) { return static_cast<T>(~x); });
     case Opcode::kAbs:
       return int_unary<T>([](T x) {
-        if constexpr (std::is_signed_v<T>) return x < 0 ? static_cast<T>(U{0} - static_cast<U>(x)) : x;
-        else return x;
+        if constexpr (std::is_signed_v<T>)
+          return x < 0 ? static_cast<T>(U{0} - static_cast<U>(x)) : x;
+        else
+          return x;
       });
-    default: return nullptr;
+    default:
+      return nullptr;
   }
 }
 
 OpPtr pred_op(Opcode opcode) {
   switch (opcode) {
     case Opcode::kAnd:
-    case Opcode::kMinimum: return int_binary<bool>([](bool x, bool y) { return x && y; });
+    case Opcode::kMinimum:
+      return int_binary<bool>([](bool x, bool y) { return x && y; });
     case Opcode::kOr:
-    case Opcode::kMaximum: return int_binary<bool>([](bool x, bool y) { return x || y; });
-    case Opcode::kXor: return int_binary<bool>([](bool x, bool y) { return x != y; });
-    case Opcode::kNot: return int_unary<bool>([](bool x) { return !x; });
-    default: return nullptr;
+    case Opcode::kMaximum:
+      return int_binary<bool>([](bool x, bool y) { return x || y; });
+    case Opcode::kXor:
+      return int_binary<bool>([](bool x, bool y) { return x != y; });
+    case Opcode::kNot:
+      return int_unary<bool>([](bool x) { return !x; });
+    default:
+      return nullptr;
   }
 }
 
@@ -242,8 +291,10 @@ template <typename T, typename G>
 OpPtr compare_with(G) {
   struct F {
     bool operator()(T x, T y) const {
-      if constexpr (ir::is_float_v<T>) return G{}(ir::widen(x), ir::widen(y));
-      else return G{}(x, y);
+      if constexpr (ir::is_float_v<T>)
+        return G{}(ir::widen(x), ir::widen(y));
+      else
+        return G{}(x, y);
     }
   };
   return std::make_unique<Binary<T, bool, F>>();
@@ -252,12 +303,18 @@ OpPtr compare_with(G) {
 template <typename T>
 OpPtr compare_op(ComparisonDirection direction) {
   switch (direction) {
-    case ComparisonDirection::kEq: return compare_with<T>([](auto x, auto y) { return x == y; });
-    case ComparisonDirection::kNe: return compare_with<T>([](auto x, auto y) { return x != y; });
-    case ComparisonDirection::kLt: return compare_with<T>([](auto x, auto y) { return x < y; });
-    case ComparisonDirection::kLe: return compare_with<T>([](auto x, auto y) { return x <= y; });
-    case ComparisonDirection::kGt: return compare_with<T>([](auto x, auto y) { return x > y; });
-    case ComparisonDirection::kGe: return compare_with<T>([](auto x, auto y) { return x >= y; });
+    case ComparisonDirection::kEq:
+      return compare_with<T>([](auto x, auto y) { return x == y; });
+    case ComparisonDirection::kNe:
+      return compare_with<T>([](auto x, auto y) { return x != y; });
+    case ComparisonDirection::kLt:
+      return compare_with<T>([](auto x, auto y) { return x < y; });
+    case ComparisonDirection::kLe:
+      return compare_with<T>([](auto x, auto y) { return x <= y; });
+    case ComparisonDirection::kGt:
+      return compare_with<T>([](auto x, auto y) { return x > y; });
+    case ComparisonDirection::kGe:
+      return compare_with<T>([](auto x, auto y) { return x >= y; });
   }
   return nullptr;
 }
@@ -267,7 +324,8 @@ OpPtr clamp_op() {
   struct F {
     T operator()(T lo, T x, T hi) const {
       if constexpr (ir::is_float_v<T>) {
-        return ir::narrow<T>(ir::eval::float_min(ir::eval::float_max(ir::widen(x), ir::widen(lo)), ir::widen(hi)));
+        return ir::narrow<T>(
+            ir::eval::float_min(ir::eval::float_max(ir::widen(x), ir::widen(lo)), ir::widen(hi)));
       } else {
         T r = x < lo ? lo : x;
         return hi < r ? hi : r;
@@ -290,8 +348,10 @@ OpPtr convert_op() {
   } else if constexpr (std::is_same_v<To, bool>) {
     struct F {
       bool operator()(From v) const {
-        if constexpr (from_float) return ir::widen(v) != 0;
-        else return v != 0;
+        if constexpr (from_float)
+          return ir::widen(v) != 0;
+        else
+          return v != 0;
       }
     };
     return std::make_unique<Unary<From, To, F>>();
@@ -299,8 +359,10 @@ OpPtr convert_op() {
     if constexpr (std::is_same_v<From, bool> || from_narrow) {
       struct F {
         To operator()(From v) const {
-          if constexpr (std::is_same_v<From, bool>) return To(v ? 1.0f : 0.0f);
-          else return To(static_cast<float>(v));
+          if constexpr (std::is_same_v<From, bool>)
+            return To(v ? 1.0f : 0.0f);
+          else
+            return To(static_cast<float>(v));
         }
       };
       return std::make_unique<Unary<From, To, F>>();
@@ -310,8 +372,10 @@ OpPtr convert_op() {
   } else if constexpr (std::is_floating_point_v<To>) {
     struct F {
       To operator()(From v) const {
-        if constexpr (ir::is_half_v<From>) return static_cast<To>(static_cast<float>(v));
-        else return static_cast<To>(v);
+        if constexpr (ir::is_half_v<From>)
+          return static_cast<To>(static_cast<float>(v));
+        else
+          return static_cast<To>(v);
       }
     };
     return std::make_unique<Unary<From, To, F>>();
@@ -327,11 +391,16 @@ OpPtr convert_op() {
 
 OpPtr select_op(int width) {
   switch (width) {
-    case 1: return std::make_unique<Select<uint8_t>>();
-    case 2: return std::make_unique<Select<uint16_t>>();
-    case 4: return std::make_unique<Select<uint32_t>>();
-    case 8: return std::make_unique<Select<uint64_t>>();
-    default: return nullptr;
+    case 1:
+      return std::make_unique<Select<uint8_t>>();
+    case 2:
+      return std::make_unique<Select<uint16_t>>();
+    case 4:
+      return std::make_unique<Select<uint32_t>>();
+    case 8:
+      return std::make_unique<Select<uint64_t>>();
+    default:
+      return nullptr;
   }
 }
 
@@ -352,21 +421,25 @@ OpPtr typed_op(const ir::Instruction& instruction) {
       return select_op(ir::type_byte_size(t));
     }
     case Opcode::kCompare:
-      if (out != PrimitiveType::kPred || instruction.attrs().comparison_type == ir::ComparisonType::kTotalOrder)
+      if (out != PrimitiveType::kPred ||
+          instruction.attrs().comparison_type == ir::ComparisonType::kTotalOrder)
         return nullptr;
-      return ir::visit_type(in, [&]<typename T>() { return compare_op<T>(instruction.attrs().direction); });
+      return ir::visit_type(
+          in, [&]<typename T>() { return compare_op<T>(instruction.attrs().direction); });
     case Opcode::kConvert:
       return ir::visit_type(in, [&]<typename From>() {
         return ir::visit_type(out, [&]<typename To>() { return convert_op<From, To>(); });
       });
     case Opcode::kBitcastConvert:
-      if (ir::type_byte_size(in) != ir::type_byte_size(out) || (out == PrimitiveType::kPred && in != out))
+      if (ir::type_byte_size(in) != ir::type_byte_size(out) ||
+          (out == PrimitiveType::kPred && in != out))
         return nullptr;
       return std::make_unique<CopyBytes>(static_cast<size_t>(ir::type_byte_size(in)));
     case Opcode::kClamp:
       if (out != in) return nullptr;
       return ir::visit_type(in, [&]<typename T>() { return clamp_op<T>(); });
-    default: break;
+    default:
+      break;
   }
   if (opcode == Opcode::kIsFinite) {
     if (out != PrimitiveType::kPred || !ir::is_float(in)) return nullptr;
@@ -374,9 +447,12 @@ OpPtr typed_op(const ir::Instruction& instruction) {
     return nullptr;
   }
   return ir::visit_type(in, [&]<typename T>() -> OpPtr {
-    if constexpr (std::is_same_v<T, bool>) return pred_op(opcode);
-    else if constexpr (ir::is_float_v<T>) return float_op<T>(opcode);
-    else return int_op<T>(opcode);
+    if constexpr (std::is_same_v<T, bool>)
+      return pred_op(opcode);
+    else if constexpr (ir::is_float_v<T>)
+      return float_op<T>(opcode);
+    else
+      return int_op<T>(opcode);
   });
 }
 

@@ -21,12 +21,14 @@ void literal_leaves(ir::Literal& literal, std::vector<ir::Literal*>& out) {
 
 class EvaluatorKernel final : public Kernel {
  public:
-  explicit EvaluatorKernel(const ir::Instruction& instruction) : module_("cpu_evaluator_" + instruction.name()) {
+  explicit EvaluatorKernel(const ir::Instruction& instruction)
+      : module_("cpu_evaluator_" + instruction.name()) {
     auto computation = std::make_unique<ir::Computation>("evaluate_" + instruction.name());
     std::vector<ir::Instruction*> parameters;
     for (int64_t i = 0; i < instruction.operand_count(); ++i) {
       const ir::Shape& shape = instruction.operand(i)->shape();
-      auto parameter = std::make_unique<ir::Instruction>("operand." + std::to_string(i), ir::Opcode::kParameter, shape);
+      auto parameter = std::make_unique<ir::Instruction>("operand." + std::to_string(i),
+                                                         ir::Opcode::kParameter, shape);
       parameter->attrs().parameter_number = i;
       parameters.push_back(computation->add(std::move(parameter)));
       operand_shapes_.push_back(shape);
@@ -35,13 +37,15 @@ class EvaluatorKernel final : public Kernel {
     copy->set_pos(instruction.pos());
     computation->set_root(computation->add(std::move(copy)));
     module_.set_entry(module_.add_computation(std::move(computation)));
-    if (const ir::Module* original = instruction.parent() ? instruction.parent()->parent() : nullptr) {
+    if (const ir::Module* original =
+            instruction.parent() ? instruction.parent()->parent() : nullptr) {
       module_.replica_count = original->replica_count;
       module_.num_partitions = original->num_partitions;
     }
   }
 
-  void run(std::span<const std::byte* const> operands, std::span<std::byte* const> outputs) const override {
+  void run(std::span<const std::byte* const> operands,
+           std::span<std::byte* const> outputs) const override {
     std::vector<ir::Literal> args;
     args.reserve(operand_shapes_.size());
     size_t next = 0;
@@ -58,10 +62,11 @@ class EvaluatorKernel final : public Kernel {
     std::vector<ir::Literal*> leaves;
     literal_leaves(result, leaves);
     if (leaves.size() != outputs.size())
-      fail("internal: {} produced {} arrays, expected {}", module_.entry()->root()->name(), leaves.size(),
-           outputs.size());
+      fail("internal: {} produced {} arrays, expected {}", module_.entry()->root()->name(),
+           leaves.size(), outputs.size());
     for (size_t k = 0; k < leaves.size(); ++k)
-      if (!leaves[k]->bytes().empty()) std::memcpy(outputs[k], leaves[k]->bytes().data(), leaves[k]->bytes().size());
+      if (!leaves[k]->bytes().empty())
+        std::memcpy(outputs[k], leaves[k]->bytes().data(), leaves[k]->bytes().size());
   }
 
  private:

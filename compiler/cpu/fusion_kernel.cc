@@ -71,24 +71,31 @@ class FusionKernel final : public Kernel {
     sources_ = params_;
     const Instruction* root = c.root();
     std::vector<const Instruction*> elements;
-    if (root->opcode() == Opcode::kTuple) elements.assign(root->operands().begin(), root->operands().end());
-    else if (root->shape().is_array()) elements.push_back(root);
+    if (root->opcode() == Opcode::kTuple)
+      elements.assign(root->operands().begin(), root->operands().end());
+    else if (root->shape().is_array())
+      elements.push_back(root);
     // The output leaf each root element goes to (first occurrence).
     std::unordered_map<const Instruction*, int> output_of;
-    for (size_t k = 0; k < elements.size(); ++k) output_of.emplace(elements[k], static_cast<int>(k));
+    for (size_t k = 0; k < elements.size(); ++k)
+      output_of.emplace(elements[k], static_cast<int>(k));
 
     for (const auto& owned : c.instructions()) {
       const Instruction* node = owned.get();
-      if (node->opcode() == Opcode::kParameter || (node == root && root->opcode() == Opcode::kTuple)) continue;
+      if (node->opcode() == Opcode::kParameter ||
+          (node == root && root->opcode() == Opcode::kTuple))
+        continue;
       if (node == root && !root->shape().is_array()) {
         add_kernel_stage(*node, std::nullopt, true);
         continue;
       }
       if (BlockProgram::block_evaluable(*node)) continue;  // computed on demand
       auto out = output_of.find(node);
-      add_materialized(*node, out == output_of.end() ? std::nullopt : std::optional<int>(out->second));
+      add_materialized(*node,
+                       out == output_of.end() ? std::nullopt : std::optional<int>(out->second));
     }
-    if (!root->shape().is_array() && root->opcode() != Opcode::kTuple) return;  // the root kernel wrote them
+    if (!root->shape().is_array() && root->opcode() != Opcode::kTuple)
+      return;  // the root kernel wrote them
     for (size_t k = 0; k < elements.size(); ++k) {
       const Instruction* e = elements[k];
       const int leaf = static_cast<int>(k);
@@ -111,21 +118,30 @@ class FusionKernel final : public Kernel {
     }
   }
 
-  void run(std::span<const std::byte* const> operands, std::span<std::byte* const> outputs) const override {
+  void run(std::span<const std::byte* const> operands,
+           std::span<std::byte* const> outputs) const override {
     std::vector<const std::byte*> inputs(static_cast<size_t>(sources_), nullptr);
-    for (int p = 0; p < params_; ++p) inputs[static_cast<size_t>(p)] = operands[static_cast<size_t>(p)];
+    for (int p = 0; p < params_; ++p)
+      inputs[static_cast<size_t>(p)] = operands[static_cast<size_t>(p)];
     std::vector<std::unique_ptr<std::byte[]>> temps(temp_bytes_.size());
-    for (size_t t = 0; t < temps.size(); ++t) temps[t].reset(new std::byte[std::max<size_t>(temp_bytes_[t], 1)]);
+    for (size_t t = 0; t < temps.size(); ++t)
+      temps[t].reset(new std::byte[std::max<size_t>(temp_bytes_[t], 1)]);
     auto where = [&](const Dest& d) {
-      return d.temp >= 0 ? temps[static_cast<size_t>(d.temp)].get() : outputs[static_cast<size_t>(d.output)];
+      return d.temp >= 0 ? temps[static_cast<size_t>(d.temp)].get()
+                         : outputs[static_cast<size_t>(d.output)];
     };
     for (const Stage& stage : stages_) {
       std::byte* dest = where(stage.dests[0]);
       switch (stage.kind) {
-        case Stage::Kind::kBlock: stage.block->run(inputs, dest); break;
-        case Stage::Kind::kReduce: stage.reduce->run(inputs, dest); break;
+        case Stage::Kind::kBlock:
+          stage.block->run(inputs, dest);
+          break;
+        case Stage::Kind::kReduce:
+          stage.reduce->run(inputs, dest);
+          break;
         case Stage::Kind::kCopy:
-          if (stage.bytes > 0) std::memcpy(dest, inputs[static_cast<size_t>(stage.operands[0])], stage.bytes);
+          if (stage.bytes > 0)
+            std::memcpy(dest, inputs[static_cast<size_t>(stage.operands[0])], stage.bytes);
           break;
         case Stage::Kind::kKernel: {
           std::vector<const std::byte*> args;

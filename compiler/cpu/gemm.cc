@@ -18,7 +18,8 @@ blasint blas_int(int64_t v) {
 }
 
 template <typename G>
-void gather_to(const std::byte* src, ir::PrimitiveType type, const int64_t* offsets, int64_t n, G* dst) {
+void gather_to(const std::byte* src, ir::PrimitiveType type, const int64_t* offsets, int64_t n,
+               G* dst) {
   ir::visit_type(type, [&]<typename T>() {
     if constexpr (ir::is_float_v<T>) {
       const T* s = reinterpret_cast<const T*>(src);
@@ -31,8 +32,8 @@ void gather_to(const std::byte* src, ir::PrimitiveType type, const int64_t* offs
 
 }  // namespace
 
-void gemm(bool f64, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const void* a, int64_t lda,
-          const void* b, int64_t ldb, void* c, int64_t ldc) {
+void gemm(bool f64, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const void* a,
+          int64_t lda, const void* b, int64_t ldb, void* c, int64_t ldc) {
   if (m == 0 || n == 0) return;
   if (k == 0) {
     for (int64_t i = 0; i < m; ++i)
@@ -43,21 +44,23 @@ void gemm(bool f64, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
   const CBLAS_TRANSPOSE ta = trans_a ? CblasTrans : CblasNoTrans;
   const CBLAS_TRANSPOSE tb = trans_b ? CblasTrans : CblasNoTrans;
   if (f64) {
-    cblas_dgemm(CblasRowMajor, ta, tb, blas_int(m), blas_int(n), blas_int(k), 1.0, static_cast<const double*>(a),
-                blas_int(lda), static_cast<const double*>(b), blas_int(ldb), 0.0, static_cast<double*>(c),
-                blas_int(ldc));
+    cblas_dgemm(CblasRowMajor, ta, tb, blas_int(m), blas_int(n), blas_int(k), 1.0,
+                static_cast<const double*>(a), blas_int(lda), static_cast<const double*>(b),
+                blas_int(ldb), 0.0, static_cast<double*>(c), blas_int(ldc));
   } else {
-    cblas_sgemm(CblasRowMajor, ta, tb, blas_int(m), blas_int(n), blas_int(k), 1.0f, static_cast<const float*>(a),
-                blas_int(lda), static_cast<const float*>(b), blas_int(ldb), 0.0f, static_cast<float*>(c),
-                blas_int(ldc));
+    cblas_sgemm(CblasRowMajor, ta, tb, blas_int(m), blas_int(n), blas_int(k), 1.0f,
+                static_cast<const float*>(a), blas_int(lda), static_cast<const float*>(b),
+                blas_int(ldb), 0.0f, static_cast<float*>(c), blas_int(ldc));
   }
 }
 
-void gather_to_f32(const std::byte* src, ir::PrimitiveType type, const int64_t* offsets, int64_t n, float* dst) {
+void gather_to_f32(const std::byte* src, ir::PrimitiveType type, const int64_t* offsets, int64_t n,
+                   float* dst) {
   gather_to<float>(src, type, offsets, n, dst);
 }
 
-void gather_to_f64(const std::byte* src, ir::PrimitiveType type, const int64_t* offsets, int64_t n, double* dst) {
+void gather_to_f64(const std::byte* src, ir::PrimitiveType type, const int64_t* offsets, int64_t n,
+                   double* dst) {
   gather_to<double>(src, type, offsets, n, dst);
 }
 

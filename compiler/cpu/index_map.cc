@@ -4,7 +4,8 @@
 
 namespace podsim::cpu {
 
-AffineMap::AffineMap(const std::vector<int64_t>& dims, const std::vector<int64_t>& coefs, int64_t base)
+AffineMap::AffineMap(const std::vector<int64_t>& dims, const std::vector<int64_t>& coefs,
+                     int64_t base)
     : base_(base) {
   for (size_t d = 0; d < dims.size(); ++d) {
     if (dims[d] == 1) continue;  // its coordinate is always 0
@@ -93,15 +94,18 @@ std::optional<int64_t> AffineMap::linear_stride() const {
   return std::nullopt;
 }
 
-AffineMap broadcast_map(const std::vector<int64_t>& result_dims, const std::vector<int64_t>& operand_dims,
+AffineMap broadcast_map(const std::vector<int64_t>& result_dims,
+                        const std::vector<int64_t>& operand_dims,
                         const std::vector<int64_t>& dimensions) {
   const std::vector<int64_t> strides = ir::row_major_strides(operand_dims);
   std::vector<int64_t> coefs(result_dims.size(), 0);
-  for (size_t k = 0; k < dimensions.size(); ++k) coefs[static_cast<size_t>(dimensions[k])] = strides[k];
+  for (size_t k = 0; k < dimensions.size(); ++k)
+    coefs[static_cast<size_t>(dimensions[k])] = strides[k];
   return AffineMap(result_dims, coefs, 0);
 }
 
-AffineMap transpose_map(const std::vector<int64_t>& operand_dims, const std::vector<int64_t>& permutation) {
+AffineMap transpose_map(const std::vector<int64_t>& operand_dims,
+                        const std::vector<int64_t>& permutation) {
   const std::vector<int64_t> strides = ir::row_major_strides(operand_dims);
   std::vector<int64_t> dims(permutation.size()), coefs(permutation.size());
   for (size_t i = 0; i < permutation.size(); ++i) {
@@ -111,7 +115,8 @@ AffineMap transpose_map(const std::vector<int64_t>& operand_dims, const std::vec
   return AffineMap(dims, coefs, 0);
 }
 
-AffineMap slice_map(const std::vector<int64_t>& result_dims, const std::vector<int64_t>& operand_dims,
+AffineMap slice_map(const std::vector<int64_t>& result_dims,
+                    const std::vector<int64_t>& operand_dims,
                     const std::vector<SliceRange>& ranges) {
   const std::vector<int64_t> strides = ir::row_major_strides(operand_dims);
   std::vector<int64_t> coefs(result_dims.size());
@@ -136,8 +141,8 @@ AffineMap reverse_map(const std::vector<int64_t>& dims, const std::vector<int64_
   return AffineMap(dims, coefs, base);
 }
 
-MaskedMap MaskedMap::concatenate(const std::vector<int64_t>& result_dims, int64_t dimension, int64_t begin,
-                                 int64_t extent) {
+MaskedMap MaskedMap::concatenate(const std::vector<int64_t>& result_dims, int64_t dimension,
+                                 int64_t begin, int64_t extent) {
   MaskedMap m;
   m.concat_ = true;
   m.stride_ = ir::row_major_strides(result_dims)[static_cast<size_t>(dimension)];
@@ -147,8 +152,9 @@ MaskedMap MaskedMap::concatenate(const std::vector<int64_t>& result_dims, int64_
   return m;
 }
 
-MaskedMap MaskedMap::pad(const std::vector<int64_t>& result_dims, const std::vector<int64_t>& operand_dims,
-                         const std::vector<int64_t>& low, const std::vector<int64_t>& step) {
+MaskedMap MaskedMap::pad(const std::vector<int64_t>& result_dims,
+                         const std::vector<int64_t>& operand_dims, const std::vector<int64_t>& low,
+                         const std::vector<int64_t>& step) {
   MaskedMap m;
   m.concat_ = false;
   m.result_dims_ = result_dims;
@@ -175,7 +181,8 @@ std::pair<int64_t, bool> MaskedMap::at(int64_t t) const {
   return {index, true};
 }
 
-void MaskedMap::map(int64_t start, const int64_t* indices, int64_t n, int64_t* out, uint8_t* mask) const {
+void MaskedMap::map(int64_t start, const int64_t* indices, int64_t n, int64_t* out,
+                    uint8_t* mask) const {
   for (int64_t i = 0; i < n; ++i) {
     const auto [index, valid] = at(indices ? indices[i] : start + i);
     out[i] = index;

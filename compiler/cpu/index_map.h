@@ -37,14 +37,17 @@ class AffineMap {
 // The maps from a result index to an operand index of the data-movement ops the block
 // engine walks through (broadcast, transpose, slice, reverse). operand_dims and
 // result_dims are the operand's and the result's dimensions.
-AffineMap broadcast_map(const std::vector<int64_t>& result_dims, const std::vector<int64_t>& operand_dims,
+AffineMap broadcast_map(const std::vector<int64_t>& result_dims,
+                        const std::vector<int64_t>& operand_dims,
                         const std::vector<int64_t>& dimensions);
-AffineMap transpose_map(const std::vector<int64_t>& operand_dims, const std::vector<int64_t>& permutation);
+AffineMap transpose_map(const std::vector<int64_t>& operand_dims,
+                        const std::vector<int64_t>& permutation);
 struct SliceRange {
   int64_t start;
   int64_t stride;
 };
-AffineMap slice_map(const std::vector<int64_t>& result_dims, const std::vector<int64_t>& operand_dims,
+AffineMap slice_map(const std::vector<int64_t>& result_dims,
+                    const std::vector<int64_t>& operand_dims,
                     const std::vector<SliceRange>& ranges);
 AffineMap reverse_map(const std::vector<int64_t>& dims, const std::vector<int64_t>& reversed);
 
@@ -55,11 +58,12 @@ class MaskedMap {
  public:
   MaskedMap() = default;
   // Operand covering [begin, begin + extent) of `dimension` of a concatenate's result.
-  static MaskedMap concatenate(const std::vector<int64_t>& result_dims, int64_t dimension, int64_t begin,
-                               int64_t extent);
+  static MaskedMap concatenate(const std::vector<int64_t>& result_dims, int64_t dimension,
+                               int64_t begin, int64_t extent);
   // The padded operand of a pad; low may be negative; step = interior padding + 1.
-  static MaskedMap pad(const std::vector<int64_t>& result_dims, const std::vector<int64_t>& operand_dims,
-                       const std::vector<int64_t>& low, const std::vector<int64_t>& step);
+  static MaskedMap pad(const std::vector<int64_t>& result_dims,
+                       const std::vector<int64_t>& operand_dims, const std::vector<int64_t>& low,
+                       const std::vector<int64_t>& step);
 
   // The operand index of result index t, and whether t comes from the operand.
   std::pair<int64_t, bool> at(int64_t t) const;

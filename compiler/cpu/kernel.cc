@@ -21,8 +21,10 @@ BlockProgram::SourceIndex operands_of(const Instruction& instruction) {
 // An unfused elementwise or index-remapping op: a one-instruction block program.
 class BlockKernel final : public Kernel {
  public:
-  explicit BlockKernel(const Instruction& instruction) : program_(instruction, operands_of(instruction)) {}
-  void run(std::span<const std::byte* const> operands, std::span<std::byte* const> outputs) const override {
+  explicit BlockKernel(const Instruction& instruction)
+      : program_(instruction, operands_of(instruction)) {}
+  void run(std::span<const std::byte* const> operands,
+           std::span<std::byte* const> outputs) const override {
     program_.run(operands, outputs[0]);
   }
 
@@ -33,7 +35,8 @@ class BlockKernel final : public Kernel {
 class StandaloneReduce final : public Kernel {
  public:
   explicit StandaloneReduce(const Instruction& reduce) : reduce_(reduce, operands_of(reduce)) {}
-  void run(std::span<const std::byte* const> operands, std::span<std::byte* const> outputs) const override {
+  void run(std::span<const std::byte* const> operands,
+           std::span<std::byte* const> outputs) const override {
     reduce_.run(operands, outputs[0]);
   }
 
@@ -77,7 +80,8 @@ bool is_byte_alias(const Instruction& instruction) {
     case Opcode::kOptimizationBarrier:
       return true;
     case Opcode::kBitcast:
-      return is_row_major(in) && is_row_major(out) && ir::type_byte_size(in.type()) == ir::type_byte_size(out.type());
+      return is_row_major(in) && is_row_major(out) &&
+             ir::type_byte_size(in.type()) == ir::type_byte_size(out.type());
     case Opcode::kBitcastConvert:
       return out.type() != ir::PrimitiveType::kPred || in.type() == ir::PrimitiveType::kPred;
     default:
@@ -87,16 +91,22 @@ bool is_byte_alias(const Instruction& instruction) {
 
 std::unique_ptr<Kernel> make_kernel(const Instruction& instruction) {
   switch (instruction.opcode()) {
-    case Opcode::kFusion: return make_fusion_kernel(instruction);
+    case Opcode::kFusion:
+      return make_fusion_kernel(instruction);
     case Opcode::kReduce:
-      if (ReduceKernel::supported(instruction)) return std::make_unique<StandaloneReduce>(instruction);
+      if (ReduceKernel::supported(instruction))
+        return std::make_unique<StandaloneReduce>(instruction);
       return make_evaluator_kernel(instruction);
-    case Opcode::kDot: return make_dot_kernel(instruction);
-    case Opcode::kConvolution: return make_convolution_kernel(instruction);
+    case Opcode::kDot:
+      return make_dot_kernel(instruction);
+    case Opcode::kConvolution:
+      return make_convolution_kernel(instruction);
     case Opcode::kWhile:
     case Opcode::kConditional:
-    case Opcode::kCall: return make_control_flow_kernel(instruction);
-    default: break;
+    case Opcode::kCall:
+      return make_control_flow_kernel(instruction);
+    default:
+      break;
   }
   if (BlockProgram::block_evaluable(instruction)) {
     try {

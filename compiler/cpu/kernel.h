@@ -19,7 +19,8 @@ namespace podsim::cpu {
 class Kernel {
  public:
   virtual ~Kernel() = default;
-  virtual void run(std::span<const std::byte* const> operands, std::span<std::byte* const> outputs) const = 0;
+  virtual void run(std::span<const std::byte* const> operands,
+                   std::span<std::byte* const> outputs) const = 0;
 };
 
 // A kernel computing `instruction` from buffers of its operands. Opcodes without a

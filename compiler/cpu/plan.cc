@@ -31,10 +31,13 @@ thread_local int depth = 0;
 
 int plan_depth() { return depth; }
 
-void AlignedDelete::operator()(std::byte* p) const { ::operator delete[](p, std::align_val_t{kAlign}); }
+void AlignedDelete::operator()(std::byte* p) const {
+  ::operator delete[](p, std::align_val_t{kAlign});
+}
 
 AlignedBuffer allocate_aligned(size_t bytes) {
-  return AlignedBuffer(static_cast<std::byte*>(::operator new[](std::max<size_t>(bytes, 1), std::align_val_t{kAlign})));
+  return AlignedBuffer(static_cast<std::byte*>(
+      ::operator new[](std::max<size_t>(bytes, 1), std::align_val_t{kAlign})));
 }
 
 Plan::Plan(const ir::Computation& computation) {
@@ -57,7 +60,8 @@ Plan::Plan(const ir::Computation& computation) {
   auto leaves_of = [&](const Instruction* i) -> const std::vector<BufferRef>& {
     auto it = leaves.find(i);
     if (it == leaves.end())
-      fail("computation {}: operand {} is not defined before its use", computation.name(), i ? i->name() : "<null>");
+      fail("computation {}: operand {} is not defined before its use", computation.name(),
+           i ? i->name() : "<null>");
     return it->second;
   };
 
@@ -68,11 +72,13 @@ Plan::Plan(const ir::Computation& computation) {
       case Opcode::kParameter: {
         const size_t n = leaf_count(i.shape());
         const auto number = static_cast<size_t>(i.attrs().parameter_number);
-        if (number >= parameter_leaf.size() || computation.parameter(i.attrs().parameter_number) != &i)
-          fail("computation {}: parameter {} has number {}, which is out of range or taken twice", computation.name(),
-               i.name(), number);
+        if (number >= parameter_leaf.size() ||
+            computation.parameter(i.attrs().parameter_number) != &i)
+          fail("computation {}: parameter {} has number {}, which is out of range or taken twice",
+               computation.name(), i.name(), number);
         for (size_t j = 0; j < n; ++j)
-          out.push_back({BufferRef::Kind::kArgument, static_cast<int32_t>(parameter_leaf[number] + j), nullptr});
+          out.push_back({BufferRef::Kind::kArgument,
+                         static_cast<int32_t>(parameter_leaf[number] + j), nullptr});
         leaves[&i] = std::move(out);
         continue;
       }
@@ -80,7 +86,8 @@ Plan::Plan(const ir::Computation& computation) {
         if (!i.attrs().literal) fail("constant {} has no value", i.name());
         std::vector<const ir::Literal*> values;
         literal_leaves(*i.attrs().literal, values);
-        for (const ir::Literal* v : values) out.push_back({BufferRef::Kind::kConstant, 0, v->bytes().data()});
+        for (const ir::Literal* v : values)
+          out.push_back({BufferRef::Kind::kConstant, 0, v->bytes().data()});
         leaves[&i] = std::move(out);
         continue;
       }
@@ -95,19 +102,22 @@ Plan::Plan(const ir::Computation& computation) {
         const ir::Shape& tuple = i.operand(0)->shape();
         const int64_t index = i.attrs().tuple_index;
         if (!tuple.is_tuple() || index < 0 || index >= tuple.tuple_size())
-          fail("get-tuple-element {}: index {} is out of range for {}", i.name(), index, tuple.to_string(false));
+          fail("get-tuple-element {}: index {} is out of range for {}", i.name(), index,
+               tuple.to_string(false));
         size_t start = 0;
         for (int64_t e = 0; e < index; ++e) start += leaf_count(tuple.element(e));
         const std::vector<BufferRef>& l = leaves_of(i.operand(0));
         const size_t count = leaf_count(tuple.element(index));
-        out.assign(l.begin() + static_cast<ptrdiff_t>(start), l.begin() + static_cast<ptrdiff_t>(start + count));
+        out.assign(l.begin() + static_cast<ptrdiff_t>(start),
+                   l.begin() + static_cast<ptrdiff_t>(start + count));
         leaves[&i] = std::move(out);
         continue;
       }
       default:
         break;
     }
-    if ((i.opcode() == Opcode::kOptimizationBarrier && i.operand_count() == 1) || is_byte_alias(i)) {
+    if ((i.opcode() == Opcode::kOptimizationBarrier && i.operand_count() == 1) ||
+        is_byte_alias(i)) {
       leaves[&i] = leaves_of(i.operand(0));
       continue;
     }
@@ -132,8 +142,10 @@ Plan::Plan(const ir::Computation& computation) {
   // Result leaves: a step's buffer is written into the result directly (its first
   // occurrence); everything else is copied at the end.
   tuple_result_ = root->shape().is_tuple();
-  if (tuple_result_) result_shapes_ = root->shape().elements();
-  else result_shapes_ = {root->shape()};
+  if (tuple_result_)
+    result_shapes_ = root->shape().elements();
+  else
+    result_shapes_ = {root->shape()};
   const std::vector<BufferRef>& root_leaves = leaves_of(root);
   const std::vector<ir::Shape> root_shapes = leaf_shapes(root->shape());
   output_leaves_ = root_shapes.size();
@@ -168,9 +180,12 @@ Plan::Plan(const ir::Computation& computation) {
       int best = -1, largest = -1;
       for (size_t f = 0; f < free_slots.size(); ++f) {
         const size_t size = slot_bytes[static_cast<size_t>(free_slots[f])];
-        if (size >= need && (best < 0 || size < slot_bytes[static_cast<size_t>(free_slots[static_cast<size_t>(best)])]))
+        if (size >= need &&
+            (best < 0 ||
+             size < slot_bytes[static_cast<size_t>(free_slots[static_cast<size_t>(best)])]))
           best = static_cast<int>(f);
-        if (largest < 0 || size > slot_bytes[static_cast<size_t>(free_slots[static_cast<size_t>(largest)])])
+        if (largest < 0 ||
+            size > slot_bytes[static_cast<size_t>(free_slots[static_cast<size_t>(largest)])])
           largest = static_cast<int>(f);
       }
       const int pick = best >= 0 ? best : largest;
@@ -193,8 +208,10 @@ Plan::Plan(const ir::Computation& computation) {
   auto rewrite = [&](BufferRef& r) {
     if (r.kind != BufferRef::Kind::kSlot) return;
     const auto vb = static_cast<size_t>(r.index);
-    if (vb_output[vb] >= 0) r = {BufferRef::Kind::kOutput, vb_output[vb], nullptr};
-    else r.index = vb_slot[vb];
+    if (vb_output[vb] >= 0)
+      r = {BufferRef::Kind::kOutput, vb_output[vb], nullptr};
+    else
+      r.index = vb_slot[vb];
   };
   for (PlanStep& step : steps_) {
     for (BufferRef& r : step.operands) rewrite(r);
@@ -210,14 +227,18 @@ namespace podsim::cpu {
 void Plan::execute(std::span<const std::byte* const> arguments, std::span<std::byte* const> outputs,
                    std::byte* arena) const {
   if (arguments.size() != argument_leaves_ || outputs.size() != output_leaves_)
-    fail("internal: plan run with {} argument and {} output buffers, expected {} and {}", arguments.size(),
-         outputs.size(), argument_leaves_, output_leaves_);
+    fail("internal: plan run with {} argument and {} output buffers, expected {} and {}",
+         arguments.size(), outputs.size(), argument_leaves_, output_leaves_);
   auto resolve = [&](const BufferRef& r) -> std::byte* {
     switch (r.kind) {
-      case BufferRef::Kind::kArgument: return const_cast<std::byte*>(arguments[static_cast<size_t>(r.index)]);
-      case BufferRef::Kind::kConstant: return const_cast<std::byte*>(r.constant);
-      case BufferRef::Kind::kSlot: return arena + slot_offsets_[static_cast<size_t>(r.index)];
-      case BufferRef::Kind::kOutput: return outputs[static_cast<size_t>(r.index)];
+      case BufferRef::Kind::kArgument:
+        return const_cast<std::byte*>(arguments[static_cast<size_t>(r.index)]);
+      case BufferRef::Kind::kConstant:
+        return const_cast<std::byte*>(r.constant);
+      case BufferRef::Kind::kSlot:
+        return arena + slot_offsets_[static_cast<size_t>(r.index)];
+      case BufferRef::Kind::kOutput:
+        return outputs[static_cast<size_t>(r.index)];
     }
     return nullptr;
   };

@@ -31,7 +31,8 @@ enum class FastOp : uint8_t { kAdd, kMultiply, kMaximum, kMinimum, kAnd, kOr };
 
 // `ROOT r = op(p0, p1)` (either operand order) on scalars of type t.
 std::optional<FastOp> match_simple(const ir::Computation& c, PrimitiveType t) {
-  if (c.parameter_count() != 2 || c.instruction_count() != 3 || c.root() == nullptr) return std::nullopt;
+  if (c.parameter_count() != 2 || c.instruction_count() != 3 || c.root() == nullptr)
+    return std::nullopt;
   const Instruction& root = *c.root();
   if (root.operand_count() != 2) return std::nullopt;
   const bool direct = root.operand(0) == c.parameter(0) && root.operand(1) == c.parameter(1);
@@ -43,13 +44,20 @@ std::optional<FastOp> match_simple(const ir::Computation& c, PrimitiveType t) {
     return std::nullopt;
   const bool pred = t == PrimitiveType::kPred, floating = ir::is_float(t);
   switch (root.opcode()) {
-    case Opcode::kAdd: return pred ? std::nullopt : std::optional(FastOp::kAdd);
-    case Opcode::kMultiply: return pred ? std::nullopt : std::optional(FastOp::kMultiply);
-    case Opcode::kMaximum: return pred ? std::nullopt : std::optional(FastOp::kMaximum);
-    case Opcode::kMinimum: return pred ? std::nullopt : std::optional(FastOp::kMinimum);
-    case Opcode::kAnd: return floating ? std::nullopt : std::optional(FastOp::kAnd);
-    case Opcode::kOr: return floating ? std::nullopt : std::optional(FastOp::kOr);
-    default: return std::nullopt;
+    case Opcode::kAdd:
+      return pred ? std::nullopt : std::optional(FastOp::kAdd);
+    case Opcode::kMultiply:
+      return pred ? std::nullopt : std::optional(FastOp::kMultiply);
+    case Opcode::kMaximum:
+      return pred ? std::nullopt : std::optional(FastOp::kMaximum);
+    case Opcode::kMinimum:
+      return pred ? std::nullopt : std::optional(FastOp::kMinimum);
+    case Opcode::kAnd:
+      return floating ? std::nullopt : std::optional(FastOp::kAnd);
+    case Opcode::kOr:
+      return floating ? std::nullopt : std::optional(FastOp::kOr);
+    default:
+      return std::nullopt;
   }
 }
 
@@ -64,18 +72,28 @@ struct Op {
       return kOp == FastOp::kAnd ? (a && b) : (a || b);
     } else if constexpr (ir::is_float_v<T>) {
       const ir::compute_t<T> x = ir::widen(a), y = ir::widen(b);
-      if constexpr (kOp == FastOp::kAdd) return ir::narrow<T>(x + y);
-      else if constexpr (kOp == FastOp::kMultiply) return ir::narrow<T>(x * y);
-      else if constexpr (kOp == FastOp::kMaximum) return ir::narrow<T>(ir::eval::float_max(x, y));
-      else return ir::narrow<T>(ir::eval::float_min(x, y));
+      if constexpr (kOp == FastOp::kAdd)
+        return ir::narrow<T>(x + y);
+      else if constexpr (kOp == FastOp::kMultiply)
+        return ir::narrow<T>(x * y);
+      else if constexpr (kOp == FastOp::kMaximum)
+        return ir::narrow<T>(ir::eval::float_max(x, y));
+      else
+        return ir::narrow<T>(ir::eval::float_min(x, y));
     } else {
       using U = wrap_t<T>;
-      if constexpr (kOp == FastOp::kAdd) return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
-      else if constexpr (kOp == FastOp::kMultiply) return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
-      else if constexpr (kOp == FastOp::kMaximum) return a > b ? a : b;
-      else if constexpr (kOp == FastOp::kMinimum) return a < b ? a : b;
-      else if constexpr (kOp == FastOp::kAnd) return static_cast<T>(a & b);
-      else return static_cast<T>(a | b);
+      if constexpr (kOp == FastOp::kAdd)
+        return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
+      else if constexpr (kOp == FastOp::kMultiply)
+        return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
+      else if constexpr (kOp == FastOp::kMaximum)
+        return a > b ? a : b;
+      else if constexpr (kOp == FastOp::kMinimum)
+        return a < b ? a : b;
+      else if constexpr (kOp == FastOp::kAnd)
+        return static_cast<T>(a & b);
+      else
+        return static_cast<T>(a | b);
     }
   }
   static T identity() {
@@ -83,16 +101,25 @@ struct Op {
       return kOp == FastOp::kAnd;
     } else if constexpr (ir::is_float_v<T>) {
       using C = ir::compute_t<T>;
-      if constexpr (kOp == FastOp::kAdd) return ir::narrow<T>(C(-0.0));
-      else if constexpr (kOp == FastOp::kMultiply) return ir::narrow<T>(C(1));
-      else if constexpr (kOp == FastOp::kMaximum) return ir::narrow<T>(-std::numeric_limits<C>::infinity());
-      else return ir::narrow<T>(std::numeric_limits<C>::infinity());
+      if constexpr (kOp == FastOp::kAdd)
+        return ir::narrow<T>(C(-0.0));
+      else if constexpr (kOp == FastOp::kMultiply)
+        return ir::narrow<T>(C(1));
+      else if constexpr (kOp == FastOp::kMaximum)
+        return ir::narrow<T>(-std::numeric_limits<C>::infinity());
+      else
+        return ir::narrow<T>(std::numeric_limits<C>::infinity());
     } else {
-      if constexpr (kOp == FastOp::kAdd || kOp == FastOp::kOr) return T(0);
-      else if constexpr (kOp == FastOp::kMultiply) return T(1);
-      else if constexpr (kOp == FastOp::kMaximum) return std::numeric_limits<T>::lowest();
-      else if constexpr (kOp == FastOp::kMinimum) return std::numeric_limits<T>::max();
-      else return static_cast<T>(~T(0));
+      if constexpr (kOp == FastOp::kAdd || kOp == FastOp::kOr)
+        return T(0);
+      else if constexpr (kOp == FastOp::kMultiply)
+        return T(1);
+      else if constexpr (kOp == FastOp::kMaximum)
+        return std::numeric_limits<T>::lowest();
+      else if constexpr (kOp == FastOp::kMinimum)
+        return std::numeric_limits<T>::max();
+      else
+        return static_cast<T>(~T(0));
     }
   }
 };
@@ -123,7 +150,8 @@ PODSIM_CPU_SIMD void lanes_loop(const T* __restrict v, int64_t n, T* __restrict 
 }
 
 template <typename T, typename O>
-PODSIM_CPU_SIMD void columns_loop(const T* __restrict v, int64_t nb, int64_t nr, T* __restrict acc) {
+PODSIM_CPU_SIMD void columns_loop(const T* __restrict v, int64_t nb, int64_t nr,
+                                  T* __restrict acc) {
   for (int64_t k = 0; k < nr; ++k)
     for (int64_t j = 0; j < nb; ++j) acc[j] = O::apply(acc[j], v[k * nb + j]);
 }
@@ -160,7 +188,8 @@ struct TypedOps {
     T* o = reinterpret_cast<T*>(out);
     for (int64_t j = 0; j < n; ++j) o[j] = O::identity();
   }
-  static constexpr ReduceKernel::Ops kOps{&lanes, &fold, &finish_lanes, &columns, &combine, &identity};
+  static constexpr ReduceKernel::Ops kOps{&lanes,   &fold,    &finish_lanes,
+                                          &columns, &combine, &identity};
 };
 
 template <typename T>
@@ -169,24 +198,32 @@ const ReduceKernel::Ops* ops_for(FastOp op) {
     return op == FastOp::kAnd ? &TypedOps<T, FastOp::kAnd>::kOps : &TypedOps<T, FastOp::kOr>::kOps;
   } else {
     switch (op) {
-      case FastOp::kAdd: return &TypedOps<T, FastOp::kAdd>::kOps;
-      case FastOp::kMultiply: return &TypedOps<T, FastOp::kMultiply>::kOps;
-      case FastOp::kMaximum: return &TypedOps<T, FastOp::kMaximum>::kOps;
-      case FastOp::kMinimum: return &TypedOps<T, FastOp::kMinimum>::kOps;
+      case FastOp::kAdd:
+        return &TypedOps<T, FastOp::kAdd>::kOps;
+      case FastOp::kMultiply:
+        return &TypedOps<T, FastOp::kMultiply>::kOps;
+      case FastOp::kMaximum:
+        return &TypedOps<T, FastOp::kMaximum>::kOps;
+      case FastOp::kMinimum:
+        return &TypedOps<T, FastOp::kMinimum>::kOps;
       default:
-        if constexpr (ir::is_float_v<T>) return nullptr;
-        else return op == FastOp::kAnd ? &TypedOps<T, FastOp::kAnd>::kOps : &TypedOps<T, FastOp::kOr>::kOps;
+        if constexpr (ir::is_float_v<T>)
+          return nullptr;
+        else
+          return op == FastOp::kAnd ? &TypedOps<T, FastOp::kAnd>::kOps
+                                    : &TypedOps<T, FastOp::kOr>::kOps;
     }
   }
 }
 
 std::optional<FastOp> simple_op(const Instruction& reduce) {
-  if (reduce.opcode() != Opcode::kReduce || reduce.operand_count() != 2 || !reduce.shape().is_array() ||
-      reduce.called().size() != 1 || reduce.called(0) == nullptr)
+  if (reduce.opcode() != Opcode::kReduce || reduce.operand_count() != 2 ||
+      !reduce.shape().is_array() || reduce.called().size() != 1 || reduce.called(0) == nullptr)
     return std::nullopt;
   const ir::Shape& in = reduce.operand(0)->shape();
   const ir::Shape& init = reduce.operand(1)->shape();
-  if (!in.is_array() || !init.is_scalar() || init.type() != in.type() || reduce.shape().type() != in.type())
+  if (!in.is_array() || !init.is_scalar() || init.type() != in.type() ||
+      reduce.shape().type() != in.type())
     return std::nullopt;
   return match_simple(*reduce.called(0), in.type());
 }
@@ -195,7 +232,8 @@ std::optional<FastOp> simple_op(const Instruction& reduce) {
 
 bool ReduceKernel::supported(const Instruction& reduce) { return simple_op(reduce).has_value(); }
 
-ReduceKernel::ReduceKernel(const Instruction& reduce, const BlockProgram::SourceIndex& source_index) {
+ReduceKernel::ReduceKernel(const Instruction& reduce,
+                           const BlockProgram::SourceIndex& source_index) {
   const std::optional<FastOp> op = simple_op(reduce);
   if (!op) fail("internal: reduce {} has no fast kernel", reduce.name());
   const PrimitiveType type = reduce.shape().type();
@@ -228,14 +266,18 @@ ReduceKernel::ReduceKernel(const Instruction& reduce, const BlockProgram::Source
     reduced_offsets_.resize(static_cast<size_t>(reduced_));
     reduced_map_.fill(0, reduced_, reduced_offsets_.data());
   }
-  if (row_mode_) tile_outputs_ = reduced_ >= kBlockElements ? 1 : kBlockElements / std::max<int64_t>(reduced_, 1);
-  else tile_outputs_ = std::min(outputs_, kBlockElements);
+  if (row_mode_)
+    tile_outputs_ =
+        reduced_ >= kBlockElements ? 1 : kBlockElements / std::max<int64_t>(reduced_, 1);
+  else
+    tile_outputs_ = std::min(outputs_, kBlockElements);
   tile_outputs_ = std::max<int64_t>(tile_outputs_, 1);
   tiles_ = (outputs_ + tile_outputs_ - 1) / tile_outputs_;
   groups_ = 1;
   group_size_ = reduced_;
   if (!exact_ && tiles_ < kTargetTasks && reduced_ >= 2 * kMinGroup) {
-    const int64_t wanted = std::min((reduced_ + kMinGroup - 1) / kMinGroup, (kTargetTasks + tiles_ - 1) / tiles_);
+    const int64_t wanted =
+        std::min((reduced_ + kMinGroup - 1) / kMinGroup, (kTargetTasks + tiles_ - 1) / tiles_);
     group_size_ = (reduced_ + wanted - 1) / wanted;
     group_size_ = (group_size_ + kBlockElements - 1) / kBlockElements * kBlockElements;
     groups_ = (reduced_ + group_size_ - 1) / group_size_;
@@ -246,8 +288,9 @@ ReduceKernel::~ReduceKernel() = default;
 
 // One tile of outputs over one group of the reduced elements; dest receives the
 // tile's values (start_value: init, or the identity when there are several groups).
-void ReduceKernel::run_tile(int64_t task, std::span<const std::byte* const> inputs, const std::byte* invariants,
-                            const std::byte* start_value, std::byte* dest) const {
+void ReduceKernel::run_tile(int64_t task, std::span<const std::byte* const> inputs,
+                            const std::byte* invariants, const std::byte* start_value,
+                            std::byte* dest) const {
   const int64_t tile = task / groups_, group = task % groups_;
   const int64_t o0 = tile * tile_outputs_, nb = std::min(tile_outputs_, outputs_ - o0);
   const int64_t ga = group * group_size_, gb = std::min(reduced_, ga + group_size_);
@@ -257,7 +300,8 @@ void ReduceKernel::run_tile(int64_t task, std::span<const std::byte* const> inpu
   auto* offsets = indices + block;
   auto* bases = offsets + block;
   std::byte* lanes = reinterpret_cast<std::byte*>(bases + block);
-  for (int64_t j = 0; j < nb; ++j) std::memcpy(dest + static_cast<size_t>(j) * width_, start_value, width_);
+  for (int64_t j = 0; j < nb; ++j)
+    std::memcpy(dest + static_cast<size_t>(j) * width_, start_value, width_);
   const std::optional<int64_t> rstride = reduced_map_.linear_stride();
   const std::optional<int64_t> ostride = out_map_.linear_stride();
 
@@ -274,8 +318,10 @@ void ReduceKernel::run_tile(int64_t task, std::span<const std::byte* const> inpu
         at.indices = indices;
       }
       const std::byte* values = input_->eval(inputs, invariants, at, scratch, nullptr);
-      if (exact_) ops_->fold(values, n, dest);
-      else ops_->lanes(values, n, lanes);
+      if (exact_)
+        ops_->fold(values, n, dest);
+      else
+        ops_->lanes(values, n, lanes);
     }
     if (!exact_) ops_->finish_lanes(lanes, dest);
     return;
@@ -287,7 +333,8 @@ void ReduceKernel::run_tile(int64_t task, std::span<const std::byte* const> inpu
     if (!(rstride == 1 && ostride == r)) {
       out_map_.fill(o0, nb, bases);
       for (int64_t j = 0; j < nb; ++j)
-        for (int64_t k = 0; k < r; ++k) indices[j * r + k] = bases[j] + reduced_offsets_[static_cast<size_t>(k)];
+        for (int64_t k = 0; k < r; ++k)
+          indices[j * r + k] = bases[j] + reduced_offsets_[static_cast<size_t>(k)];
       at.indices = indices;
     }
     const std::byte* values = input_->eval(inputs, invariants, at, scratch, nullptr);
@@ -332,17 +379,21 @@ void ReduceKernel::run(std::span<const std::byte* const> inputs, std::byte* out)
     init_->eval(inputs, invariants.data(), IndexSet{0, nullptr, 1}, scratch.data(), init.data());
   }
   if (reduced_ == 0) {
-    for (int64_t o = 0; o < outputs_; ++o) std::memcpy(out + static_cast<size_t>(o) * width_, init.data(), width_);
+    for (int64_t o = 0; o < outputs_; ++o)
+      std::memcpy(out + static_cast<size_t>(o) * width_, init.data(), width_);
     return;
   }
   const std::vector<std::byte> invariants = input_->prepare(inputs);
   const int64_t tasks = tiles_ * groups_;
   if (groups_ == 1) {
     auto body = [&](int64_t t) {
-      run_tile(t, inputs, invariants.data(), init.data(), out + static_cast<size_t>(t * tile_outputs_) * width_);
+      run_tile(t, inputs, invariants.data(), init.data(),
+               out + static_cast<size_t>(t * tile_outputs_) * width_);
     };
-    if (tasks == 1) body(0);
-    else tbb::parallel_for(int64_t{0}, tasks, body);
+    if (tasks == 1)
+      body(0);
+    else
+      tbb::parallel_for(int64_t{0}, tasks, body);
     return;
   }
   // Several groups: partial results per group, then folded in group order after init.
@@ -356,7 +407,8 @@ void ReduceKernel::run(std::span<const std::byte* const> inputs, std::byte* out)
                       static_cast<size_t>(tile * tile_outputs_) * width_;
     run_tile(t, inputs, invariants.data(), identity.data(), dest);
   });
-  for (int64_t o = 0; o < outputs_; ++o) std::memcpy(out + static_cast<size_t>(o) * width_, init.data(), width_);
+  for (int64_t o = 0; o < outputs_; ++o)
+    std::memcpy(out + static_cast<size_t>(o) * width_, init.data(), width_);
   for (int64_t g = 0; g < groups_; ++g)
     ops_->combine(out, partials.data() + static_cast<size_t>(g) * group_bytes, outputs_);
 }

@@ -59,10 +59,10 @@ class ReduceKernel {
   size_t width_ = 4;
   bool exact_ = false;  // fold in the evaluator's order (16-bit floats)
   bool row_mode_ = true;
-  int64_t outputs_ = 0;  // O
-  int64_t reduced_ = 0;  // R
-  AffineMap out_map_;      // output index -> input offset of its first element
-  AffineMap reduced_map_;  // reduced index -> offset from that element
+  int64_t outputs_ = 0;                   // O
+  int64_t reduced_ = 0;                   // R
+  AffineMap out_map_;                     // output index -> input offset of its first element
+  AffineMap reduced_map_;                 // reduced index -> offset from that element
   std::vector<int64_t> reduced_offsets_;  // reduced_map_ tabulated when R <= kBlockElements
   int64_t tile_outputs_ = 1;
   int64_t tiles_ = 0;

@@ -16,7 +16,8 @@ using testing::leaves;
 using testing::pointers;
 using testing::random_literal;
 
-void check(const std::string& text, const std::vector<ir::Literal>& args, const testing::Bound& bound = nullptr) {
+void check(const std::string& text, const std::vector<ir::Literal>& args,
+           const testing::Bound& bound = nullptr) {
   SCOPED_TRACE(text);
   std::unique_ptr<ir::Module> module = ir::parse_module(text, "<test>");
   const ir::Literal want = ir::evaluate(*module, args);
@@ -27,7 +28,8 @@ void check(const std::string& text, const std::vector<ir::Literal>& args, const 
     const std::vector<ir::Literal> got = compile(*module, options)->run(pointers(args));
     const auto g = leaves(got), w = leaves(want);
     ASSERT_EQ(g.size(), w.size());
-    for (size_t k = 0; k < g.size(); ++k) EXPECT_TRUE(arrays_match(*g[k], *w[k], bound, passes)) << "leaf " << k;
+    for (size_t k = 0; k < g.size(); ++k)
+      EXPECT_TRUE(arrays_match(*g[k], *w[k], bound, passes)) << "leaf " << k;
   }
 }
 
@@ -68,7 +70,8 @@ ENTRY main {
 
 std::vector<ir::Literal> loop_args(int32_t iterations) {
   std::mt19937_64 rng(static_cast<uint64_t>(iterations) + 1);
-  return {random_literal(ir::parse_shape("f32[8,16]"), rng), random_literal(ir::parse_shape("f32[16,16]"), rng, -0.3, 0.3),
+  return {random_literal(ir::parse_shape("f32[8,16]"), rng),
+          random_literal(ir::parse_shape("f32[16,16]"), rng, -0.3, 0.3),
           ir::Literal::scalar(ir::PrimitiveType::kS32, iterations)};
 }
 

@@ -9,9 +9,8 @@
 // gets exactly by evaluating the same dot on |a| and |b|. A 16-bit result adds one
 // rounding of either side, at most one unit in the last place: + 2^-7 |want| for bf16
 // (8 significant bits), 2^-10 |want| for f16.
-#include <gtest/gtest.h>
-
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <array>
@@ -29,7 +28,8 @@ using testing::random_literal;
 
 ir::Literal abs_of(const ir::Literal& l) {
   ir::Literal out = l;
-  for (int64_t i = 0; i < out.num_elements(); ++i) out.set_from_double(i, std::abs(l.get_as_double(i)));
+  for (int64_t i = 0; i < out.num_elements(); ++i)
+    out.set_from_double(i, std::abs(l.get_as_double(i)));
   return out;
 }
 
@@ -48,12 +48,15 @@ void check_linear(const std::string& text, const std::vector<ir::Literal>& args)
     int64_t k = 1;
     const ir::Instruction* root = module->entry()->root();
     if (root->opcode() == ir::Opcode::kDot) {
-      for (int64_t d : root->attrs().dot_dims.lhs_contracting) k *= root->operand(0)->shape().dim(d);
+      for (int64_t d : root->attrs().dot_dims.lhs_contracting)
+        k *= root->operand(0)->shape().dim(d);
     } else {
       k = root->operand(1)->shape().num_elements();
     }
     const double u = out == ir::PrimitiveType::kF64 ? 0x1p-53 : 0x1p-24;
-    const double round16 = out == ir::PrimitiveType::kBF16 ? 0x1p-7 : out == ir::PrimitiveType::kF16 ? 0x1p-10 : 0.0;
+    const double round16 = out == ir::PrimitiveType::kBF16  ? 0x1p-7
+                           : out == ir::PrimitiveType::kF16 ? 0x1p-10
+                                                            : 0.0;
     bound = [s, w, k, u, round16](int64_t i) {
       return static_cast<double>(k + 1) * u * s->get_as_double(i) * (1 + round16) +
              round16 * std::abs(w->get_as_double(i)) + 1e-300;
@@ -64,7 +67,8 @@ void check_linear(const std::string& text, const std::vector<ir::Literal>& args)
     options.run_passes = passes;
     const std::vector<ir::Literal> got = compile(*module, options)->run(pointers(args));
     ASSERT_EQ(got.size(), 1u);
-    EXPECT_TRUE(arrays_match(got[0], want, bound, true)) << (passes ? "with passes" : "without passes");
+    EXPECT_TRUE(arrays_match(got[0], want, bound, true))
+        << (passes ? "with passes" : "without passes");
   }
 }
 
@@ -91,8 +95,10 @@ std::string dot_module(const DotCase& c, std::vector<ir::Shape>& params) {
   };
   auto layout = [&](const std::vector<int64_t>& free, char free_role) {
     std::vector<Dim> dims;
-    for (size_t b = 0; b < c.batch.size(); ++b) dims.push_back({'b', static_cast<int>(b), c.batch[b]});
-    for (size_t i = 0; i < free.size(); ++i) dims.push_back({free_role, static_cast<int>(i), free[i]});
+    for (size_t b = 0; b < c.batch.size(); ++b)
+      dims.push_back({'b', static_cast<int>(b), c.batch[b]});
+    for (size_t i = 0; i < free.size(); ++i)
+      dims.push_back({free_role, static_cast<int>(i), free[i]});
     for (size_t i = 0; i < k.size(); ++i) dims.push_back({'k', static_cast<int>(i), k[i]});
     std::shuffle(dims.begin(), dims.end(), rng);
     return dims;
@@ -126,15 +132,16 @@ std::string dot_module(const DotCase& c, std::vector<ir::Shape>& params) {
             ir::Shape(*ir::type_from_name(c.rhs_type), dims_of(rhs))};
   return fmt::format(
       "HloModule dot\n\nENTRY main {{\n  a = {} parameter(0)\n  b = {} parameter(1)\n"
-      "  ROOT d = {}[{}] dot(a, b), lhs_batch_dims={{{}}}, lhs_contracting_dims={{{}}}, rhs_batch_dims={{{}}}, "
+      "  ROOT d = {}[{}] dot(a, b), lhs_batch_dims={{{}}}, lhs_contracting_dims={{{}}}, "
+      "rhs_batch_dims={{{}}}, "
       "rhs_contracting_dims={{{}}}\n}}\n",
       params[0].to_string(false), params[1].to_string(false), c.out_type, fmt::join(out_dims, ","),
       fmt::join(lb, ","), fmt::join(lc, ","), fmt::join(rb, ","), fmt::join(rc, ","));
 }
 
 void PrintTo(const DotCase& c, std::ostream* os) {
-  *os << c.lhs_type << " x " << c.rhs_type << " -> " << c.out_type << ", " << c.batch.size() << " batch dims, M=" << c.m
-      << " K=" << c.k << " N=" << c.n << ", layout seed " << c.seed;
+  *os << c.lhs_type << " x " << c.rhs_type << " -> " << c.out_type << ", " << c.batch.size()
+      << " batch dims, M=" << c.m << " K=" << c.k << " N=" << c.n << ", layout seed " << c.seed;
 }
 
 class DotTest : public ::testing::TestWithParam<DotCase> {};
@@ -154,11 +161,12 @@ std::vector<DotCase> dot_cases() {
   std::vector<DotCase> cases;
   uint64_t seed = 1;
   const std::vector<std::vector<int64_t>> batches = {{}, {3}, {2, 3}};
-  const std::vector<std::array<int64_t, 3>> mkn = {{1, 1, 1}, {5, 7, 3}, {64, 96, 80}, {130, 257, 33},
-                                                   {1, 300, 17}, {40, 1, 9}, {16, 64, 1}};
+  const std::vector<std::array<int64_t, 3>> mkn = {
+      {1, 1, 1}, {5, 7, 3}, {64, 96, 80}, {130, 257, 33}, {1, 300, 17}, {40, 1, 9}, {16, 64, 1}};
   for (const auto& batch : batches)
     for (const auto& [m, k, n] : mkn)
-      for (int layout = 0; layout < 2; ++layout) cases.push_back({"f32", "f32", "f32", batch, m, k, n, seed++});
+      for (int layout = 0; layout < 2; ++layout)
+        cases.push_back({"f32", "f32", "f32", batch, m, k, n, seed++});
   for (int layout = 0; layout < 3; ++layout) {
     cases.push_back({"bf16", "bf16", "f32", {2}, 33, 70, 21, seed++});
     cases.push_back({"bf16", "bf16", "bf16", {}, 48, 64, 40, seed++});
@@ -177,8 +185,8 @@ std::vector<DotCase> dot_cases() {
 INSTANTIATE_TEST_SUITE_P(Cases, DotTest, ::testing::ValuesIn(dot_cases()),
                          [](const ::testing::TestParamInfo<DotCase>& info) {
                            const DotCase& c = info.param;
-                           return fmt::format("{}_{}_{}_b{}_{}x{}x{}_s{}", c.lhs_type, c.rhs_type, c.out_type,
-                                              c.batch.size(), c.m, c.k, c.n, c.seed);
+                           return fmt::format("{}_{}_{}_b{}_{}x{}x{}_s{}", c.lhs_type, c.rhs_type,
+                                              c.out_type, c.batch.size(), c.m, c.k, c.n, c.seed);
                          });
 
 struct ConvCase {
@@ -212,7 +220,8 @@ INSTANTIATE_TEST_SUITE_P(
         ConvCase{"nchw", "f32[2,4,10,7]", "f32[6,4,3,2]", "f32[2,6,8,6]",
                  "window={size=3x2}, dim_labels=bf01_oi01->bf01"},
         ConvCase{"dilated_reversed", "f32[1,12,12,2]", "f32[3,3,2,4]", "f32[1,8,12,4]",
-                 "window={size=3x3 pad=0_0x2_2 rhs_dilate=2x2 rhs_reversal=1x0}, dim_labels=b01f_01io->b01f"},
+                 "window={size=3x3 pad=0_0x2_2 rhs_dilate=2x2 rhs_reversal=1x0}, "
+                 "dim_labels=b01f_01io->b01f"},
         ConvCase{"lhs_dilated", "f32[2,5,3]", "f32[3,3,4]", "f32[2,4,11]",
                  "window={size=3 pad=2_2 lhs_dilate=2}, dim_labels=b0f_0io->bf0"},
         ConvCase{"bf16_in_f32_out", "bf16[2,6,6,3]", "bf16[2,2,3,4]", "f32[2,5,5,4]",

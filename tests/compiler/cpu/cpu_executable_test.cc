@@ -52,7 +52,8 @@ ENTRY main {
 
 std::vector<ir::Literal> model_args(uint64_t seed) {
   std::mt19937_64 rng(seed);
-  return {random_literal(ir::parse_shape("f32[64,300]"), rng), random_literal(ir::parse_shape("f32[300,129]"), rng),
+  return {random_literal(ir::parse_shape("f32[64,300]"), rng),
+          random_literal(ir::parse_shape("f32[300,129]"), rng),
           random_literal(ir::parse_shape("f32[129]"), rng)};
 }
 
@@ -66,7 +67,8 @@ TEST(CpuExecutable, SerializeRoundTripGivesTheSameResults) {
   std::unique_ptr<ir::Module> module = ir::parse_module(kModel);
   std::unique_ptr<Executable> compiled = compile(*module);
   const std::string text = compiled->serialize();
-  EXPECT_NE(text.find("fusion("), std::string::npos) << "the default pipeline fuses the softmax:\n" << text;
+  EXPECT_NE(text.find("fusion("), std::string::npos) << "the default pipeline fuses the softmax:\n"
+                                                     << text;
   std::unique_ptr<Executable> restored = compile_serialized(text);
   EXPECT_EQ(restored->serialize(), text);
   EXPECT_EQ(restored->stats().fusions, compiled->stats().fusions);
@@ -75,7 +77,9 @@ TEST(CpuExecutable, SerializeRoundTripGivesTheSameResults) {
 }
 
 TEST(CpuExecutable, CompileSerializedRejectsBadText) {
-  EXPECT_THROW(compile_serialized("HloModule broken\nENTRY main {\n  ROOT x = f32[2] add(y, z)\n}\n"), Error);
+  EXPECT_THROW(
+      compile_serialized("HloModule broken\nENTRY main {\n  ROOT x = f32[2] add(y, z)\n}\n"),
+      Error);
 }
 
 TEST(CpuExecutable, ResultsMatchTheEvaluator) {
@@ -88,7 +92,8 @@ TEST(CpuExecutable, ResultsMatchTheEvaluator) {
   // Softmax values are within [0, 1]; sums of 129 terms of at most 1 after a dot of 300
   // terms: float accumulation keeps them well within 1e-4 relative.
   for (size_t k = 0; k < 2; ++k)
-    EXPECT_TRUE(testing::arrays_match(*g[k], *w[k], [&](int64_t i) { return 1e-4 * (1 + std::abs(w[k]->get_as_double(i))); }));
+    EXPECT_TRUE(testing::arrays_match(
+        *g[k], *w[k], [&](int64_t i) { return 1e-4 * (1 + std::abs(w[k]->get_as_double(i))); }));
 }
 
 TEST(CpuExecutable, ConcurrentRunsGiveIdenticalResults) {
@@ -119,7 +124,8 @@ TEST(CpuExecutable, ThreadCountDoesNotChangeResults) {
   const std::vector<ir::Literal> args = model_args(3);
   CompileOptions one;
   one.threads = 1;
-  expect_identical(compile(*module)->run(pointers(args)), compile(*module, one)->run(pointers(args)));
+  expect_identical(compile(*module)->run(pointers(args)),
+                   compile(*module, one)->run(pointers(args)));
 }
 
 TEST(CpuExecutable, IntermediateBuffersAreReusedByLiveness) {
@@ -211,11 +217,13 @@ ENTRY main {
 
 TEST(CpuExecutable, OpsWithoutNativeKernelsRunThroughTheEvaluator) {
   // while, gather, sort, pad, concatenate, dynamic-update-slice and a custom call.
-  ir::register_custom_call("cpu_test_double", [](const ir::Instruction&, std::span<const ir::Literal* const> ops) {
-    ir::Literal out = *ops[0];
-    for (int64_t i = 0; i < out.num_elements(); ++i) out.set_from_double(i, 2 * out.get_as_double(i));
-    return out;
-  });
+  ir::register_custom_call("cpu_test_double",
+                           [](const ir::Instruction&, std::span<const ir::Literal* const> ops) {
+                             ir::Literal out = *ops[0];
+                             for (int64_t i = 0; i < out.num_elements(); ++i)
+                               out.set_from_double(i, 2 * out.get_as_double(i));
+                             return out;
+                           });
   std::unique_ptr<ir::Module> module = ir::parse_module(R"(HloModule misc
 cond {
   s = (s32[], f32[8]) parameter(0)
@@ -260,7 +268,8 @@ ENTRY main {
     options.run_passes = passes;
     const std::vector<ir::Literal> got = compile(*module, options)->run(pointers(args));
     ASSERT_EQ(got.size(), 1u);
-    EXPECT_TRUE(testing::arrays_match(got[0], want, nullptr, passes)) << (passes ? "with passes" : "without");
+    EXPECT_TRUE(testing::arrays_match(got[0], want, nullptr, passes))
+        << (passes ? "with passes" : "without");
   }
 }
 

@@ -6,9 +6,8 @@
 // or not (integers and 16-bit floats bit-exact, f32 sums within the reassociation
 // bound 2 (R - 1) u sum|x| documented in compiler/cpu/reduce_kernel.h, max/min
 // exact up to the sign of zero).
-#include <gtest/gtest.h>
-
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 
 #include <random>
 #include <string>
@@ -24,7 +23,9 @@ using testing::leaves;
 using testing::pointers;
 using testing::random_literal;
 
-std::unique_ptr<ir::Module> parse(const std::string& text) { return ir::parse_module(text, "<test>"); }
+std::unique_ptr<ir::Module> parse(const std::string& text) {
+  return ir::parse_module(text, "<test>");
+}
 
 // Runs text on the evaluator and on the CPU target (passes off and on) and checks
 // every result leaf with `bound` (null: bit-exact).
@@ -40,7 +41,8 @@ void check_against_evaluator(const std::string& text, const std::vector<ir::Lite
     const std::vector<ir::Literal> got = compile(*module, options)->run(pointers(args));
     const auto g = leaves(got), w = leaves(want);
     ASSERT_EQ(g.size(), w.size());
-    for (size_t k = 0; k < g.size(); ++k) EXPECT_TRUE(arrays_match(*g[k], *w[k], bound, passes)) << "leaf " << k;
+    for (size_t k = 0; k < g.size(); ++k)
+      EXPECT_TRUE(arrays_match(*g[k], *w[k], bound, passes)) << "leaf " << k;
   }
 }
 
@@ -49,15 +51,16 @@ void check_against_evaluator(const std::string& text, const std::vector<ir::Lite
 // scalar constants.
 class ChainBuilder {
  public:
-  ChainBuilder(std::string type, int64_t a, int64_t b, uint64_t seed) : t_(std::move(type)), a_(a), b_(b), rng_(seed) {}
+  ChainBuilder(std::string type, int64_t a, int64_t b, uint64_t seed)
+      : t_(std::move(type)), a_(a), b_(b), rng_(seed) {}
 
   std::string build(int ops) {
     const std::string s = shape();
-    param(s);                                              // p0 [a,b]
-    param(s);                                              // p1 [a,b]
-    const std::string row = param(fmt::format("{}[{}]", t_, b_));   // p2 [b]
-    const std::string col = param(fmt::format("{}[{}]", t_, a_));   // p3 [a]
-    const std::string tr = param(fmt::format("{}[{},{}]", t_, b_, a_));  // p4 [b,a]
+    param(s);                                                                     // p0 [a,b]
+    param(s);                                                                     // p1 [a,b]
+    const std::string row = param(fmt::format("{}[{}]", t_, b_));                 // p2 [b]
+    const std::string col = param(fmt::format("{}[{}]", t_, a_));                 // p3 [a]
+    const std::string tr = param(fmt::format("{}[{},{}]", t_, b_, a_));           // p4 [b,a]
     const std::string big = param(fmt::format("{}[{},{}]", t_, a_ + 2, b_ + 3));  // p5
     add(fmt::format("broadcast({}), dimensions={{1}}", row));
     add(fmt::format("broadcast({}), dimensions={{0}}", col));
@@ -67,7 +70,8 @@ class ChainBuilder {
     const std::string iota = def(fmt::format("s32[{},{}]", a_, b_), "iota(), iota_dimension=1");
     add(fmt::format("convert({})", iota));
     for (int k = 0; k < ops; ++k) step();
-    body_ += fmt::format("  ROOT out = ({0}, {0}) tuple({1}, {2})\n", s, values_.back(), values_[values_.size() / 2]);
+    body_ += fmt::format("  ROOT out = ({0}, {0}) tuple({1}, {2})\n", s, values_.back(),
+                         values_[values_.size() / 2]);
     return "HloModule chain\n\nENTRY main {\n" + body_ + "}\n";
   }
 
@@ -98,21 +102,29 @@ class ChainBuilder {
 
   void step() {
     static const char* binary[] = {"add", "subtract", "multiply", "maximum", "minimum", "divide"};
-    static const char* unary[] = {"negate", "abs", "tanh", "exponential", "floor", "sine", "logistic"};
+    static const char* unary[] = {"negate", "abs",  "tanh",    "exponential",
+                                  "floor",  "sine", "logistic"};
     switch (rng_() % 6) {
       case 0:
       case 1:
-      case 2: add(fmt::format("{}({}, {})", binary[rng_() % 6], pick(), pick())); break;
-      case 3: add(fmt::format("{}({})", unary[rng_() % 7], pick())); break;
+      case 2:
+        add(fmt::format("{}({}, {})", binary[rng_() % 6], pick(), pick()));
+        break;
+      case 3:
+        add(fmt::format("{}({})", unary[rng_() % 7], pick()));
+        break;
       case 4: {
         const std::string x = pick(), y = pick();
-        const std::string p = def(fmt::format("pred[{},{}]", a_, b_), fmt::format("compare({}, {}), direction=LT", x, y));
+        const std::string p = def(fmt::format("pred[{},{}]", a_, b_),
+                                  fmt::format("compare({}, {}), direction=LT", x, y));
         add(fmt::format("select({}, {}, {})", p, x, y));
         break;
       }
       default: {
-        const std::string c = def(t_ + "[]", fmt::format("constant({})", static_cast<int>(rng_() % 7) - 3));
-        add(fmt::format("multiply({}, {})", pick(), def(shape(), fmt::format("broadcast({}), dimensions={{}}", c))));
+        const std::string c =
+            def(t_ + "[]", fmt::format("constant({})", static_cast<int>(rng_() % 7) - 3));
+        add(fmt::format("multiply({}, {})", pick(),
+                        def(shape(), fmt::format("broadcast({}), dimensions={{}}", c))));
       }
     }
   }
@@ -146,12 +158,13 @@ TEST_P(ElementwiseChainTest, MatchesEvaluatorBitForBit) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, ElementwiseChainTest,
-                         ::testing::Values(ChainCase{"f32", 1, 1}, ChainCase{"f32", 3, 5}, ChainCase{"f32", 7, 4099},
-                                           ChainCase{"f32", 130, 129}, ChainCase{"f32", 64, 1024},
-                                           ChainCase{"bf16", 5, 3001}, ChainCase{"f16", 33, 65},
-                                           ChainCase{"f64", 9, 911}),
+                         ::testing::Values(ChainCase{"f32", 1, 1}, ChainCase{"f32", 3, 5},
+                                           ChainCase{"f32", 7, 4099}, ChainCase{"f32", 130, 129},
+                                           ChainCase{"f32", 64, 1024}, ChainCase{"bf16", 5, 3001},
+                                           ChainCase{"f16", 33, 65}, ChainCase{"f64", 9, 911}),
                          [](const ::testing::TestParamInfo<ChainCase>& info) {
-                           return fmt::format("{}_{}x{}", info.param.type, info.param.a, info.param.b);
+                           return fmt::format("{}_{}x{}", info.param.type, info.param.a,
+                                              info.param.b);
                          });
 
 TEST(ElementwiseChain, IntegerOpsAndFallbacksMatchBitForBit) {
@@ -232,8 +245,10 @@ TEST(ElementwiseChain, FusionWithExponentiallyManyIndexRemappingsStillRuns) {
   // evaluator instead.
   std::string fused = "fused {\n  v0 = f32[2,2] parameter(0)\n";
   for (int k = 0; k < 24; ++k)
-    fused += fmt::format("  t{0} = f32[2,2] transpose(v{0}), dimensions={{1,0}}\n  v{1} = f32[2,2] add(v{0}, t{0})\n", k,
-                         k + 1);
+    fused += fmt::format(
+        "  t{0} = f32[2,2] transpose(v{0}), dimensions={{1,0}}\n  v{1} = f32[2,2] add(v{0}, "
+        "t{0})\n",
+        k, k + 1);
   fused += "  ROOT r = f32[2,2] negate(v24)\n}\n\n";
   const std::string text = "HloModule diamonds\n\n" + fused +
                            "ENTRY main {\n  x = f32[2,2] parameter(0)\n"
@@ -246,11 +261,15 @@ TEST(ElementwiseChain, FusionWithExponentiallyManyIndexRemappingsStillRuns) {
 // Reductions.
 
 std::string reducer(const std::string& t, const std::string& op) {
-  return fmt::format("{0}_{1} {{\n  x = {0}[] parameter(0)\n  y = {0}[] parameter(1)\n  ROOT r = {0}[] {1}(x, y)\n}}\n\n",
-                     t, op);
+  return fmt::format(
+      "{0}_{1} {{\n  x = {0}[] parameter(0)\n  y = {0}[] parameter(1)\n  ROOT r = {0}[] {1}(x, "
+      "y)\n}}\n\n",
+      t, op);
 }
 
-std::string dims_text(const std::vector<int64_t>& d) { return fmt::format("{}", fmt::join(d, ",")); }
+std::string dims_text(const std::vector<int64_t>& d) {
+  return fmt::format("{}", fmt::join(d, ","));
+}
 
 struct ReduceCase {
   std::string type, op;
@@ -264,13 +283,20 @@ std::string reduce_module(const ReduceCase& c) {
     if (std::find(c.reduced.begin(), c.reduced.end(), static_cast<int64_t>(d)) == c.reduced.end())
       out.push_back(c.dims[d]);
   const std::string in = fmt::format("{}[{}]", c.type, dims_text(c.dims));
-  const char* init = c.op == "add" ? "0" : c.op == "multiply" ? "1" : c.op == "maximum" ? "-inf" : "inf";
-  if (!ir::is_float(*ir::type_from_name(c.type))) init = c.op == "maximum" ? "-100000" : c.op == "minimum" ? "100000" : init;
+  const char* init = c.op == "add"        ? "0"
+                     : c.op == "multiply" ? "1"
+                     : c.op == "maximum"  ? "-inf"
+                                          : "inf";
+  if (!ir::is_float(*ir::type_from_name(c.type)))
+    init = c.op == "maximum" ? "-100000" : c.op == "minimum" ? "100000" : init;
   return "HloModule reduce\n\n" + reducer(c.type, c.op) + "ENTRY main {\n" +
-         fmt::format("  x = {0} parameter(0)\n  y = {0} parameter(1)\n  z = {0} parameter(2)\n", in) +
-         fmt::format("  xy = {0} multiply(x, y)\n  v = {0} add(xy, z)\n  init = {1}[] constant({2})\n", in, c.type, init) +
-         fmt::format("  ROOT r = {}[{}] reduce(v, init), dimensions={{{}}}, to_apply={}_{}\n}}\n", c.type,
-                     dims_text(out), dims_text(c.reduced), c.type, c.op);
+         fmt::format("  x = {0} parameter(0)\n  y = {0} parameter(1)\n  z = {0} parameter(2)\n",
+                     in) +
+         fmt::format(
+             "  xy = {0} multiply(x, y)\n  v = {0} add(xy, z)\n  init = {1}[] constant({2})\n", in,
+             c.type, init) +
+         fmt::format("  ROOT r = {}[{}] reduce(v, init), dimensions={{{}}}, to_apply={}_{}\n}}\n",
+                     c.type, dims_text(out), dims_text(c.reduced), c.type, c.op);
 }
 
 // Per output element: 2 (R - 1) u sum|x| for float sums (u = 2^-24 for f32, 2^-53 for
@@ -303,7 +329,8 @@ testing::Bound sum_bound(const ReduceCase& c, const std::vector<ir::Literal>& ar
 }
 
 void PrintTo(const ReduceCase& c, std::ostream* os) {
-  *os << c.type << " " << c.op << " [" << dims_text(c.dims) << "] over {" << dims_text(c.reduced) << "}";
+  *os << c.type << " " << c.op << " [" << dims_text(c.dims) << "] over {" << dims_text(c.reduced)
+      << "}";
 }
 
 class ReduceTest : public ::testing::TestWithParam<ReduceCase> {};
@@ -324,15 +351,19 @@ TEST_P(ReduceTest, MatchesEvaluator) {
     // Products of R factors in any order: relative error below (R + 2) u each way.
     std::unique_ptr<ir::Module> module = parse(reduce_module(c));
     auto want = std::make_shared<ir::Literal>(ir::evaluate(*module, args));
-    const double r = static_cast<double>(s.num_elements() / std::max<int64_t>(want->num_elements(), 1));
-    bound = [want, r](int64_t o) { return 2.0 * (r + 2) * 0x1p-24 * std::abs(want->get_as_double(o)); };
+    const double r =
+        static_cast<double>(s.num_elements() / std::max<int64_t>(want->num_elements(), 1));
+    bound = [want, r](int64_t o) {
+      return 2.0 * (r + 2) * 0x1p-24 * std::abs(want->get_as_double(o));
+    };
   }
   check_against_evaluator(reduce_module(c), args, bound);
 }
 
 std::vector<ReduceCase> reduce_cases() {
   std::vector<ReduceCase> cases;
-  const std::vector<std::vector<int64_t>> shapes = {{7, 300, 5}, {3, 5, 20000}, {40000, 3, 2}, {1, 65536, 1}};
+  const std::vector<std::vector<int64_t>> shapes = {
+      {7, 300, 5}, {3, 5, 20000}, {40000, 3, 2}, {1, 65536, 1}};
   const std::vector<std::vector<int64_t>> axes = {{0}, {1}, {2}, {0, 1}, {1, 2}, {0, 2}, {0, 1, 2}};
   for (const auto& dims : shapes)
     for (const auto& reduced : axes) {
@@ -356,8 +387,10 @@ std::vector<ReduceCase> reduce_cases() {
 INSTANTIATE_TEST_SUITE_P(Cases, ReduceTest, ::testing::ValuesIn(reduce_cases()),
                          [](const ::testing::TestParamInfo<ReduceCase>& info) {
                            const ReduceCase& c = info.param;
-                           return fmt::format("{}_{}_{}_over_{}", c.type, c.op, fmt::join(c.dims, "x"),
-                                              c.reduced.empty() ? "none" : fmt::format("{}", fmt::join(c.reduced, "")));
+                           return fmt::format(
+                               "{}_{}_{}_over_{}", c.type, c.op, fmt::join(c.dims, "x"),
+                               c.reduced.empty() ? "none"
+                                                 : fmt::format("{}", fmt::join(c.reduced, "")));
                          });
 
 TEST(Reduce, GeneralToApplyAndVariadicRunThroughTheEvaluator) {

@@ -62,11 +62,13 @@ std::map<std::string, std::string> read_metadata(const std::string& path) {
   for (int i = 7; i >= 0; --i) len = (len << 8) | len_bytes[i];
   if (len > (uint64_t{1} << 26)) fail("{}: header length {} is absurd", path, len);
   std::string header(len, '\0');
-  if (!in.read(header.data(), static_cast<std::streamsize>(len))) fail("{}: truncated header", path);
+  if (!in.read(header.data(), static_cast<std::streamsize>(len)))
+    fail("{}: truncated header", path);
   std::map<std::string, std::string> meta;
   nlohmann::json json = nlohmann::json::parse(header);
   if (json.contains("__metadata__"))
-    for (const auto& [key, value] : json["__metadata__"].items()) meta[key] = value.get<std::string>();
+    for (const auto& [key, value] : json["__metadata__"].items())
+      meta[key] = value.get<std::string>();
   return meta;
 }
 
@@ -95,10 +97,10 @@ Bound bound_for(const Tolerance& t, const ir::Literal& want, double scale) {
     const double w = want.get_as_double(i);
     double ulp = 0;
     if (t.ulps > 0 && std::isfinite(w)) {
-      const int digits = want.type() == ir::PrimitiveType::kF64   ? 53
-                         : want.type() == ir::PrimitiveType::kF32 ? 24
+      const int digits = want.type() == ir::PrimitiveType::kF64    ? 53
+                         : want.type() == ir::PrimitiveType::kF32  ? 24
                          : want.type() == ir::PrimitiveType::kBF16 ? 8
-                                                                    : 11;
+                                                                   : 11;
       int exponent = 0;
       std::frexp(w, &exponent);
       ulp = std::ldexp(1.0, exponent - digits) * static_cast<double>(t.ulps);
@@ -113,20 +115,24 @@ const ir::Literal* find_tensor(const ir::NamedLiterals& tensors, const std::stri
   return nullptr;
 }
 
-std::vector<const ir::Literal*> numbered(const ir::NamedLiterals& tensors, const std::string& prefix) {
+std::vector<const ir::Literal*> numbered(const ir::NamedLiterals& tensors,
+                                         const std::string& prefix) {
   std::vector<const ir::Literal*> out;
-  while (const ir::Literal* l = find_tensor(tensors, prefix + std::to_string(out.size()))) out.push_back(l);
+  while (const ir::Literal* l = find_tensor(tensors, prefix + std::to_string(out.size())))
+    out.push_back(l);
   return out;
 }
 
 void register_oracle_targets() {
   static const bool registered = [] {
-    ir::register_custom_call("oracle_negate", [](const ir::Instruction&, std::span<const ir::Literal* const> ops) {
-      if (ops.size() != 1) fail("oracle_negate takes one operand");
-      ir::Literal out = *ops[0];
-      for (int64_t i = 0; i < out.num_elements(); ++i) out.set_from_double(i, -out.get_as_double(i));
-      return out;
-    });
+    ir::register_custom_call("oracle_negate",
+                             [](const ir::Instruction&, std::span<const ir::Literal* const> ops) {
+                               if (ops.size() != 1) fail("oracle_negate takes one operand");
+                               ir::Literal out = *ops[0];
+                               for (int64_t i = 0; i < out.num_elements(); ++i)
+                                 out.set_from_double(i, -out.get_as_double(i));
+                               return out;
+                             });
     return true;
   }();
   (void)registered;
@@ -176,11 +182,14 @@ TEST_P(CpuNumpyOracleTest, MatchesEvaluatorAndNumpy) {
 
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(CpuNumpyOracleTest);
 INSTANTIATE_TEST_SUITE_P(Cases, CpuNumpyOracleTest, ::testing::ValuesIn(all_cases()),
-                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return info.param;
+                         });
 
 TEST(CpuNumpyOracleCases, Exist) {
-  EXPECT_FALSE(all_cases().empty()) << "no *.hlo cases in " << case_dir()
-                                    << "; target numpy_oracle_cases writes them (needs /usr/bin/python3 with NumPy)";
+  EXPECT_FALSE(all_cases().empty())
+      << "no *.hlo cases in " << case_dir()
+      << "; target numpy_oracle_cases writes them (needs /usr/bin/python3 with NumPy)";
 }
 
 }  // namespace

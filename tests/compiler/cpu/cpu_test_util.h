@@ -53,11 +53,11 @@ using Bound = std::function<double(int64_t)>;
 
 // Compares two array literals. Floats: identical bits, both NaN, both zero (when
 // signed zeros may differ), or within bound(i).
-inline ::testing::AssertionResult arrays_match(const ir::Literal& got, const ir::Literal& want, const Bound& bound,
-                                               bool any_zero_sign = false) {
+inline ::testing::AssertionResult arrays_match(const ir::Literal& got, const ir::Literal& want,
+                                               const Bound& bound, bool any_zero_sign = false) {
   if (got.type() != want.type() || got.shape().dims() != want.shape().dims())
-    return ::testing::AssertionFailure() << "shape " << got.shape().to_string(false) << " vs expected "
-                                         << want.shape().to_string(false);
+    return ::testing::AssertionFailure() << "shape " << got.shape().to_string(false)
+                                         << " vs expected " << want.shape().to_string(false);
   int64_t bad = 0;
   std::ostringstream msg;
   for (int64_t i = 0; i < want.num_elements(); ++i) {
@@ -76,17 +76,20 @@ inline ::testing::AssertionResult arrays_match(const ir::Literal& got, const ir:
       ok = (bits_at(got, i) != 0) == (bits_at(want, i) != 0);
     } else {
       ok = bits_at(got, i) == bits_at(want, i);
-      if (!ok && bad < 5) msg << "\n  [" << i << "] got " << got.get_as_int64(i) << " want " << want.get_as_int64(i);
+      if (!ok && bad < 5)
+        msg << "\n  [" << i << "] got " << got.get_as_int64(i) << " want " << want.get_as_int64(i);
     }
     if (!ok) ++bad;
   }
   if (bad == 0) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << bad << " of " << want.num_elements() << " elements differ" << msg.str();
+  return ::testing::AssertionFailure()
+         << bad << " of " << want.num_elements() << " elements differ" << msg.str();
 }
 
 // Random values: floats uniform in [lo, hi) rounded to the type, integers in their
 // range (or [lo, hi] when that is narrower), pred fair coins.
-inline ir::Literal random_literal(const ir::Shape& shape, std::mt19937_64& rng, double lo = -2, double hi = 2) {
+inline ir::Literal random_literal(const ir::Shape& shape, std::mt19937_64& rng, double lo = -2,
+                                  double hi = 2) {
   ir::Literal l(shape);
   std::uniform_real_distribution<double> real(lo, hi);
   ir::visit_type(shape.type(), [&]<typename T>() {
@@ -97,8 +100,10 @@ inline ir::Literal random_literal(const ir::Shape& shape, std::mt19937_64& rng, 
         l.set_from_double(i, real(rng));
       } else {
         std::uniform_int_distribution<int64_t> dist(
-            std::max<int64_t>(static_cast<int64_t>(std::numeric_limits<T>::lowest()), static_cast<int64_t>(lo)),
-            std::min<int64_t>(static_cast<int64_t>(std::numeric_limits<T>::max() / 2 + 1), static_cast<int64_t>(hi)));
+            std::max<int64_t>(static_cast<int64_t>(std::numeric_limits<T>::lowest()),
+                              static_cast<int64_t>(lo)),
+            std::min<int64_t>(static_cast<int64_t>(std::numeric_limits<T>::max() / 2 + 1),
+                              static_cast<int64_t>(hi)));
         l.set_from_int64(i, dist(rng));
       }
     }

@@ -28,7 +28,8 @@ using testing::random_literal;
 std::vector<std::string> testdata_files() {
   std::vector<std::string> files;
   std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(PODSIM_SOURCE_DIR "/tests/compiler/ir/testdata", ec))
+  for (const auto& entry :
+       std::filesystem::directory_iterator(PODSIM_SOURCE_DIR "/tests/compiler/ir/testdata", ec))
     if (entry.path().extension() == ".hlo") files.push_back(entry.path().stem().string());
   std::sort(files.begin(), files.end());
   return files;
@@ -38,11 +39,12 @@ class TestdataTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(TestdataTest, MatchesEvaluator) {
   // JAX's placement annotation is the identity on its operand.
-  ir::register_custom_call("annotate_device_placement",
-                           [](const ir::Instruction&, std::span<const ir::Literal* const> operands) {
-                             if (operands.size() != 1) fail("annotate_device_placement takes one operand");
-                             return *operands[0];
-                           });
+  ir::register_custom_call(
+      "annotate_device_placement",
+      [](const ir::Instruction&, std::span<const ir::Literal* const> operands) {
+        if (operands.size() != 1) fail("annotate_device_placement takes one operand");
+        return *operands[0];
+      });
   const std::string path = PODSIM_SOURCE_DIR "/tests/compiler/ir/testdata/" + GetParam() + ".hlo";
   std::unique_ptr<ir::Module> module = ir::parse_module_file(path);
   ir::verify_module(*module, path);
@@ -70,7 +72,8 @@ TEST_P(TestdataTest, MatchesEvaluator) {
   } catch (const Error& e) {
     // Modules the evaluator cannot run on one device (collectives over several
     // replicas, custom calls without a handler): the CPU target must refuse them too.
-    EXPECT_THROW(compile(*module)->run(pointers(args)), Error) << "the evaluator failed with: " << e.what();
+    EXPECT_THROW(compile(*module)->run(pointers(args)), Error)
+        << "the evaluator failed with: " << e.what();
     GTEST_SKIP() << GetParam() << " does not run on one device: " << e.what();
   }
   const auto w = leaves(want);
@@ -83,15 +86,18 @@ TEST_P(TestdataTest, MatchesEvaluator) {
     ASSERT_EQ(g.size(), w.size());
     for (size_t k = 0; k < g.size(); ++k) {
       const ir::Literal* ref = w[k];
-      EXPECT_TRUE(arrays_match(*g[k], *ref, [ref](int64_t i) { return 1e-3 * (1 + std::abs(ref->get_as_double(i))); },
-                               true))
+      EXPECT_TRUE(arrays_match(
+          *g[k], *ref, [ref](int64_t i) { return 1e-3 * (1 + std::abs(ref->get_as_double(i))); },
+          true))
           << GetParam() << " leaf " << k;
     }
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(Files, TestdataTest, ::testing::ValuesIn(testdata_files()),
-                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return info.param;
+                         });
 
 TEST(TestdataFiles, Exist) { EXPECT_GE(testdata_files().size(), 5u); }
 
