@@ -95,7 +95,14 @@ std::string_view safetensors_dtype(PrimitiveType type) {
   fail("type {} has no safetensors dtype", type_name(type));
 }
 
-NamedLiterals parse_safetensors(std::span<const std::byte> bytes, std::string_view filename) {
+namespace {
+
+// Checks the whole file; returns its header JSON and its tensors.
+struct Parsed {
+  nlohmann::json header;
+  NamedLiterals tensors;
+};
+Parsed parse_file(std::span<const std::byte> bytes, std::string_view filename) {
   if (bytes.size() < 8) fail("{}: not a safetensors file: {} bytes, shorter than the 8-byte header length", filename, bytes.size());
   uint64_t header_len = 0;
   for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | std::to_integer<uint64_t>(bytes[static_cast<size_t>(i)]);
@@ -139,21 +146,38 @@ NamedLiterals parse_safetensors(std::span<const std::byte> bytes, std::string_vi
         if (std::to_integer<unsigned>(b) > 1) fail("{}: tensor '{}': BOOL byte other than 0 or 1", filename, e.name);
     out.emplace_back(e.name, std::move(l));
   }
-  return out;
+  return {std::move(json), std::move(out)};
 }
 
-NamedLiterals read_safetensors(const std::string& path) {
+
+std::vector<std::byte> read_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) fail("cannot open '{}': {}", path, std::strerror(errno));
-  std::vector<std::byte> bytes;
   in.seekg(0, std::ios::end);
   std::streamoff size = in.tellg();
   if (size < 0) fail("cannot read '{}'", path);
   in.seekg(0);
-  bytes.resize(static_cast<size_t>(size));
+  std::vector<std::byte> bytes(static_cast<size_t>(size));
   if (!in.read(reinterpret_cast<char*>(bytes.data()), size)) fail("cannot read '{}'", path);
-  return parse_safetensors(bytes, path);
+  return bytes;
 }
+
+}  // namespace
+
+NamedLiterals parse_safetensors(std::span<const std::byte> bytes, std::string_view filename) {
+  return parse_file(bytes, filename).tensors;
+}
+
+NamedLiterals read_safetensors(const std::string& path) { return parse_safetensors(read_bytes(path), path); }
+
+std::map<std::string, std::string> read_safetensors_metadata(const std::string& path) {
+  Parsed parsed = parse_file(read_bytes(path), path);
+  std::map<std::string, std::string> meta;
+  if (parsed.header.contains("__metadata__"))
+    for (const auto& [key, value] : parsed.header["__metadata__"].items()) meta[key] = value.get<std::string>();
+  return meta;
+}
+
 
 std::vector<std::byte> serialize_safetensors(const NamedLiterals& tensors) {
   nlohmann::ordered_json header = nlohmann::ordered_json::object();

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <map>
 #include <span>
 #include <string>
 #include <utility>
@@ -19,6 +20,8 @@ using NamedLiterals = std::vector<std::pair<std::string, Literal>>;
 // Tensors in the order of their data offsets. Throws podsim::Error naming what is wrong.
 NamedLiterals parse_safetensors(std::span<const std::byte> file_bytes, std::string_view filename = "<input>");
 NamedLiterals read_safetensors(const std::string& path);
+// The file's "__metadata__" string map (empty if absent), validated like the tensors.
+std::map<std::string, std::string> read_safetensors_metadata(const std::string& path);
 
 std::vector<std::byte> serialize_safetensors(const NamedLiterals& tensors);
 // Writes to a temporary file, fsyncs it and renames it over path, so that an

@@ -54,24 +54,6 @@ const std::vector<std::string>& all_cases() {
   return cases;
 }
 
-std::map<std::string, std::string> read_metadata(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  unsigned char len_bytes[8] = {};
-  if (!in.read(reinterpret_cast<char*>(len_bytes), 8)) fail("{}: shorter than 8 bytes", path);
-  uint64_t len = 0;
-  for (int i = 7; i >= 0; --i) len = (len << 8) | len_bytes[i];
-  if (len > (uint64_t{1} << 26)) fail("{}: header length {} is absurd", path, len);
-  std::string header(len, '\0');
-  if (!in.read(header.data(), static_cast<std::streamsize>(len)))
-    fail("{}: truncated header", path);
-  std::map<std::string, std::string> meta;
-  nlohmann::json json = nlohmann::json::parse(header);
-  if (json.contains("__metadata__"))
-    for (const auto& [key, value] : json["__metadata__"].items())
-      meta[key] = value.get<std::string>();
-  return meta;
-}
-
 struct Tolerance {
   double rtol = 0, atol = 0;
   uint64_t ulps = 0;
@@ -145,7 +127,7 @@ TEST_P(CpuNumpyOracleTest, MatchesEvaluatorAndNumpy) {
   const std::string name = GetParam();
   const std::string base = case_dir() + "/" + name;
   SCOPED_TRACE("case files " + base + ".{hlo,safetensors}");
-  const auto meta = read_metadata(base + ".safetensors");
+  const auto meta = ir::read_safetensors_metadata(base + ".safetensors");
   if (meta.count("replicas") || meta.count("partitions"))
     GTEST_SKIP() << name << " runs on several replicas/partitions; the CPU target is one device";
   try {

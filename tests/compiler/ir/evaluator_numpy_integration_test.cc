@@ -46,25 +46,6 @@ const std::vector<std::string>& all_cases() {
   return cases;
 }
 
-// The safetensors "__metadata__" map (read_safetensors returns only the tensors).
-std::map<std::string, std::string> read_metadata(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  unsigned char len_bytes[8] = {};
-  if (!in.read(reinterpret_cast<char*>(len_bytes), 8)) fail("{}: shorter than 8 bytes", path);
-  uint64_t len = 0;
-  for (int i = 7; i >= 0; --i) len = (len << 8) | len_bytes[i];
-  if (len > (uint64_t{1} << 26)) fail("{}: header length {} is absurd", path, len);
-  std::string header(len, '\0');
-  if (!in.read(header.data(), static_cast<std::streamsize>(len)))
-    fail("{}: truncated header", path);
-  std::map<std::string, std::string> meta;
-  nlohmann::json json = nlohmann::json::parse(header);
-  if (json.contains("__metadata__"))
-    for (const auto& [key, value] : json["__metadata__"].items())
-      meta[key] = value.get<std::string>();
-  return meta;
-}
-
 struct Tolerance {
   double rtol = 0;
   double atol = 0;
@@ -230,7 +211,7 @@ TEST_P(NumpyOracleTest, MatchesNumpy) {
     std::unique_ptr<Module> module = parse_module_file(base + ".hlo");
     verify_module(*module, base + ".hlo");
     const NamedLiterals tensors = read_safetensors(base + ".safetensors");
-    const auto meta = read_metadata(base + ".safetensors");
+    const auto meta = read_safetensors_metadata(base + ".safetensors");
     const bool spmd = meta.count("replicas") || meta.count("partitions");
     std::vector<std::vector<const Literal*>> expected;
     std::vector<Literal> results;
