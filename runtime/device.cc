@@ -9,6 +9,7 @@
 
 #include "common/error.h"
 #include "runtime/backends/cpu/cpu_backend.h"
+#include "runtime/backends/sim/sim_backend.h"
 #include "runtime/device_internal.h"
 
 namespace podsim::runtime {
@@ -36,6 +37,7 @@ using BackendMap = std::map<std::string, Backend, std::less<>>;
 // registration objects: the linker drops unreferenced objects of a static library.
 void add_builtin_backends(BackendMap& backends) {
   backends.emplace("CPU", Backend{[] { return make_cpu_client(); }, nullptr});
+  backends.emplace("SIM", Backend{[] { return make_sim_client(); }, nullptr});
 }
 
 struct Registry {

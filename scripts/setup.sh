@@ -14,6 +14,9 @@ packages=(
   nlohmann-json3-dev                        # safetensors headers (JSON)
   libgtest-dev                              # tests
   libbenchmark-dev                          # benchmarks
+  libsystemc-dev                            # the cycle-approximate timing model (SystemC 2.3)
+  zlib1g-dev                                # reading gzip-compressed datasets
+  python3-sklearn                           # the handwritten-digits dataset of `podsim train mlp`
   python3-numpy                             # test oracle (/usr/bin/python3)
   python3-torch                             # test oracle and benchmark reference (PyTorch 1.13)
 )

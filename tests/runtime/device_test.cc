@@ -187,22 +187,25 @@ TEST_F(RegistryTest, EnvironmentChoosesTheBackendCaseInsensitively) {
   EXPECT_EQ(default_client().kind(), DeviceKind::kCpu);
 }
 
+TEST_F(RegistryTest, EnvironmentChoosesTheSimBackend) {
+  ScopedEnv env("PODSIM_DEVICE", "sim");
+  ScopedEnv chip("PODSIM_TOPOLOGY", "tiny");
+  EXPECT_EQ(default_client().kind(), DeviceKind::kSim);
+  EXPECT_EQ(podsim::device().name(), "SIM:0");
+  EXPECT_GT(podsim::device().memory_stats().bytes_limit, 0);
+}
+
+TEST_F(RegistryTest, BadSimTopologyIsAClearError) {
+  ScopedEnv env("PODSIM_DEVICE", "SIM");
+  ScopedEnv chip("PODSIM_TOPOLOGY", "no-such-chip");
+  EXPECT_THAT(error_of([] { default_client(); }),
+              StartsWith("SIM backend (PODSIM_TOPOLOGY=no-such-chip): unknown chip preset"));
+}
+
 TEST_F(RegistryTest, UnbuiltBackendsAreAClearError) {
-  {
-    ScopedEnv env("PODSIM_DEVICE", "SIM");
-    EXPECT_THAT(
-        error_of([] { default_client(); }),
-        StartsWith(
-            "PODSIM_DEVICE=SIM: the simulated-chip backend is not available yet; available: CPU"));
-  }
-  internal::reset_backends_for_testing();
-  {
-    ScopedEnv env("PODSIM_DEVICE", "OPENCL");
-    EXPECT_THAT(
-        error_of([] { default_client(); }),
-        StartsWith(
-            "PODSIM_DEVICE=OPENCL: the OpenCL backend is not available yet; available: CPU"));
-  }
+  ScopedEnv env("PODSIM_DEVICE", "OPENCL");
+  EXPECT_THAT(error_of([] { default_client(); }),
+              StartsWith("PODSIM_DEVICE=OPENCL: the OpenCL backend is not available yet; available: CPU, SIM"));
 }
 
 TEST_F(RegistryTest, UnknownBackendListsTheValidValues) {

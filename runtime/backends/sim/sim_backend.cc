@@ -1,0 +1,154 @@
+#include "runtime/backends/sim/sim_backend.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+
+#include "common/error.h"
+#include "compiler/ir/parser.h"
+#include "compiler/ir/printer.h"
+#include "compiler/passes/pass.h"
+#include "compiler/tpu/tpu_compiler.h"
+#include "runtime/backends/host_device.h"
+#include "runtime/metrics.h"
+#include "sim/functional/functional_model.h"
+#include "topology/chip_config.h"
+
+namespace podsim::runtime {
+namespace {
+
+// Generous: a run that executes this many instructions is a runaway loop.
+constexpr int64_t kMaxSteps = int64_t{1} << 40;
+
+class SimExecutable final : public Executable {
+ public:
+  SimExecutable(std::unique_ptr<ir::Module> module, isa::Executable program)
+      : module_(std::move(module)),
+        program_(std::make_shared<const isa::Executable>(std::move(program))),
+        parameter_shapes_(entry_parameter_shapes(*module_)),
+        output_shapes_(entry_output_shapes(*module_)) {
+    for (const ir::Shape& shape : parameter_shapes_) info_.argument_bytes += shape.byte_size();
+    for (const ir::Shape& shape : output_shapes_) info_.output_bytes += shape.byte_size();
+    for (const isa::Program& p : program_->programs)
+      info_.program_bytes += static_cast<int64_t>(p.instructions.size() * sizeof(isa::Instruction));
+  }
+
+  const ir::Module& module() const override { return *module_; }
+  const ExecutableInfo& info() const override { return info_; }
+
+  // The optimized module's text, then the executable: deserialize() needs both.
+  std::string serialize() const override {
+    std::string text = ir::print_module(*module_);
+    std::vector<uint8_t> bytes = isa::serialize(*program_);
+    uint64_t length = text.size();
+    std::string out(sizeof length, '\0');
+    std::memcpy(out.data(), &length, sizeof length);
+    out += text;
+    out.append(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+    return out;
+  }
+
+  std::vector<std::shared_ptr<Buffer>> execute(std::span<const std::shared_ptr<Buffer>> arguments,
+                                               Device& device) override {
+    return execute_on_host(module_->name(), parameter_shapes_, output_shapes_, arguments, device,
+                           DeviceKind::kSim,
+                           [program = program_, shapes = output_shapes_](std::span<const ir::Literal* const> args) {
+                             return run_on_functional_model(*program, args, shapes);
+                           });
+  }
+
+ private:
+  std::unique_ptr<ir::Module> module_;
+  std::shared_ptr<const isa::Executable> program_;
+  std::vector<ir::Shape> parameter_shapes_;
+  std::vector<ir::Shape> output_shapes_;
+  ExecutableInfo info_;
+};
+
+class SimClient final : public Client {
+ public:
+  explicit SimClient(topology::ChipConfig chip)
+      : chip_(std::move(chip)),
+        device_(*this, DeviceKind::kSim, 0, static_cast<int64_t>(chip_.hbm_bytes)),
+        devices_{&device_} {}
+
+  DeviceKind kind() const override { return DeviceKind::kSim; }
+  std::span<Device* const> devices() const override { return devices_; }
+
+  // The whole configuration, not just its name: a TOML file may change any field.
+  std::string target() const override {
+    return fmt::format("sim/{}/{}", tpu::kCompilerVersion, topology::to_toml(chip_));
+  }
+
+  std::shared_ptr<Executable> compile(const ir::Module& module) override {
+    ScopedTimer timer("CompileTime");
+    std::unique_ptr<ir::Module> copy =
+        ir::parse_module(ir::print_module(module), "<sim compile: " + module.name() + ">");
+    passes::default_pipeline().run(*copy);
+    isa::Executable program = tpu::compile(*copy, chip_);
+    return std::make_shared<SimExecutable>(std::move(copy), std::move(program));
+  }
+
+  std::shared_ptr<Executable> deserialize(std::string_view serialized) override {
+    uint64_t length = 0;
+    if (serialized.size() < sizeof length) fail("serialized SIM executable: truncated");
+    std::memcpy(&length, serialized.data(), sizeof length);
+    if (length > serialized.size() - sizeof length) fail("serialized SIM executable: truncated");
+    std::string_view text = serialized.substr(sizeof length, length);
+    std::string_view bytes = serialized.substr(sizeof length + length);
+    auto module = ir::parse_module(text, "<serialized SIM executable>");
+    isa::Executable program = isa::deserialize(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(),
+                                               "<serialized SIM executable>");
+    if (!(program.chip == chip_)) fail("serialized SIM executable: built for chip {}, not {}", program.chip.name, chip_.name);
+    return std::make_shared<SimExecutable>(std::move(module), std::move(program));
+  }
+
+  std::shared_ptr<Buffer> transfer_to_device(ir::Literal literal, Device& device) override {
+    return host_transfer(std::move(literal), device, DeviceKind::kSim);
+  }
+
+ private:
+  topology::ChipConfig chip_;
+  HostDevice device_;
+  std::vector<Device*> devices_;
+};
+
+}  // namespace
+
+std::string sim_chip_from_env() {
+  const char* value = std::getenv("PODSIM_TOPOLOGY");
+  return value != nullptr && *value != '\0' ? value : kDefaultSimChip;
+}
+
+std::unique_ptr<Client> make_sim_client(const std::string& chip) {
+  std::string name = chip.empty() ? sim_chip_from_env() : chip;
+  try {
+    return std::make_unique<SimClient>(topology::chip_config(name));
+  } catch (const Error& e) {
+    fail("SIM backend (PODSIM_TOPOLOGY={}): {}", name, e.what());
+  }
+}
+
+std::vector<ir::Literal> run_on_functional_model(const isa::Executable& executable,
+                                                 std::span<const ir::Literal* const> arguments,
+                                                 std::span<const ir::Shape> output_shapes) {
+  sim::FunctionalModel model(executable);
+  for (size_t k = 0; k < arguments.size(); ++k) {
+    auto bytes = arguments[k]->bytes();
+    model.set_parameter(static_cast<int>(k), {reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()});
+  }
+  model.run_to_completion(kMaxSteps);
+  std::vector<ir::Literal> out;
+  out.reserve(output_shapes.size());
+  for (size_t k = 0; k < output_shapes.size(); ++k) {
+    ir::Literal literal(output_shapes[k]);
+    std::vector<uint8_t> bytes = model.read_output(static_cast<int>(k));
+    if (bytes.size() != literal.bytes().size())
+      fail("output {} of the simulated run has {} bytes, expected {}", k, bytes.size(), literal.bytes().size());
+    std::memcpy(literal.bytes().data(), bytes.data(), bytes.size());
+    out.push_back(std::move(literal));
+  }
+  return out;
+}
+
+}  // namespace podsim::runtime
