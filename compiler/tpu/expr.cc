@@ -198,8 +198,8 @@ int ExprBuilder::build(const Instruction& i, const View& view, bool root) {
          i.name());
   if (!i.shape().is_array()) unsupported(i, "a tuple inside an elementwise kernel");
   if (!root) {
-    if (const Value* v = l_.find_value(i, s_)) return read(*v, view);
-    if (!l_.expandable(i, s_)) return read(l_.value_of(i, s_), view);
+    if (const Value* v = l_.find_value(i, s_)) return read(i, *v, view);
+    if (!l_.expandable(i, s_)) return read(i, l_.value_of(i, s_), view);
   }
   auto key = std::make_pair(&i, view);
   if (auto it = memo_.find(key); it != memo_.end()) return it->second;
@@ -208,8 +208,9 @@ int ExprBuilder::build(const Instruction& i, const View& view, bool root) {
   return node;
 }
 
-int ExprBuilder::read(const Value& v, const View& view) {
+int ExprBuilder::read(const Instruction& i, const Value& v, const View& view) {
   if (!v.shape.is_array()) fail("internal: reading a tuple value in a kernel");
+  isa_dtype(i, v.shape.type());  // vector lanes hold 32 bits at most
   return e_.add_leaf(leaf_of(v, view, e_.dims.size()));
 }
 
@@ -222,14 +223,14 @@ int ExprBuilder::iota(const Instruction& i, const View& view) {
   View one;
   one.coef = {view.coef[d]};
   one.base = {view.base[d]};
-  return read(v, one);
+  return read(i, v, one);
 }
 
 int ExprBuilder::expand(const Instruction& i, const View& view) {
   switch (i.opcode()) {
     case Opcode::kConstant:
       if (i.shape().is_scalar()) return e_.add_constant(i.shape().type(), lane_bits(i, *i.attrs().literal));
-      return read(l_.value_of(i, s_), view);
+      return read(i, l_.value_of(i, s_), view);
     case Opcode::kIota: return iota(i, view);
     case Opcode::kBroadcast:
     case Opcode::kTranspose:
@@ -245,15 +246,21 @@ int ExprBuilder::expand(const Instruction& i, const View& view) {
       // the reshape's result is the same bytes).
       Value v = l_.value_of(*i.operand(0), s_);
       v.shape = i.shape();
-      return read(v, view);
+      return read(i, v, view);
     }
     default:
       if (ir::is_elementwise(i.opcode())) return elementwise(i, view);
-      return read(l_.value_of(i, s_), view);
+      return read(i, l_.value_of(i, s_), view);
   }
 }
 
 int ExprBuilder::elementwise(const Instruction& i, const View& view) {
+  // Before the operands are built with this op's view: a bitcast-convert between
+  // widths changes the rank, so its operand cannot be read with that view.
+  if (i.opcode() == Opcode::kBitcastConvert &&
+      ir::type_byte_size(i.operand(0)->shape().type()) != ir::type_byte_size(i.shape().type()))
+    unsupported(i, fmt::format("bitcast-convert from {} to {}", ir::type_name(i.operand(0)->shape().type()),
+                               ir::type_name(i.shape().type())));
   std::vector<int> operands;
   for (const Instruction* op : i.operands()) {
     if (op->shape().is_scalar() && !i.shape().is_scalar()) {

@@ -80,7 +80,8 @@ class ExprBuilder {
   int expand(const ir::Instruction& i, const View& view);
   int elementwise(const ir::Instruction& i, const View& view);
   int iota(const ir::Instruction& i, const View& view);
-  int read(const Value& v, const View& view);
+  // The value of i (or of what i reads), as a kernel leaf.
+  int read(const ir::Instruction& i, const Value& v, const View& view);
 
   Lowerer& l_;
   Scope& s_;

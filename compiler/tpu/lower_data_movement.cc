@@ -85,6 +85,7 @@ Value lower_concatenate(Lowerer& l, const Instruction& i, Scope& s) {
 }
 
 Value lower_pad(Lowerer& l, const Instruction& i, Scope& s) {
+  isa_dtype(i, i.shape().type());  // the padding is written by the vector unit
   const Instruction& operand = *i.operand(0);
   const Instruction& value = *i.operand(1);
   const Leaf src = view_of(l, s, operand);

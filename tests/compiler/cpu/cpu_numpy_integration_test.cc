@@ -31,6 +31,7 @@
 #include "compiler/ir/safetensors.h"
 #include "compiler/ir/verifier.h"
 #include "cpu_test_util.h"
+#include "tests/compiler/numpy_cases.h"
 
 namespace podsim::cpu {
 namespace {
@@ -38,86 +39,17 @@ namespace {
 using testing::arrays_match;
 using testing::Bound;
 
-std::string case_dir() { return PODSIM_BINARY_DIR "/tests/numpy_cases"; }
+using ::podsim::testing::numpy_cases::all_cases;
+using ::podsim::testing::numpy_cases::case_dir;
+using ::podsim::testing::numpy_cases::numbered;
+using ::podsim::testing::numpy_cases::register_oracle_targets;
+using ::podsim::testing::numpy_cases::Tolerance;
+using ::podsim::testing::numpy_cases::tolerance_for;
 
-std::vector<std::string> list_cases() {
-  std::vector<std::string> names;
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(case_dir(), ec))
-    if (entry.path().extension() == ".hlo") names.push_back(entry.path().stem().string());
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
-const std::vector<std::string>& all_cases() {
-  static const std::vector<std::string> cases = list_cases();
-  return cases;
-}
-
-struct Tolerance {
-  double rtol = 0, atol = 0;
-  uint64_t ulps = 0;
-  bool exact() const { return rtol == 0 && atol == 0 && ulps == 0; }
-};
-
-Tolerance tolerance_for(const std::map<std::string, std::string>& meta, size_t output) {
-  Tolerance t;
-  auto apply = [&](const std::string& prefix) {
-    if (auto it = meta.find(prefix + "rtol"); it != meta.end()) t.rtol = std::stod(it->second);
-    if (auto it = meta.find(prefix + "atol"); it != meta.end()) t.atol = std::stod(it->second);
-    if (auto it = meta.find(prefix + "ulps"); it != meta.end()) t.ulps = std::stoull(it->second);
-  };
-  apply("");
-  apply("out" + std::to_string(output) + ".");
-  return t;
-}
-
-// |got - want| allowed by a tolerance (scaled), with ulps counted on want's type.
+// |got - want| allowed by a tolerance (scaled); exact when the tolerance is.
 Bound bound_for(const Tolerance& t, const ir::Literal& want, double scale) {
   if (t.exact()) return nullptr;
-  return [t, &want, scale](int64_t i) {
-    const double w = want.get_as_double(i);
-    double ulp = 0;
-    if (t.ulps > 0 && std::isfinite(w)) {
-      const int digits = want.type() == ir::PrimitiveType::kF64    ? 53
-                         : want.type() == ir::PrimitiveType::kF32  ? 24
-                         : want.type() == ir::PrimitiveType::kBF16 ? 8
-                                                                   : 11;
-      int exponent = 0;
-      std::frexp(w, &exponent);
-      ulp = std::ldexp(1.0, exponent - digits) * static_cast<double>(t.ulps);
-    }
-    return scale * (t.atol + t.rtol * std::abs(w) + ulp);
-  };
-}
-
-const ir::Literal* find_tensor(const ir::NamedLiterals& tensors, const std::string& name) {
-  for (const auto& [n, literal] : tensors)
-    if (n == name) return &literal;
-  return nullptr;
-}
-
-std::vector<const ir::Literal*> numbered(const ir::NamedLiterals& tensors,
-                                         const std::string& prefix) {
-  std::vector<const ir::Literal*> out;
-  while (const ir::Literal* l = find_tensor(tensors, prefix + std::to_string(out.size())))
-    out.push_back(l);
-  return out;
-}
-
-void register_oracle_targets() {
-  static const bool registered = [] {
-    ir::register_custom_call("oracle_negate",
-                             [](const ir::Instruction&, std::span<const ir::Literal* const> ops) {
-                               if (ops.size() != 1) fail("oracle_negate takes one operand");
-                               ir::Literal out = *ops[0];
-                               for (int64_t i = 0; i < out.num_elements(); ++i)
-                                 out.set_from_double(i, -out.get_as_double(i));
-                               return out;
-                             });
-    return true;
-  }();
-  (void)registered;
+  return [t, &want, scale](int64_t i) { return ::podsim::testing::numpy_cases::allowed_error(t, want, i, scale); };
 }
 
 class CpuNumpyOracleTest : public ::testing::TestWithParam<std::string> {};
@@ -134,8 +66,7 @@ TEST_P(CpuNumpyOracleTest, MatchesEvaluatorAndNumpy) {
     std::unique_ptr<ir::Module> module = ir::parse_module_file(base + ".hlo");
     ir::verify_module(*module, base + ".hlo");
     const ir::NamedLiterals tensors = ir::read_safetensors(base + ".safetensors");
-    std::vector<ir::Literal> args;
-    for (const ir::Literal* l : numbered(tensors, "arg")) args.push_back(*l);
+    std::vector<ir::Literal> args = ::podsim::testing::numpy_cases::copies(numbered(tensors, "arg"));
     const std::vector<const ir::Literal*> expected = numbered(tensors, "out");
     const ir::Literal reference = ir::evaluate(*module, args);
     const std::vector<const ir::Literal*> want = testing::leaves(reference);

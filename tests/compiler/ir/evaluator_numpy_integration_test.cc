@@ -26,45 +26,17 @@
 #include "compiler/ir/parser.h"
 #include "compiler/ir/safetensors.h"
 #include "compiler/ir/verifier.h"
+#include "tests/compiler/numpy_cases.h"
 
 namespace podsim::ir {
 namespace {
 
-std::string case_dir() { return PODSIM_BINARY_DIR "/tests/numpy_cases"; }
-
-std::vector<std::string> list_cases() {
-  std::vector<std::string> names;
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(case_dir(), ec))
-    if (entry.path().extension() == ".hlo") names.push_back(entry.path().stem().string());
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
-const std::vector<std::string>& all_cases() {
-  static const std::vector<std::string> cases = list_cases();
-  return cases;
-}
-
-struct Tolerance {
-  double rtol = 0;
-  double atol = 0;
-  uint64_t ulps = 0;
-  bool exact() const { return rtol == 0 && atol == 0 && ulps == 0; }
-};
-
-// Case-wide "rtol"/"atol"/"ulps", overridden per output by "outN.rtol" etc.
-Tolerance tolerance_for(const std::map<std::string, std::string>& meta, int64_t output) {
-  Tolerance t;
-  auto apply = [&](const std::string& prefix) {
-    if (auto it = meta.find(prefix + "rtol"); it != meta.end()) t.rtol = std::stod(it->second);
-    if (auto it = meta.find(prefix + "atol"); it != meta.end()) t.atol = std::stod(it->second);
-    if (auto it = meta.find(prefix + "ulps"); it != meta.end()) t.ulps = std::stoull(it->second);
-  };
-  apply("");
-  apply("out" + std::to_string(output) + ".");
-  return t;
-}
+using ::podsim::testing::numpy_cases::all_cases;
+using ::podsim::testing::numpy_cases::case_dir;
+using ::podsim::testing::numpy_cases::numbered;
+using ::podsim::testing::numpy_cases::register_oracle_targets;
+using ::podsim::testing::numpy_cases::Tolerance;
+using ::podsim::testing::numpy_cases::tolerance_for;
 
 void flatten(const Literal& literal, std::vector<const Literal*>& out) {
   if (literal.shape().is_tuple()) {
@@ -170,36 +142,6 @@ void compare_output(const std::string& where, const Literal& got, const Literal&
     ADD_FAILURE() << where << ": " << mismatches << " of " << n << " elements differ";
 }
 
-const Literal* find_tensor(const NamedLiterals& tensors, const std::string& name) {
-  for (const auto& [n, literal] : tensors)
-    if (n == name) return &literal;
-  return nullptr;
-}
-
-// Tensors prefix + "arg0", "arg1", ... (or "out0", ...) in order.
-std::vector<const Literal*> numbered(const NamedLiterals& tensors, const std::string& prefix) {
-  std::vector<const Literal*> out;
-  while (const Literal* l = find_tensor(tensors, prefix + std::to_string(out.size())))
-    out.push_back(l);
-  return out;
-}
-
-// A custom-call target for the oracle's custom-call case: elementwise negation.
-void register_oracle_targets() {
-  static const bool registered = [] {
-    register_custom_call("oracle_negate",
-                         [](const Instruction&, std::span<const Literal* const> operands) {
-                           if (operands.size() != 1) fail("oracle_negate takes one operand");
-                           Literal out = *operands[0];
-                           for (int64_t i = 0; i < out.num_elements(); ++i)
-                             out.set_from_double(i, -out.get_as_double(i));
-                           return out;
-                         });
-    return true;
-  }();
-  (void)registered;
-}
-
 class NumpyOracleTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(NumpyOracleTest, MatchesNumpy) {
@@ -245,7 +187,7 @@ TEST_P(NumpyOracleTest, MatchesNumpy) {
         std::string where =
             name + (spmd ? " device " + std::to_string(d) : "") + " out" + std::to_string(k);
         compare_output(where, *got[k], *expected[d][k],
-                       tolerance_for(meta, static_cast<int64_t>(k)));
+                       tolerance_for(meta, k));
       }
     }
   } catch (const std::exception& e) {

@@ -1,0 +1,77 @@
+// Runs every NumPy-oracle case (tests/compiler/numpy_cases.h) that the TPU lowering
+// supports on the functional chip model, for the v4 and v5e presets, after the default
+// pass pipeline, and compares with the reference evaluator on the same inputs.
+//
+// Tolerances: the reference rounds f32 dot operands to bf16 first (DEFAULT precision is
+// one bf16 MXU pass), so what remains is the order of f32 sums, which the case's own
+// tolerance bounds (scaled by the number of terms); both sides are within it of the
+// exact value, so they are compared within twice it. Cases without a tolerance are
+// exact: integers, data movement and IEEE f32 arithmetic agree bit for bit.
+// A case with an op the lowering does not support is skipped, with the lowering's
+// "not supported on the TPU target: <op>" message as the reason (README lists the
+// supported ops); multi-device cases are skipped (one chip, one core).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "compiler/ir/printer.h"
+#include "compiler/ir/verifier.h"
+#include "tests/compiler/numpy_cases.h"
+#include "tests/compiler/tpu/tpu_test_util.h"
+
+namespace podsim::tpu::testing {
+namespace {
+
+namespace cases = ::podsim::testing::numpy_cases;
+
+class TpuNumpyOracleTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(TpuNumpyOracleTest, MatchesEvaluatorOnV4AndV5e) {
+  cases::register_oracle_targets();
+  const std::string name = GetParam();
+  const std::string base = cases::case_dir() + "/" + name;
+  SCOPED_TRACE("case files " + base + ".{hlo,safetensors}");
+  const auto meta = ir::read_safetensors_metadata(base + ".safetensors");
+  if (meta.count("replicas") || meta.count("partitions")) GTEST_SKIP() << "several devices";
+  const std::string text = ir::print_module(*ir::parse_module_file(base + ".hlo"));
+  const ir::NamedLiterals tensors = ir::read_safetensors(base + ".safetensors");
+  const std::vector<ir::Literal> args = cases::copies(cases::numbered(tensors, "arg"));
+  auto reference = with_bf16_dot_operands(text);
+  std::vector<ir::Literal> expected;
+  flatten_into(ir::evaluate(*reference, args), expected);
+
+  for (const char* chip : {"v4", "v5e"}) {
+    SCOPED_TRACE(chip);
+    isa::Executable exe;
+    try {
+      exe = compile_text(text, chip, /*fuse=*/true);
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      if (what.find("not supported on the TPU target") != std::string::npos) GTEST_SKIP() << what;
+      FAIL() << what;
+    }
+    std::vector<ir::Literal> actual = run_executable(exe, args, flat_shapes(reference->entry()->root()->shape()));
+    ASSERT_EQ(actual.size(), expected.size());
+    for (size_t k = 0; k < actual.size(); ++k) {
+      const cases::Tolerance tolerance = cases::tolerance_for(meta, k);
+      std::vector<double> bounds(static_cast<size_t>(expected[k].num_elements()));
+      if (ir::is_float(expected[k].type()))
+        for (size_t i = 0; i < bounds.size(); ++i)
+          bounds[i] = cases::allowed_error(tolerance, expected[k], static_cast<int64_t>(i), 2.0);
+      EXPECT_TRUE(near(actual[k], expected[k], 0, 0, &bounds)) << "output " << k;
+    }
+  }
+}
+
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(TpuNumpyOracleTest);
+INSTANTIATE_TEST_SUITE_P(Cases, TpuNumpyOracleTest, ::testing::ValuesIn(cases::all_cases()),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+
+TEST(TpuNumpyOracleCases, Exist) {
+  EXPECT_FALSE(cases::all_cases().empty()) << "no *.hlo cases in " << cases::case_dir()
+                                           << "; target numpy_oracle_cases writes them";
+}
+
+}  // namespace
+}  // namespace podsim::tpu::testing
