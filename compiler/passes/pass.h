@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "compiler/ir/literal.h"
 #include "compiler/ir/module.h"
 
 namespace podsim::passes {
@@ -48,6 +49,17 @@ std::unique_ptr<Pass> make_dce();
 // of the fusions it makes (which ops may appear inside each kind) is documented at the
 // top of fusion.cc.
 std::unique_ptr<Pass> make_fusion(FusionOptions options = {});
+
+// For targets without 64-bit lanes: s64 -> s32, u64 -> u32, f64 -> f32 everywhere, as
+// PyTorch/XLA computes on TPUs. Changes results (wrapping, rounding) and the entry's
+// parameter and result types, so it is not in the default pipeline: callers convert
+// arguments with narrow_literal() and results back with convert_literal(). Ops whose
+// meaning depends on the width (bitcast-convert, rng-bit-generator) are a podsim::Error.
+std::unique_ptr<Pass> make_narrow_64bit_types();
+ir::Literal narrow_literal(const ir::Literal& literal);
+ir::Shape narrow_64bit_shape(ir::Shape shape);
+// Elementwise conversion as the IR's convert does (wrapping, rounding to nearest even).
+ir::Literal convert_literal(const ir::Literal& literal, ir::PrimitiveType type);
 
 class Pipeline {
  public:

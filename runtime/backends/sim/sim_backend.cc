@@ -20,6 +20,9 @@ namespace {
 // Generous: a run that executes this many instructions is a runaway loop.
 constexpr int64_t kMaxSteps = int64_t{1} << 40;
 
+// Holds the module as traced (its parameter and result types are what buffers have)
+// and the program compiled from its 64-bit-narrowed form: a run converts s64/u64/f64
+// arguments to 32 bits and the results back (PyTorch/XLA's behaviour on TPUs).
 class SimExecutable final : public Executable {
  public:
   SimExecutable(std::unique_ptr<ir::Module> module, isa::Executable program)
@@ -36,7 +39,7 @@ class SimExecutable final : public Executable {
   const ir::Module& module() const override { return *module_; }
   const ExecutableInfo& info() const override { return info_; }
 
-  // The optimized module's text, then the executable: deserialize() needs both.
+  // The module's text, then the program: deserialize() needs both.
   std::string serialize() const override {
     std::string text = ir::print_module(*module_);
     std::vector<uint8_t> bytes = isa::serialize(*program_);
@@ -53,11 +56,27 @@ class SimExecutable final : public Executable {
     return execute_on_host(module_->name(), parameter_shapes_, output_shapes_, arguments, device,
                            DeviceKind::kSim,
                            [program = program_, shapes = output_shapes_](std::span<const ir::Literal* const> args) {
-                             return run_on_functional_model(*program, args, shapes);
+                             return run_narrowed(*program, args, shapes);
                            });
   }
 
  private:
+  static std::vector<ir::Literal> run_narrowed(const isa::Executable& program,
+                                               std::span<const ir::Literal* const> args,
+                                               const std::vector<ir::Shape>& shapes) {
+    std::vector<ir::Literal> narrowed;
+    std::vector<const ir::Literal*> pointers;
+    narrowed.reserve(args.size());
+    for (const ir::Literal* arg : args) narrowed.push_back(passes::narrow_literal(*arg));
+    for (const ir::Literal& arg : narrowed) pointers.push_back(&arg);
+    std::vector<ir::Shape> narrowed_shapes;
+    for (const ir::Shape& shape : shapes) narrowed_shapes.push_back(passes::narrow_64bit_shape(shape));
+    std::vector<ir::Literal> results = run_on_functional_model(program, pointers, narrowed_shapes);
+    for (size_t k = 0; k < results.size(); ++k)
+      if (results[k].type() != shapes[k].type()) results[k] = passes::convert_literal(results[k], shapes[k].type());
+    return results;
+  }
+
   std::unique_ptr<ir::Module> module_;
   std::shared_ptr<const isa::Executable> program_;
   std::vector<ir::Shape> parameter_shapes_;
@@ -82,11 +101,12 @@ class SimClient final : public Client {
 
   std::shared_ptr<Executable> compile(const ir::Module& module) override {
     ScopedTimer timer("CompileTime");
-    std::unique_ptr<ir::Module> copy =
-        ir::parse_module(ir::print_module(module), "<sim compile: " + module.name() + ">");
-    passes::default_pipeline().run(*copy);
-    isa::Executable program = tpu::compile(*copy, chip_);
-    return std::make_shared<SimExecutable>(std::move(copy), std::move(program));
+    const std::string text = ir::print_module(module);
+    std::unique_ptr<ir::Module> lowered = ir::parse_module(text, "<sim compile: " + module.name() + ">");
+    passes::make_narrow_64bit_types()->run(*lowered);
+    passes::default_pipeline().run(*lowered);
+    isa::Executable program = tpu::compile(*lowered, chip_);
+    return std::make_shared<SimExecutable>(ir::parse_module(text, module.name()), std::move(program));
   }
 
   std::shared_ptr<Executable> deserialize(std::string_view serialized) override {

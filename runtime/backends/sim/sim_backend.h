@@ -3,6 +3,9 @@
 // executable on the simulated chip (sim/). The chip is PODSIM_TOPOLOGY: a preset name
 // (`podsim topology list`) or a TOML file; by default the small single-core v5e.
 // Device data lives in host memory and is placed in the simulated HBM for each run.
+// The chip has no 64-bit lanes: as PyTorch/XLA does on TPUs, s64/u64/f64 values are
+// computed as s32/u32/f32 (integers wrap outside the 32-bit range, f64 rounds to f32)
+// and converted back to their own types in the results.
 #pragma once
 
 #include <memory>

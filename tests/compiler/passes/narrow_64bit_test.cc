@@ -1,0 +1,103 @@
+// The 64-bit narrowing pass: every s64/u64/f64 becomes s32/u32/f32, constants are
+// converted, the module still verifies, and on values that fit in 32 bits the narrowed
+// module computes what the original computes (the evaluator on both).
+#include <gtest/gtest.h>
+
+#include "compiler/ir/evaluator.h"
+#include "compiler/ir/parser.h"
+#include "compiler/ir/verifier.h"
+#include "compiler/passes/pass.h"
+
+namespace podsim::passes {
+namespace {
+
+constexpr const char* kModule = R"(HloModule wide
+add {
+  a = s64[] parameter(0)
+  b = s64[] parameter(1)
+  ROOT c = s64[] add(a, b)
+}
+ENTRY main {
+  x = s64[6] parameter(0)
+  y = f64[6] parameter(1)
+  i = s64[6] iota(), iota_dimension=0
+  k = s64[] constant(7)
+  kb = s64[6] broadcast(k), dimensions={}
+  m = s64[6] multiply(x, i)
+  s = s64[6] add(m, kb)
+  zero = s64[] constant(0)
+  total = s64[] reduce(s, zero), dimensions={0}, to_apply=add
+  f = f64[6] convert(s)
+  g = f64[6] multiply(f, y)
+  ROOT t = (s64[], f64[6], s64[6]) tuple(total, g, i)
+}
+)";
+
+TEST(Narrow64Bit, NarrowsEveryTypeAndKeepsResultsThatFit) {
+  auto original = ir::parse_module(kModule);
+  auto narrowed = ir::parse_module(kModule);
+  EXPECT_TRUE(make_narrow_64bit_types()->run(*narrowed));
+  ir::verify_module(*narrowed, "narrowed");
+  for (const auto& computation : narrowed->computations())
+    for (const auto& i : computation->instructions())
+      for (const ir::Shape& s : i->shape().is_tuple() ? i->shape().elements() : std::vector<ir::Shape>{i->shape()})
+        EXPECT_TRUE(s.type() != ir::PrimitiveType::kS64 && s.type() != ir::PrimitiveType::kF64) << i->name();
+
+  ir::Literal x(ir::Shape(ir::PrimitiveType::kS64, {6}));
+  ir::Literal y(ir::Shape(ir::PrimitiveType::kF64, {6}));
+  for (int64_t k = 0; k < 6; ++k) {
+    x.set_from_int64(k, 1000 * k - 2500);
+    y.set_from_double(k, 0.25 * static_cast<double>(k) - 0.5);  // exact in f32
+  }
+  ir::Literal want = ir::evaluate(*original, std::vector<ir::Literal>{x, y});
+  ir::Literal got = ir::evaluate(*narrowed, std::vector<ir::Literal>{narrow_literal(x), narrow_literal(y)});
+  ASSERT_EQ(got.elements().size(), 3u);
+  EXPECT_EQ(got.elements()[0].type(), ir::PrimitiveType::kS32);
+  EXPECT_EQ(got.elements()[1].type(), ir::PrimitiveType::kF32);
+  for (size_t e = 0; e < 3; ++e) {
+    const ir::Literal back = convert_literal(got.elements()[e], want.elements()[e].type());
+    EXPECT_TRUE(back == want.elements()[e]) << "element " << e << ": " << back.to_string() << " vs "
+                                            << want.elements()[e].to_string();
+  }
+}
+
+TEST(Narrow64Bit, ConstantsOutsideTheRangeWrap) {
+  auto module = ir::parse_module(R"(HloModule c
+ENTRY main {
+  ROOT k = s64[2] constant({4294967301, -1})
+}
+)");
+  make_narrow_64bit_types()->run(*module);
+  ir::Literal got = ir::evaluate(*module, {});
+  EXPECT_EQ(got.type(), ir::PrimitiveType::kS32);
+  EXPECT_EQ(got.get_as_int64(0), 5);  // 2^32 + 5 wraps to 5
+  EXPECT_EQ(got.get_as_int64(1), -1);
+}
+
+TEST(Narrow64Bit, WidthDependentOpsAreAnError) {
+  auto module = ir::parse_module(R"(HloModule b
+ENTRY main {
+  x = f64[2] parameter(0)
+  ROOT b = s64[2] bitcast-convert(x)
+}
+)");
+  try {
+    make_narrow_64bit_types()->run(*module);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "not supported with 64-bit types narrowed to 32 bits: bitcast-convert (line 4)");
+  }
+}
+
+TEST(Narrow64Bit, LeavesNarrowModulesAlone) {
+  auto module = ir::parse_module(R"(HloModule n
+ENTRY main {
+  x = f32[2] parameter(0)
+  ROOT y = f32[2] negate(x)
+}
+)");
+  EXPECT_FALSE(make_narrow_64bit_types()->run(*module));
+}
+
+}  // namespace
+}  // namespace podsim::passes
