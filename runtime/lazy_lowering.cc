@@ -237,6 +237,11 @@ class Lowering {
         result->attrs().tuple_index = 1;
         break;
       }
+      case ir::Opcode::kConvolution:
+      case ir::Opcode::kReduceWindow:
+      case ir::Opcode::kSelectAndScatter:
+        result = lower_windowed(node, std::move(operands));
+        break;
       case ir::Opcode::kGetTupleElement: {
         ir::Instruction* tuple = tuples_[static_cast<size_t>(node.operands[0]->index)];
         result = add(entry_, ir::Opcode::kGetTupleElement, node_shape(node), {tuple});
@@ -251,6 +256,78 @@ class Lowering {
     }
     set_metadata(*result, node);
     return result;
+  }
+
+  // The nn ops' window attributes (runtime/ops_nn.cc): convolution [#spatial, input,
+  // kernel and output dim labels (batch/feature or in/out feature, then spatial), then
+  // per spatial dim size stride pad_low pad_high lhs_dilation rhs_dilation];
+  // reduce-window [ReduceKind, then those six per dim]; select-and-scatter [size stride
+  // pad_low pad_high per dim], selecting the first maximum and adding (max-pool backward).
+  ir::Instruction* lower_windowed(const Node& node, std::vector<ir::Instruction*> operands) {
+    const std::vector<int64_t> a = node.attrs.vec();
+    ir::Window window;
+    auto read_window = [&](size_t at, size_t count, size_t fields) {
+      for (size_t i = 0; i < count; ++i, at += fields) {
+        ir::WindowDim w;
+        w.size = a.at(at);
+        w.stride = a.at(at + 1);
+        w.pad_low = a.at(at + 2);
+        w.pad_high = a.at(at + 3);
+        if (fields == 6) {
+          w.lhs_dilation = a.at(at + 4);
+          w.rhs_dilation = a.at(at + 5);
+        }
+        window.dims.push_back(w);
+      }
+    };
+    ir::PrimitiveType type = node.type;
+    if (node.op == ir::Opcode::kConvolution) {
+      auto spatial = static_cast<size_t>(a.at(0));
+      size_t per = 2 + spatial;
+      auto labels = [&](size_t which) {
+        return std::vector<int64_t>(a.begin() + static_cast<std::ptrdiff_t>(1 + which * per),
+                                    a.begin() + static_cast<std::ptrdiff_t>(1 + (which + 1) * per));
+      };
+      std::vector<int64_t> in = labels(0), kernel = labels(1), out = labels(2);
+      read_window(1 + 3 * per, spatial, 6);
+      ir::Instruction* conv = add(entry_, ir::Opcode::kConvolution, node_shape(node), operands);
+      ir::ConvDimNumbers& cd = conv->attrs().conv_dims;
+      cd.input_batch = in[0];
+      cd.input_feature = in[1];
+      cd.input_spatial.assign(in.begin() + 2, in.end());
+      cd.kernel_input_feature = kernel[0];
+      cd.kernel_output_feature = kernel[1];
+      cd.kernel_spatial.assign(kernel.begin() + 2, kernel.end());
+      cd.output_batch = out[0];
+      cd.output_feature = out[1];
+      cd.output_spatial.assign(out.begin() + 2, out.end());
+      conv->attrs().window = std::move(window);
+      return conv;
+    }
+    if (node.op == ir::Opcode::kReduceWindow) {
+      auto kind = static_cast<ReduceKind>(a.at(0));
+      read_window(1, operands.at(0)->shape().rank(), 6);
+      ir::Instruction* init = add_constant(entry_, reduce_init(kind, type));
+      ir::Instruction* r = add(entry_, ir::Opcode::kReduceWindow, node_shape(node),
+                               {operands.at(0), init});
+      r->attrs().window = std::move(window);
+      r->add_called(scalar_reducer(kind, type));
+      return r;
+    }
+    read_window(0, operands.at(0)->shape().rank(), 4);
+    auto select = std::make_unique<ir::Computation>(
+        module_->unique_computation_name(fmt::format("select_ge_{}", ir::type_name(type))));
+    ir::Computation* c = module_->add_computation(std::move(select));
+    ir::Shape scalar = ir::Shape::scalar(type);
+    c->set_root(compare(c, parameter(c, 0, scalar), parameter(c, 1, scalar),
+                        ir::ComparisonDirection::kGe));
+    ir::Instruction* zero = add_constant(entry_, ir::Literal(scalar));
+    ir::Instruction* r = add(entry_, ir::Opcode::kSelectAndScatter, node_shape(node),
+                             {operands.at(0), operands.at(1), zero});
+    r->attrs().window = std::move(window);
+    r->add_called(c);
+    r->add_called(scalar_reducer(ReduceKind::kSum, type));
+    return r;
   }
 
   // Rank-0 operands of an elementwise node are broadcast to its dims.
@@ -271,7 +348,12 @@ class Lowering {
     switch (node.op) {
       case ir::Opcode::kBroadcast:
       case ir::Opcode::kTranspose:
+      case ir::Opcode::kReverse:
         attrs.dimensions = a;
+        break;
+      case ir::Opcode::kPad:  // [low high interior] per dim
+        for (size_t i = 0; i + 2 < a.size(); i += 3)
+          attrs.padding.push_back({a[i], a[i + 1], a[i + 2]});
         break;
       case ir::Opcode::kConcatenate:
         attrs.dimensions = {a.at(0)};

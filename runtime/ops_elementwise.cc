@@ -5,6 +5,7 @@
 #include <cmath>
 #include <numbers>
 
+#include "runtime/autograd_internal.h"
 #include "runtime/tensor_impl.h"
 
 namespace podsim {
@@ -85,6 +86,28 @@ Tensor result(const NodePtr& node, const Prepared& p, const OpSite& site) {
   return lazy::make_result(node, p.device, site);
 }
 
+// ---- Derivatives -------------------------------------------------------------------
+using Grads = std::vector<Tensor>;
+
+void record_arithmetic(const char* name, Opcode op, const Arg& a, const Arg& b,
+                       const Tensor& out) {
+  if (!autograd::needs_grad({a.tensor, b.tensor})) return;
+  if (autograd::BackwardFn fn =
+          autograd::arithmetic_backward(op, {a.tensor, a.scalar}, {b.tensor, b.scalar}, out))
+    autograd::record(name, out, {a.tensor, b.tensor}, std::move(fn));
+}
+
+// For unary ops whose derivative is a function of the input (x) and the result (y).
+template <typename F>
+void record_unary(const char* name, const Tensor& x, const Tensor& out, bool save_input,
+                  bool save_result, F derivative) {
+  if (!autograd::needs_grad({&x})) return;
+  autograd::record(name, out, {&x},
+                   [x = save_input ? autograd::saved(x) : Tensor(),
+                    y = save_result ? autograd::saved(out) : Tensor(),
+                    derivative](const Tensor& g) { return Grads{derivative(g, x, y)}; });
+}
+
 Tensor arithmetic(const OpSite& site, Opcode op, Arg a, Arg b) {
   Prepared p =
       prepare(site, {a, b}, op == Opcode::kDivide ? Compute::kFloatPromoted : Compute::kPromoted);
@@ -100,7 +123,9 @@ Tensor arithmetic(const OpSite& site, Opcode op, Arg a, Arg b) {
     else if (op == Opcode::kPower)
       lazy::op_fail(site, "bool tensors are not supported");
   }
-  return result(lazy::elementwise(op, p.values[0], p.values[1], site), p, site);
+  Tensor out = result(lazy::elementwise(op, p.values[0], p.values[1], site), p, site);
+  record_arithmetic(site.op, op, a, b, out);
+  return out;
 }
 
 Tensor comparison(const OpSite& site, D direction, Arg a, Arg b) {
@@ -123,7 +148,43 @@ Unary unary_operand(const Tensor& x, const OpSite& site, bool to_float) {
 
 Tensor unary_float(const Tensor& x, Opcode op, const OpSite& site) {
   Unary u = unary_operand(x, site, true);
-  return lazy::make_result(lazy::elementwise(op, u.value, site), u.impl->device, site);
+  Tensor out = lazy::make_result(lazy::elementwise(op, u.value, site), u.impl->device, site);
+  switch (op) {
+    case Opcode::kExp:
+      record_unary(site.op, x, out, false, true,
+                   [](const Tensor& g, const Tensor&, const Tensor& y) { return mul(g, y); });
+      break;
+    case Opcode::kLog:
+      record_unary(site.op, x, out, true, false,
+                   [](const Tensor& g, const Tensor& x, const Tensor&) { return div(g, x); });
+      break;
+    case Opcode::kSqrt:
+      record_unary(
+          site.op, x, out, false, true,
+          [](const Tensor& g, const Tensor&, const Tensor& y) { return div(g, mul(y, 2)); });
+      break;
+    case Opcode::kRsqrt:  // d/dx x^-1/2 = -y^3 / 2
+      record_unary(site.op, x, out, false, true,
+                   [](const Tensor& g, const Tensor&, const Tensor& y) {
+                     return mul(g, mul(mul(mul(y, y), y), -0.5));
+                   });
+      break;
+    case Opcode::kTanh:
+      record_unary(site.op, x, out, false, true,
+                   [](const Tensor& g, const Tensor&, const Tensor& y) {
+                     return mul(g, sub(1, mul(y, y)));
+                   });
+      break;
+    case Opcode::kLogistic:
+      record_unary(site.op, x, out, false, true,
+                   [](const Tensor& g, const Tensor&, const Tensor& y) {
+                     return mul(mul(g, sub(1, y)), y);
+                   });
+      break;
+    default:
+      break;
+  }
+  return out;
 }
 
 void reject_bool(const TensorImpl& impl, const OpSite& site) {
@@ -162,6 +223,52 @@ NodePtr half_erfc(const NodePtr& z, const OpSite& site) {
       lazy::elementwise(Opcode::kExp, lazy::elementwise(Opcode::kSubtract, poly, z2, site), site);
   return lazy::elementwise(Opcode::kMultiply, c(0.5),
                            lazy::elementwise(Opcode::kMultiply, t, e, site), site);
+}
+
+// Phi(x) = 0.5 erfc(-x / sqrt 2), computed from the tail 0.5 erfc(|x| / sqrt 2) so that
+// large negative x keeps its relative accuracy.
+NodePtr normal_cdf(const NodePtr& v, const OpSite& site) {
+  NodePtr z = lazy::elementwise(Opcode::kMultiply, lazy::elementwise(Opcode::kAbs, v, site),
+                                constant_like(std::numbers::sqrt2 / 2, v, site), site);
+  NodePtr tail = half_erfc(z, site);
+  NodePtr positive = lazy::compare_nodes(D::kGe, v, constant_like(0.0, v, site), site);
+  return lazy::select_nodes(
+      positive,
+      lazy::elementwise(Opcode::kSubtract, constant_like(1.0, v, site), tail, site), tail, site);
+}
+
+// torch's gelu_backward, in f32 for 16-bit floats.
+Tensor gelu_backward(const Tensor& g, const Tensor& x, GeluApproximate approximate) {
+  OpSite site{"gelu_backward", Loc::current()};
+  const TensorImpl& impl = lazy::checked(x, site);
+  NodePtr v = widen_half(lazy::value_of(impl, site), site);
+  auto c = [&](double value) { return constant_like(value, v, site); };
+  auto mul = [&](const NodePtr& a, const NodePtr& b) {
+    return lazy::elementwise(Opcode::kMultiply, a, b, site);
+  };
+  auto add = [&](const NodePtr& a, const NodePtr& b) {
+    return lazy::elementwise(Opcode::kAdd, a, b, site);
+  };
+  NodePtr square = mul(v, v);
+  NodePtr derivative;
+  if (approximate == GeluApproximate::kTanh) {
+    constexpr double kKappa = 0.044715;
+    const double beta = std::sqrt(2.0 / std::numbers::pi);
+    NodePtr t = lazy::elementwise(
+        Opcode::kTanh, mul(c(beta), add(v, mul(c(kKappa), mul(square, v)))), site);
+    NodePtr left = mul(c(0.5), add(c(1.0), t));
+    NodePtr sech2 = lazy::elementwise(Opcode::kSubtract, c(1.0), mul(t, t), site);
+    NodePtr right =
+        mul(mul(mul(c(0.5), v), sech2), mul(c(beta), add(c(1.0), mul(c(3 * kKappa), square))));
+    derivative = add(left, right);
+  } else {
+    // Phi(x) + x phi(x)
+    NodePtr pdf = mul(c(0.5 * std::numbers::inv_sqrtpi * std::numbers::sqrt2),
+                      lazy::elementwise(Opcode::kExp, mul(c(-0.5), square), site));
+    derivative = add(normal_cdf(v, site), mul(v, pdf));
+  }
+  NodePtr gv = lazy::convert(lazy::value_of(g, site), v->type, site);
+  return lazy::make_result(lazy::convert(mul(gv, derivative), impl.type, site), impl.device, site);
 }
 
 }  // namespace
@@ -221,7 +328,15 @@ Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> m
   NodePtr v = p.values[0];
   if (min) v = lazy::elementwise(Opcode::kMaximum, v, p.values[1], site);
   if (max) v = lazy::elementwise(Opcode::kMinimum, v, p.values[2], site);
-  return result(v, p, site);
+  Tensor out = result(v, p, site);
+  // torch's clamp_backward: the gradient passes where min <= x <= max (not at NaN).
+  record_unary("clamp", x, out, true, false,
+               [min, max](const Tensor& g, const Tensor& x, const Tensor&) {
+                 Tensor pass = min ? ge(x, *min) : Tensor();
+                 if (max) pass = pass.defined() ? mul(pass, le(x, *max)) : le(x, *max);
+                 return where(pass, g, 0);
+               });
+  return out;
 }
 
 Tensor clamp(const Tensor& x, const Tensor& min, const Tensor& max, Loc loc) {
@@ -229,7 +344,18 @@ Tensor clamp(const Tensor& x, const Tensor& min, const Tensor& max, Loc loc) {
   Prepared p = prepare(site, {x, min, max});
   reject_bool(*x.impl(), site);
   NodePtr v = lazy::elementwise(Opcode::kMaximum, p.values[0], p.values[1], site);
-  return result(lazy::elementwise(Opcode::kMinimum, v, p.values[2], site), p, site);
+  Tensor out = result(lazy::elementwise(Opcode::kMinimum, v, p.values[2], site), p, site);
+  if (autograd::needs_grad({&x, &min, &max}))
+    // torch's clamp_backward_min_max: max wins where min > max.
+    autograd::record("clamp", out, {&x, &min, &max},
+                     [sx = autograd::saved(x), smin = autograd::saved(min),
+                      smax = autograd::saved(max)](const Tensor& g) {
+                       Tensor inside = mul(ge(sx, smin), le(sx, smax));
+                       Tensor below = mul(lt(sx, smin), lt(smin, smax));
+                       Tensor above = add(gt(sx, smax), lt(smax, smin));
+                       return Grads{where(inside, g, 0), where(below, g, 0), where(above, g, 0)};
+                     });
+  return out;
 }
 
 // ---- Unary -------------------------------------------------------------------------
@@ -239,14 +365,24 @@ Tensor neg(const Tensor& x, Loc loc) {
   if (u.impl->type == DType::kPred)
     lazy::op_fail(site,
                   "negating a bool tensor is not supported; use logical ops to invert a mask");
-  return lazy::make_result(lazy::elementwise(Opcode::kNegate, u.value, site), u.impl->device, site);
+  Tensor out =
+      lazy::make_result(lazy::elementwise(Opcode::kNegate, u.value, site), u.impl->device, site);
+  record_unary("neg", x, out, false, false,
+               [](const Tensor& g, const Tensor&, const Tensor&) { return neg(g); });
+  return out;
 }
 
 Tensor abs(const Tensor& x, Loc loc) {
   OpSite site{"abs", loc};
   Unary u = unary_operand(x, site, false);
   reject_bool(*u.impl, site);
-  return lazy::make_result(lazy::elementwise(Opcode::kAbs, u.value, site), u.impl->device, site);
+  Tensor out =
+      lazy::make_result(lazy::elementwise(Opcode::kAbs, u.value, site), u.impl->device, site);
+  // g sgn(x), 0 at 0.
+  record_unary("abs", x, out, true, false, [](const Tensor& g, const Tensor& x, const Tensor&) {
+    return where(gt(x, 0), g, where(lt(x, 0), neg(g), 0));
+  });
+  return out;
 }
 
 Tensor exp(const Tensor& x, Loc loc) { return unary_float(x, Opcode::kExp, {"exp", loc}); }
@@ -263,7 +399,12 @@ Tensor relu(const Tensor& x, Loc loc) {
   Unary u = unary_operand(x, site, false);
   reject_bool(*u.impl, site);
   NodePtr v = lazy::elementwise(Opcode::kMaximum, u.value, constant_like(0, u.value, site), site);
-  return lazy::make_result(v, u.impl->device, site);
+  Tensor out = lazy::make_result(v, u.impl->device, site);
+  // torch's threshold_backward on the result.
+  record_unary("relu", x, out, false, true, [](const Tensor& g, const Tensor&, const Tensor& y) {
+    return where(gt(y, 0), g, 0);
+  });
+  return out;
 }
 
 Tensor gelu(const Tensor& x, GeluApproximate approximate, Loc loc) {
@@ -287,16 +428,14 @@ Tensor gelu(const Tensor& x, GeluApproximate approximate, Loc loc) {
                                          lazy::elementwise(Opcode::kTanh, inner, site), site);
     out = mul(mul(c(0.5), v), one_plus);
   } else {
-    // x Phi(x), Phi(x) = 0.5 erfc(-x / sqrt 2): computed from the tail 0.5 erfc(|x| / sqrt 2)
-    // so that large negative x keeps its relative accuracy.
-    NodePtr z = mul(lazy::elementwise(Opcode::kAbs, v, site), c(std::numbers::sqrt2 / 2));
-    NodePtr tail = half_erfc(z, site);
-    NodePtr positive = lazy::compare_nodes(D::kGe, v, c(0.0), site);
-    NodePtr phi = lazy::select_nodes(
-        positive, lazy::elementwise(Opcode::kSubtract, c(1.0), tail, site), tail, site);
-    out = mul(v, phi);
+    out = mul(v, normal_cdf(v, site));
   }
-  return lazy::make_result(lazy::convert(out, u.impl->type, site), u.impl->device, site);
+  Tensor y = lazy::make_result(lazy::convert(out, u.impl->type, site), u.impl->device, site);
+  record_unary("gelu", x, y, true, false,
+               [approximate](const Tensor& g, const Tensor& x, const Tensor&) {
+                 return gelu_backward(g, x, approximate);
+               });
+  return y;
 }
 
 // ---- Comparisons and where ---------------------------------------------------------
@@ -339,7 +478,13 @@ Tensor where_impl(const OpSite& site, const Tensor& condition, Arg a, Arg b) {
   NodePtr pred = stretch(lazy::value_of(c, site), dims, site);
   NodePtr va = stretch(p.values[0], dims, site);
   NodePtr vb = stretch(p.values[1], dims, site);
-  return result(lazy::select_nodes(pred, va, vb, site), p, site);
+  Tensor out = result(lazy::select_nodes(pred, va, vb, site), p, site);
+  if (autograd::needs_grad({a.tensor, b.tensor}))
+    autograd::record("where", out, {&condition, a.tensor, b.tensor},
+                     [c = autograd::saved(condition)](const Tensor& g) {
+                       return Grads{Tensor(), where(c, g, 0), where(c, 0, g)};
+                     });
+  return out;
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // matmul with torch.matmul's rules, lowered to one dot (batch dimensions broadcast
 // first when both operands have them).
+#include "runtime/autograd_internal.h"
 #include "runtime/tensor_impl.h"
 
 namespace podsim {
@@ -21,9 +22,23 @@ NodePtr dot(const OpSite& site, const NodePtr& a, const NodePtr& b, Dims out, in
   return lazy::make_node(site, ir::Opcode::kDot, a->type, std::move(out), operands, attrs.span());
 }
 
+Tensor matmul_forward(const Tensor& a, const Tensor& b, Loc loc);
+
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b, Loc loc) {
+  Tensor out = matmul_forward(a, b, loc);
+  if (autograd::needs_grad({&a, &b}))
+    autograd::record("matmul", out, {&a, &b},
+                     [sa = autograd::saved(a), sb = autograd::saved(b)](const Tensor& g) {
+                       return autograd::matmul_backward(g, sa, sb);
+                     });
+  return out;
+}
+
+namespace {
+
+Tensor matmul_forward(const Tensor& a, const Tensor& b, Loc loc) {
   OpSite site{"matmul", loc};
   runtime::Device* device = lazy::common_device(site, {&a, &b});
   const TensorImpl& x = *a.impl();
@@ -76,6 +91,8 @@ Tensor matmul(const Tensor& a, const Tensor& b, Loc loc) {
   auto nb = static_cast<int64_t>(batch.size());
   return lazy::make_result(dot(site, va, vb, std::move(out), nb, nb + 1, nb), device, site);
 }
+
+}  // namespace
 
 Tensor Tensor::matmul(const Tensor& other, Loc loc) const {
   return podsim::matmul(*this, other, loc);

@@ -2,6 +2,7 @@
 // written in the numerically stable form: the maximum is subtracted before exp.
 #include <algorithm>
 
+#include "runtime/autograd_internal.h"
 #include "runtime/tensor_impl.h"
 
 namespace podsim {
@@ -13,6 +14,7 @@ using lazy::NodePtr;
 using lazy::OpSite;
 using lazy::ReduceKind;
 using lazy::TensorImpl;
+using Grads = std::vector<Tensor>;
 
 // Non-negative, sorted, unique dims to reduce; empty means all. A 0-dim tensor accepts
 // dim 0 / -1 and reduces over nothing.
@@ -116,7 +118,21 @@ Tensor min_max(const OpSite& site, ReduceKind kind, const Tensor& x,
   Dims rdims = reduce_dims(site, impl, dims);
   reject_empty(site, impl, rdims);
   NodePtr r = lazy::reduce_node(kind, lazy::value_of(impl, site), rdims, site);
-  return lazy::make_result(keep(r, keepdim, impl.dims, rdims, site), impl.device, site);
+  Tensor out = lazy::make_result(keep(r, keepdim, impl.dims, rdims, site), impl.device, site);
+  if (autograd::needs_grad({&x}))
+    // amax/amin: the gradient is shared evenly by the elements equal to the extreme.
+    autograd::record(site.op, out, {&x},
+                     [sx = autograd::saved(x), so = autograd::saved(out), rdims = rdims.vec(),
+                      keepdim](const Tensor& g) {
+                       std::vector<int64_t> shape = sx.shape();
+                       Tensor extreme = autograd::expand_reduced(so, shape, rdims, keepdim);
+                       Tensor mask = eq(sx, extreme).to(g.dtype());
+                       Tensor count = sum(mask, rdims, true);
+                       return Grads{
+                           div(mul(autograd::expand_reduced(g, shape, rdims, keepdim), mask),
+                               count)};
+                     });
+  return out;
 }
 
 Tensor arg_extreme(const OpSite& site, ReduceKind kind, const Tensor& x, std::optional<int64_t> dim,
@@ -144,6 +160,11 @@ Tensor arg_extreme(const OpSite& site, ReduceKind kind, const Tensor& x, std::op
   return lazy::make_result(r, impl.device, site);
 }
 
+// 16-bit floats differentiate the softmax family in f32, as they compute it.
+Tensor widened(const Tensor& t) {
+  return is_half(t.dtype()) ? t.to(DType::kF32) : t;
+}
+
 }  // namespace
 
 Tensor sum(const Tensor& x, std::vector<int64_t> dims, bool keepdim, Loc loc) {
@@ -152,7 +173,13 @@ Tensor sum(const Tensor& x, std::vector<int64_t> dims, bool keepdim, Loc loc) {
   Dims rdims = reduce_dims(site, impl, dims);
   NodePtr s = sum_node(impl, rdims, site);
   if (is_half(impl.type)) s = lazy::convert(s, impl.type, site);
-  return lazy::make_result(keep(s, keepdim, impl.dims, rdims, site), impl.device, site);
+  Tensor out = lazy::make_result(keep(s, keepdim, impl.dims, rdims, site), impl.device, site);
+  if (autograd::needs_grad({&x}))
+    autograd::record("sum", out, {&x},
+                     [shape = impl.dims.vec(), rdims = rdims.vec(), keepdim](const Tensor& g) {
+                       return Grads{autograd::expand_reduced(g, shape, rdims, keepdim)};
+                     });
+  return out;
 }
 
 Tensor mean(const Tensor& x, std::vector<int64_t> dims, bool keepdim, Loc loc) {
@@ -167,7 +194,15 @@ Tensor mean(const Tensor& x, std::vector<int64_t> dims, bool keepdim, Loc loc) {
   NodePtr m = lazy::elementwise(
       Opcode::kDivide, s, lazy::constant_operand(static_cast<double>(count), s->type, site), site);
   m = lazy::convert(m, impl.type, site);
-  return lazy::make_result(keep(m, keepdim, impl.dims, rdims, site), impl.device, site);
+  Tensor out = lazy::make_result(keep(m, keepdim, impl.dims, rdims, site), impl.device, site);
+  if (autograd::needs_grad({&x}))
+    autograd::record(
+        "mean", out, {&x},
+        [shape = impl.dims.vec(), rdims = rdims.vec(), keepdim, count](const Tensor& g) {
+          return Grads{
+              div(autograd::expand_reduced(g, shape, rdims, keepdim), static_cast<double>(count))};
+        });
+  return out;
 }
 
 Tensor max(const Tensor& x, std::vector<int64_t> dims, bool keepdim, Loc loc) {
@@ -200,8 +235,18 @@ Tensor logsumexp(const Tensor& x, std::vector<int64_t> dims, bool keepdim, Loc l
   NodePtr r =
       lazy::elementwise(Opcode::kAdd, lazy::elementwise(Opcode::kLog, s, site), shift, site);
   DType out_type = ir::is_float(impl.type) ? impl.type : lazy::default_float();
-  return lazy::make_result(keep(lazy::convert(r, out_type, site), keepdim, impl.dims, rdims, site),
-                           impl.device, site);
+  Tensor out = lazy::make_result(
+      keep(lazy::convert(r, out_type, site), keepdim, impl.dims, rdims, site), impl.device, site);
+  if (autograd::needs_grad({&x}))
+    autograd::record("logsumexp", out, {&x},
+                     [sx = autograd::saved(x), so = autograd::saved(out), rdims = rdims.vec(),
+                      keepdim](const Tensor& g) {
+                       std::vector<int64_t> shape = sx.shape();
+                       Tensor r = autograd::expand_reduced(so, shape, rdims, keepdim);
+                       return Grads{mul(autograd::expand_reduced(g, shape, rdims, keepdim),
+                                        exp(sub(sx, r)))};
+                     });
+  return out;
 }
 
 Tensor softmax(const Tensor& x, int64_t dim, Loc loc) {
@@ -214,7 +259,18 @@ Tensor softmax(const Tensor& x, int64_t dim, Loc loc) {
       lazy::elementwise(Opcode::kSubtract, a.value, max_broadcast(a.value, a.dim, site), site),
       site);
   NodePtr out = lazy::elementwise(Opcode::kDivide, e, sum_broadcast(e, a.dim, site), site);
-  return finish(out, impl, a.original, site);
+  Tensor y = finish(out, impl, a.original, site);
+  if (autograd::needs_grad({&x}))
+    // y (g - sum(g y)) along dim.
+    autograd::record("softmax", y, {&x},
+                     [sy = autograd::saved(y), dims = impl.dims.empty() ? std::vector<int64_t>{}
+                                                                        : std::vector{a.dim}](
+                         const Tensor& g) {
+                       Tensor y32 = widened(sy), g32 = widened(g);
+                       Tensor gy = mul(g32, y32);
+                       return Grads{mul(y32, sub(g32, sum(gy, dims, true)))};
+                     });
+  return y;
 }
 
 Tensor log_softmax(const Tensor& x, int64_t dim, Loc loc) {
@@ -226,8 +282,18 @@ Tensor log_softmax(const Tensor& x, int64_t dim, Loc loc) {
       lazy::elementwise(Opcode::kSubtract, a.value, max_broadcast(a.value, a.dim, site), site);
   NodePtr e = lazy::elementwise(Opcode::kExp, shifted, site);
   NodePtr log_sum = lazy::elementwise(Opcode::kLog, sum_broadcast(e, a.dim, site), site);
-  return finish(lazy::elementwise(Opcode::kSubtract, shifted, log_sum, site), impl, a.original,
-                site);
+  Tensor y = finish(lazy::elementwise(Opcode::kSubtract, shifted, log_sum, site), impl,
+                    a.original, site);
+  if (autograd::needs_grad({&x}))
+    // g - exp(y) sum(g) along dim.
+    autograd::record("log_softmax", y, {&x},
+                     [sy = autograd::saved(y), dims = impl.dims.empty() ? std::vector<int64_t>{}
+                                                                        : std::vector{a.dim}](
+                         const Tensor& g) {
+                       Tensor g32 = widened(g);
+                       return Grads{sub(g32, mul(exp(widened(sy)), sum(g32, dims, true)))};
+                     });
+  return y;
 }
 
 Tensor Tensor::sum(std::vector<int64_t> dims, bool keepdim, Loc loc) const {

@@ -2,6 +2,7 @@
 // flatten, cat/stack, slice/narrow, index_select, gather.
 #include <algorithm>
 
+#include "runtime/autograd_internal.h"
 #include "runtime/tensor_impl.h"
 
 namespace podsim {
@@ -111,12 +112,55 @@ void require_index_type(const OpSite& site, const TensorImpl& index) {
                   lazy::impl_shape_string(index));
 }
 
+using Grads = std::vector<Tensor>;
+
+// Ops that keep every element in order (reshape, squeeze, ...): the gradient takes the
+// input's shape back.
+Tensor record_reshape(const char* name, const Tensor& x, Tensor out) {
+  if (autograd::needs_grad({&x}))
+    autograd::record(name, out, {&x},
+                     [shape = x.shape()](const Tensor& g) { return Grads{g.reshape(shape)}; });
+  return out;
+}
+
+Tensor record_permute(const Tensor& x, const Dims& perm, Tensor out) {
+  if (autograd::needs_grad({&x})) {
+    std::vector<int64_t> inverse(perm.size());
+    for (size_t i = 0; i < perm.size(); ++i)
+      inverse[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
+    autograd::record("permute", out, {&x},
+                     [inverse](const Tensor& g) { return Grads{g.permute(inverse)}; });
+  }
+  return out;
+}
+
+// cat / stack: each input's part of the gradient along dim.
+Tensor record_concatenate(const char* name, const std::vector<Tensor>& tensors, int64_t dim,
+                          bool stacked, Tensor out) {
+  if (!autograd::needs_grad(std::span<const Tensor>(tensors))) return out;
+  std::vector<int64_t> sizes;
+  for (const Tensor& t : tensors)
+    sizes.push_back(stacked ? 1 : t.impl()->dims[static_cast<size_t>(dim)]);
+  autograd::record(name, out, std::span<const Tensor>(tensors),
+                   [sizes, dim, stacked](const Tensor& g) {
+                     Grads grads;
+                     int64_t at = 0;
+                     for (int64_t size : sizes) {
+                       Tensor part = g.slice(dim, at, at + size);
+                       grads.push_back(stacked ? part.squeeze(dim) : part);
+                       at += size;
+                     }
+                     return grads;
+                   });
+  return out;
+}
+
 }  // namespace
 
 Tensor reshape(const Tensor& x, std::vector<int64_t> shape, Loc loc) {
   OpSite site{"reshape", loc};
   const TensorImpl& impl = lazy::checked(x, site);
-  return reshaped(impl, infer_shape(site, impl, shape), site);
+  return record_reshape("reshape", x, reshaped(impl, infer_shape(site, impl, shape), site));
 }
 
 Tensor permute(const Tensor& x, std::vector<int64_t> dims, Loc loc) {
@@ -134,7 +178,7 @@ Tensor permute(const Tensor& x, std::vector<int64_t> dims, Loc loc) {
     seen[static_cast<size_t>(w)] = true;
     perm.push_back(w);
   }
-  return permuted(impl, perm, site);
+  return record_permute(x, perm, permuted(impl, perm, site));
 }
 
 Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1, Loc loc) {
@@ -143,13 +187,13 @@ Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1, Loc loc) {
   if (impl.dims.empty()) {
     lazy::wrap_dim(dim0, 0, site);
     lazy::wrap_dim(dim1, 0, site);
-    return lazy::share_value(impl);
+    return record_reshape("transpose", x, lazy::share_value(impl));
   }
   Dims perm;
   for (int64_t i = 0; i < rank_of(impl); ++i) perm.push_back(i);
   std::swap(perm[static_cast<size_t>(lazy::wrap_dim(dim0, rank_of(impl), site))],
             perm[static_cast<size_t>(lazy::wrap_dim(dim1, rank_of(impl), site))]);
-  return permuted(impl, perm, site);
+  return record_permute(x, perm, permuted(impl, perm, site));
 }
 
 Tensor expand(const Tensor& x, std::vector<int64_t> sizes, Loc loc) {
@@ -181,9 +225,15 @@ Tensor expand(const Tensor& x, std::vector<int64_t> sizes, Loc loc) {
     if (s < 0) lazy::op_fail(site, "invalid size {} in {}", s, dims_string(sizes));
     out.push_back(s);
   }
-  if (out == impl.dims) return lazy::share_value(impl);
-  return lazy::make_result(lazy::broadcast_to(lazy::value_of(impl, site), out, site), impl.device,
-                           site);
+  Tensor result = out == impl.dims
+                      ? lazy::share_value(impl)
+                      : lazy::make_result(lazy::broadcast_to(lazy::value_of(impl, site), out, site),
+                                          impl.device, site);
+  if (autograd::needs_grad({&x}))
+    autograd::record("expand", result, {&x}, [shape = impl.dims.vec()](const Tensor& g) {
+      return Grads{autograd::sum_to(g, shape)};
+    });
+  return result;
 }
 
 Tensor squeeze(const Tensor& x, std::optional<int64_t> dim, Loc loc) {
@@ -198,7 +248,7 @@ Tensor squeeze(const Tensor& x, std::optional<int64_t> dim, Loc loc) {
     for (int64_t s : impl.dims)
       if (s != 1) out.push_back(s);
   }
-  return reshaped(impl, out, site);
+  return record_reshape("squeeze", x, reshaped(impl, out, site));
 }
 
 Tensor unsqueeze(const Tensor& x, int64_t dim, Loc loc) {
@@ -207,7 +257,7 @@ Tensor unsqueeze(const Tensor& x, int64_t dim, Loc loc) {
   int64_t d = lazy::wrap_dim(dim, rank_of(impl) + 1, site);
   Dims out = impl.dims;
   out.insert(static_cast<size_t>(d), 1);
-  return reshaped(impl, out, site);
+  return record_reshape("unsqueeze", x, reshaped(impl, out, site));
 }
 
 Tensor flatten(const Tensor& x, int64_t start_dim, int64_t end_dim, Loc loc) {
@@ -216,7 +266,7 @@ Tensor flatten(const Tensor& x, int64_t start_dim, int64_t end_dim, Loc loc) {
   if (impl.dims.empty()) {
     lazy::wrap_dim(start_dim, 0, site);
     lazy::wrap_dim(end_dim, 0, site);
-    return reshaped(impl, Dims{1}, site);
+    return record_reshape("flatten", x, reshaped(impl, Dims{1}, site));
   }
   int64_t s = lazy::wrap_dim(start_dim, rank_of(impl), site);
   int64_t e = lazy::wrap_dim(end_dim, rank_of(impl), site);
@@ -232,7 +282,7 @@ Tensor flatten(const Tensor& x, int64_t start_dim, int64_t end_dim, Loc loc) {
       if (i == e) out.push_back(merged);
     }
   }
-  return reshaped(impl, out, site);
+  return record_reshape("flatten", x, reshaped(impl, out, site));
 }
 
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim, Loc loc) {
@@ -253,7 +303,8 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim, Loc loc) {
                     k, lazy::impl_shape_string(impl), lazy::impl_shape_string(first), d);
     values.push_back(lazy::convert(lazy::value_of(impl, site), list.type, site));
   }
-  return concatenate(site, list, std::move(values), d);
+  return record_concatenate("cat", tensors, d, false,
+                            concatenate(site, list, std::move(values), d));
 }
 
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim, Loc loc) {
@@ -272,7 +323,8 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim, Loc loc) {
     values.push_back(lazy::reshape_node(lazy::convert(lazy::value_of(impl, site), list.type, site),
                                         unsqueezed, site));
   }
-  return concatenate(site, list, std::move(values), d);
+  return record_concatenate("stack", tensors, d, true,
+                            concatenate(site, list, std::move(values), d));
 }
 
 Tensor slice(const Tensor& x, int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end,
@@ -290,7 +342,8 @@ Tensor slice(const Tensor& x, int64_t dim, std::optional<int64_t> start, std::op
   };
   int64_t s = clamp_position(start.value_or(0));
   int64_t e = std::max(s, clamp_position(end.value_or(size)));
-  if (s == 0 && e == size && step == 1) return lazy::share_value(impl);
+  if (s == 0 && e == size && step == 1)
+    return record_reshape("slice", x, lazy::share_value(impl));
   Dims out = impl.dims;
   out[static_cast<size_t>(d)] = (e - s + step - 1) / step;
   lazy::SmallVec<int64_t, 4> attrs;
@@ -302,7 +355,12 @@ Tensor slice(const Tensor& x, int64_t dim, std::optional<int64_t> start, std::op
   }
   NodePtr v = lazy::unary_node(site, Opcode::kSlice, impl.type, out, lazy::value_of(impl, site),
                                attrs.span());
-  return lazy::make_result(v, impl.device, site);
+  Tensor result = lazy::make_result(v, impl.device, site);
+  if (autograd::needs_grad({&x}))
+    autograd::record("slice", result, {&x}, [shape = impl.dims.vec(), d, s, step](const Tensor& g) {
+      return Grads{autograd::slice_backward(g, shape, d, s, step)};
+    });
+  return result;
 }
 
 Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length, Loc loc) {
@@ -350,8 +408,14 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index, Loc loc) 
     attrs.push_back(i == d ? 1 : impl.dims[static_cast<size_t>(i)]);
   NodePtr v = lazy::value_of(impl, site);
   lazy::Node* operands[] = {v.get(), indices.get()};
-  return lazy::make_result(
+  Tensor result = lazy::make_result(
       lazy::make_node(site, Opcode::kGather, impl.type, out, operands, attrs.span()), device, site);
+  if (autograd::needs_grad({&x}))
+    autograd::record("index_select", result, {&x, &index},
+                     [si = autograd::saved(index), d, shape = impl.dims.vec()](const Tensor& g) {
+                       return Grads{autograd::index_select_backward(g, si, d, shape), Tensor()};
+                     });
+  return result;
 }
 
 Tensor gather(const Tensor& x, int64_t dim, const Tensor& index, Loc loc) {
@@ -400,7 +464,13 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index, Loc loc) {
   lazy::Node* gather_operands[] = {input.get(), coordinates.get()};
   NodePtr g =
       lazy::make_node(site, Opcode::kGather, impl.type, idx_dims, gather_operands, attrs.span());
-  return lazy::make_result(lazy::reshape_node(g, idx.dims, site), device, site);
+  Tensor result = lazy::make_result(lazy::reshape_node(g, idx.dims, site), device, site);
+  if (autograd::needs_grad({&x}))
+    autograd::record("gather", result, {&x, &index},
+                     [si = autograd::saved(index), d, shape = impl.dims.vec()](const Tensor& g) {
+                       return Grads{autograd::gather_backward(g, si, d, shape), Tensor()};
+                     });
+  return result;
 }
 
 // ---- Methods -----------------------------------------------------------------------
@@ -421,7 +491,8 @@ Tensor Tensor::t(Loc loc) const {
   const TensorImpl& impl = lazy::checked(*this, site);
   if (impl.dims.size() > 2)
     lazy::op_fail(site, "expects a tensor of rank <= 2, got {}", lazy::impl_shape_string(impl));
-  return impl.dims.size() < 2 ? lazy::share_value(impl) : podsim::transpose(*this, 0, 1, loc);
+  return impl.dims.size() < 2 ? record_reshape("t", *this, lazy::share_value(impl))
+                              : podsim::transpose(*this, 0, 1, loc);
 }
 Tensor Tensor::expand(std::vector<int64_t> sizes, Loc loc) const {
   return podsim::expand(*this, std::move(sizes), loc);

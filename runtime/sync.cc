@@ -260,13 +260,14 @@ std::vector<std::vector<ImplPtr>> by_device(std::vector<ImplPtr> tensors) {
 }  // namespace
 }  // namespace lazy
 
-void mark_step(Loc loc) {
+void lazy::mark_step(SyncCause cause, std::source_location loc) {
   static runtime::Counter& steps = runtime::counter("MarkStep");
   steps.add();
-  for (const auto& group : lazy::by_device(lazy::pending_tensors()))
-    lazy::sync_tensors(group, lazy::SyncCause::kMarkStep, loc);
+  for (const auto& group : by_device(pending_tensors())) sync_tensors(group, cause, loc);
   debug::on_step_end();
 }
+
+void mark_step(Loc loc) { lazy::mark_step(lazy::SyncCause::kMarkStep, loc); }
 
 void sync(Loc loc) { mark_step(loc); }
 

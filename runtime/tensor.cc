@@ -6,6 +6,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "runtime/autograd_internal.h"
 #include "runtime/metrics.h"
 #include "runtime/tensor_impl.h"
 
@@ -312,8 +313,14 @@ Tensor Tensor::to(DType dtype, Loc loc) const {
   OpSite site{"to", loc};
   const TensorImpl& impl = checked(*this, site);
   if (impl.type == dtype) return *this;
-  return lazy::make_result(lazy::convert(lazy::value_of(impl, site), dtype, site), impl.device,
-                           site);
+  Tensor out = lazy::make_result(lazy::convert(lazy::value_of(impl, site), dtype, site),
+                                 impl.device, site);
+  // Differentiable between floating types (record() ignores integral results).
+  if (autograd::needs_grad({this}))
+    autograd::record("to", out, {this}, [from = impl.type](const Tensor& g) {
+      return std::vector<Tensor>{g.to(from)};
+    });
+  return out;
 }
 
 Tensor Tensor::cpu(Loc loc) const {
@@ -360,6 +367,7 @@ namespace {
 // The in-place form of an op: result replaces self's value.
 Tensor& assign_result(Tensor& self, const Tensor& result, const OpSite& site) {
   checked(self, site);
+  autograd::check_inplace(self, site);
   TensorImpl& target = *self.impl();
   const TensorImpl& source = checked(result, site);
   if (!(target.dims == source.dims))
@@ -369,12 +377,9 @@ Tensor& assign_result(Tensor& self, const Tensor& result, const OpSite& site) {
     lazy::op_fail(
         site, "the result type {} cannot be cast to the type of the tensor written in place, {}",
         ir::type_name(source.type), ir::type_name(target.type));
-  if (source.type == target.type) {
-    target.set_value_of(source);
-  } else {
-    Tensor converted = result.to(target.type, site.loc);
-    target.set_value_of(*converted.impl());
-  }
+  Tensor value = result.to(target.type, site.loc);
+  target.set_value_of(*value.impl());
+  autograd::take_history(target, value);
   return self;
 }
 
@@ -408,6 +413,7 @@ Tensor& Tensor::operator/=(ScalarAt other) {
 Tensor& Tensor::copy_(const Tensor& source, Loc loc) {
   OpSite site{"copy_", loc};
   checked(*this, site);
+  autograd::check_inplace(*this, site);
   TensorImpl& target = *impl_;
   const TensorImpl& src = checked(source, site);
   Tensor value = src.device == target.device ? source
@@ -415,7 +421,16 @@ Tensor& Tensor::copy_(const Tensor& source, Loc loc) {
                                              : source.to(*target.device, loc);
   value = value.to(target.type, loc);
   if (!(value.impl()->dims == target.dims)) value = podsim::expand(value, target.dims.vec(), loc);
+  if (autograd::needs_grad({this, &value})) {
+    // The old value gets no gradient; the source gets all of it.
+    Tensor copied = lazy::share_value(*value.impl());
+    autograd::record("copy_", copied, {this, &value}, [](const Tensor& g) {
+      return std::vector<Tensor>{Tensor(), g};
+    });
+    value = copied;
+  }
   target.set_value_of(*value.impl());
+  autograd::take_history(target, value);
   return *this;
 }
 

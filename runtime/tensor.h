@@ -190,6 +190,23 @@ class Tensor {
   Tensor& operator/=(ScalarAt other);
   Tensor& copy_(const Tensor& source, Loc loc = Loc::current());
 
+  // Autograd (torch semantics; runtime/autograd.h has the grad mode and autograd::grad).
+  // Only a floating tensor can require grad; requires_grad_ changes leaves only.
+  Tensor& requires_grad_(bool requires_grad = true, Loc loc = Loc::current());
+  bool requires_grad() const;
+  bool is_leaf() const;  // true for tensors not made by a recorded op
+  // The gradient accumulated by backward() (leaves only); undefined if none yet.
+  Tensor grad() const;
+  // An undefined g clears it (zero_grad with set_to_none); else g must match in shape,
+  // dtype and device.
+  void set_grad(const Tensor& g);
+  // Accumulates d(this)/d(leaf), weighted by gradient, into every leaf's grad(); the
+  // default gradient is ones for a 1-element tensor. Frees the graph it ran through.
+  void backward(const Tensor& gradient = Tensor(), Loc loc = Loc::current()) const;
+  // The same value with no grad history (a new tensor: later in-place changes to
+  // either are not seen by the other, as podsim tensors never alias storage).
+  Tensor detach() const;
+
   // Shape ops.
   Tensor reshape(std::vector<int64_t> shape, Loc loc = Loc::current()) const;
   Tensor view(std::vector<int64_t> shape, Loc loc = Loc::current()) const;

@@ -14,7 +14,19 @@
 #include "runtime/lazy_graph.h"
 #include "runtime/tensor.h"
 
+namespace podsim::autograd {
+struct Node;
+}
+
 namespace podsim::lazy {
+
+// Autograd state of a tensor (most tensors have none: TensorImpl::autograd is null).
+// Changed only by the thread that owns the tensor, like its value.
+struct AutogradMeta {
+  bool requires_grad = false;
+  std::shared_ptr<autograd::Node> grad_fn;  // null for leaves
+  Tensor grad;                              // leaves: the accumulated gradient
+};
 
 // Guards a tensor's value; held for a few instructions at a time. Waiters sleep
 // (atomic wait) and are only woken when there are any.
@@ -65,6 +77,9 @@ struct TensorImpl : std::enable_shared_from_this<TensorImpl> {
   void set_literal(std::shared_ptr<const ir::Literal> value);
   // Takes other's value (pending node, buffer or literal).
   void set_value_of(const TensorImpl& other);
+
+  // Autograd state (runtime/autograd.cc); null while the tensor has none.
+  std::unique_ptr<AutogradMeta> autograd;
 
   // Registry links (device tensors only), under the registry lock.
   TensorImpl* prev = nullptr;
@@ -149,6 +164,9 @@ std::string_view sync_cause_text(SyncCause cause);
 // Runs the pending IR of these tensors (one device, or all host), making them hold
 // data. Returns without waiting for a device.
 void sync_tensors(std::span<const ImplPtr> tensors, SyncCause cause, std::source_location loc);
+// mark_step() on behalf of a runtime part (the data loader), naming it as the cause in
+// the debug reports.
+void mark_step(SyncCause cause, std::source_location loc);
 // Forgets what the runtime keeps per device (device scalars, the last launches, the
 // random generator states), for when clients are destroyed (tests that reset backends).
 void drop_device_state();

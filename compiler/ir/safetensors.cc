@@ -5,8 +5,10 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -207,7 +209,9 @@ std::vector<std::byte> serialize_safetensors(const NamedLiterals& tensors) {
 
 void write_safetensors(const std::string& path, const NamedLiterals& tensors) {
   std::vector<std::byte> bytes = serialize_safetensors(tensors);
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  // Unique per process and call: concurrent writers of one path never share a file.
+  static std::atomic<uint64_t> serial{0};
+  std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(serial++);
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) fail("cannot create '{}': {}", tmp, std::strerror(errno));
   size_t written = 0;
@@ -231,6 +235,14 @@ void write_safetensors(const std::string& path, const NamedLiterals& tensors) {
     int err = errno;
     ::unlink(tmp.c_str());
     fail("cannot rename '{}' to '{}': {}", tmp, path, std::strerror(err));
+  }
+  // The rename is durable once the directory is: sync it too (best effort: the file is
+  // complete and in place either way).
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  int dir_fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd >= 0) {
+    ::fsync(dir_fd);
+    ::close(dir_fd);
   }
 }
 
