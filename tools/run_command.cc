@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <chrono>
 #include <cmath>
@@ -20,6 +22,9 @@
 #include "compiler/passes/pass.h"
 #include "compiler/tpu/tpu_compiler.h"
 #include "sim/functional/functional_model.h"
+#include "sim/timing/timed_chip.h"
+#include "traces/chrome_trace.h"
+#include "traces/summary.h"
 #include "topology/chip_config.h"
 #include "tools/commands.h"
 
@@ -35,6 +40,10 @@ struct RunOptions {
   int64_t replicas = 0;
   int64_t partitions = 0;
   std::string output;
+  // --backend sim
+  std::string profile;
+  std::string trace_instructions;
+  bool check_hazards = false;
 };
 
 // Random values that exercise an op without overflowing ordinary arithmetic: floats
@@ -128,28 +137,78 @@ std::vector<ir::Shape> flat_output_shapes(const ir::Shape& shape) {
   return out;
 }
 
-// Compiles for the TPU target and runs the executable on the functional chip model.
-std::vector<ir::Literal> run_sim_functional(ir::Module& module, const std::vector<ir::Literal>& args,
-                                            const std::string& chip_name) {
+// Compiles the module for the TPU target of the chip.
+isa::Executable compile_for_chip(ir::Module& module, const std::string& chip_name) {
   topology::ChipConfig chip = topology::chip_config(chip_name);
   passes::default_pipeline().run(module);
-  sim::FunctionalModel model(tpu::compile(module, chip));
-  for (size_t k = 0; k < args.size(); ++k) {
-    auto bytes = args[k].bytes();
-    model.set_parameter(static_cast<int>(k), {reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()});
+  return tpu::compile(module, chip);
+}
+
+std::vector<std::vector<uint8_t>> parameter_bytes(const std::vector<ir::Literal>& args) {
+  std::vector<std::vector<uint8_t>> out;
+  for (const ir::Literal& a : args) {
+    auto bytes = a.bytes();
+    const auto* data = reinterpret_cast<const uint8_t*>(bytes.data());
+    out.emplace_back(data, data + bytes.size());
   }
-  model.run_to_completion(int64_t{1} << 40);
+  return out;
+}
+
+// Output k of a simulated run (bytes as FunctionalModel::read_output) as literals of the
+// module's flattened root shapes.
+std::vector<ir::Literal> output_literals(const ir::Module& module, const std::vector<std::vector<uint8_t>>& outputs) {
   std::vector<ir::Literal> out;
   std::vector<ir::Shape> shapes = flat_output_shapes(module.entry()->root()->shape());
+  if (outputs.size() != shapes.size())
+    fail("the simulated run has {} outputs, the module {}", outputs.size(), shapes.size());
   for (size_t k = 0; k < shapes.size(); ++k) {
     ir::Literal l(shapes[k]);
-    std::vector<uint8_t> bytes = model.read_output(static_cast<int>(k));
+    const std::vector<uint8_t>& bytes = outputs[k];
     if (bytes.size() != l.bytes().size())
       fail("output {} of the simulated run has {} bytes, expected {}", k, bytes.size(), l.bytes().size());
-    std::memcpy(l.bytes().data(), bytes.data(), bytes.size());
+    if (!bytes.empty()) std::memcpy(l.bytes().data(), bytes.data(), bytes.size());
     out.push_back(std::move(l));
   }
   return out;
+}
+
+// Compiles for the TPU target and runs the executable on the functional chip model.
+std::vector<ir::Literal> run_sim_functional(ir::Module& module, const std::vector<ir::Literal>& args,
+                                            const std::string& chip_name) {
+  sim::FunctionalModel model(compile_for_chip(module, chip_name));
+  std::vector<std::vector<uint8_t>> params = parameter_bytes(args);
+  for (size_t k = 0; k < params.size(); ++k) model.set_parameter(static_cast<int>(k), params[k]);
+  model.run_to_completion(int64_t{1} << 40);
+  std::vector<std::vector<uint8_t>> outputs;
+  for (size_t k = 0; k < model.executable().outputs.size(); ++k) outputs.push_back(model.read_output(static_cast<int>(k)));
+  return output_literals(module, outputs);
+}
+
+// Compiles for the TPU target and runs it on the timed chip model; prints the summary and
+// writes the profile and instruction trace when asked.
+std::vector<ir::Literal> run_sim_timed(ir::Module& module, const std::vector<ir::Literal>& args,
+                                       const RunOptions& options, std::string& report) {
+  isa::Executable exe = compile_for_chip(module, options.chip);
+  sim::timing::TimingOptions timing;
+  timing.instruction_trace = !options.trace_instructions.empty();
+  timing.check_hazards = timing.hazards_are_errors = options.check_hazards;
+  sim::timing::TimedRunResult result = sim::timing::run_timed(exe, parameter_bytes(args), timing);
+  result.profile.program = module.name();
+  report = traces::format_summary(traces::summarize(result.profile));
+  if (!options.profile.empty()) {
+    traces::write_chrome_trace(result.profile, options.profile);
+    report += fmt::format("wrote the profile to {} (open it in Perfetto UI)\n", options.profile);
+  }
+  if (!options.trace_instructions.empty()) {
+    std::FILE* f = std::fopen(options.trace_instructions.c_str(), "wb");
+    if (!f) fail("cannot write the instruction trace to {}: {}", options.trace_instructions, std::strerror(errno));
+    std::string text = sim::timing::format_instruction_trace(result.trace, exe);
+    bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+    ok = std::fclose(f) == 0 && ok;
+    if (!ok) fail("writing the instruction trace to {} failed", options.trace_instructions);
+    report += fmt::format("wrote {} trace records to {}\n", result.trace.size(), options.trace_instructions);
+  }
+  return output_literals(module, result.outputs);
 }
 
 int run(const RunOptions& options) {
@@ -173,6 +232,7 @@ int run(const RunOptions& options) {
     fail("--backend {} runs one device; several replicas or partitions need --backend eval", options.backend);
   auto start = std::chrono::steady_clock::now();
   std::vector<ir::Literal> results;
+  std::string sim_report;
   if (options.backend == "eval") {
     results = ir::evaluate_spmd(*module, args, eval);
   } else {
@@ -181,6 +241,8 @@ int run(const RunOptions& options) {
       std::vector<const ir::Literal*> pointers;
       for (const ir::Literal& a : args[0]) pointers.push_back(&a);
       flat = cpu::compile(*module)->run(pointers);
+    } else if (options.backend == "sim") {
+      flat = run_sim_timed(*module, args[0], options, sim_report);
     } else {
       flat = run_sim_functional(*module, args[0], options.chip);
     }
@@ -199,9 +261,10 @@ int run(const RunOptions& options) {
       flatten(r, prefix + "out0", outputs);
   }
   fmt::print("{}: ran on {} ({} device{}) in {:.3f} s\n", options.file,
-             options.backend == "sim-functional" ? "sim-functional, chip " + options.chip : options.backend, devices,
+             options.backend.starts_with("sim") ? options.backend + ", chip " + options.chip : options.backend, devices,
              devices == 1 ? "" : "s", seconds);
   for (const auto& [name, value] : outputs) fmt::print("  {}: {}\n", name, summary(value));
+  if (!sim_report.empty()) fmt::print("{}", sim_report);
   if (!options.output.empty()) {
     ir::write_safetensors(options.output, outputs);
     fmt::print("wrote {} tensors to {}\n", outputs.size(), options.output);
@@ -217,10 +280,11 @@ Command add_run_command(CLI::App& app) {
   cmd->add_option("file", options->file, "HLO text file (XLA's format)")->required()->check(CLI::ExistingFile);
   cmd->add_option("--backend", options->backend,
                   "Where to run: eval (the reference evaluator), cpu (the host-CPU target), sim-functional "
-                  "(the TPU target on the functional chip model)")
+                  "(the TPU target on the functional chip model), sim (the same on the cycle-approximate timed "
+                  "chip model: prints a profile summary)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"eval", "cpu", "sim-functional"}));
-  cmd->add_option("--chip", options->chip, "Chip preset or TOML file for --backend sim-functional")
+      ->check(CLI::IsMember({"eval", "cpu", "sim-functional", "sim"}));
+  cmd->add_option("--chip", options->chip, "Chip preset or TOML file for --backend sim-functional and sim")
       ->capture_default_str();
   cmd->add_option("--inputs", options->inputs,
                   "'random', or a safetensors file with one tensor per parameter, named after the "
@@ -232,6 +296,13 @@ Command add_run_command(CLI::App& app) {
   cmd->add_option("--partitions", options->partitions, "Partitions to run (default: the module's num_partitions)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--output", options->output, "Write the outputs to this safetensors file");
+  cmd->add_option("--profile", options->profile,
+                  "--backend sim: write the run's profile (Chrome trace JSON, opens in Perfetto UI) here");
+  cmd->add_option("--trace-instructions", options->trace_instructions,
+                  "--backend sim: write every instruction's unit, issue, start and end cycle and source op "
+                  "(CSV) here");
+  cmd->add_flag("--check-hazards", options->check_hazards,
+                "--backend sim: fail if a DMA races with an access no synchronisation orders");
   return {cmd, [options]() { return run(*options); }};
 }
 

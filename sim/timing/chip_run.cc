@@ -1,0 +1,184 @@
+// A timed run: construction of the per-run unit models, DMA completion, and how a run
+// ends. The per-core issue process is in core_issue.cc.
+#include "sim/timing/chip_run.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "common/error.h"
+
+namespace podsim::sim::timing {
+
+ChipRun::ChipRun(const isa::Executable& executable,
+                 const std::vector<std::vector<uint8_t>>& parameters, const TimingOptions& options)
+    : model_(executable),
+      options_(options),
+      chip_context_{model_.executable().chip, options_.latencies, 0, 0},
+      base_(now_cycles()),
+      recorder_(model_.executable(), base_, options.profile, options.instruction_trace) {
+  const isa::Executable& exe = model_.executable();
+  const topology::ChipConfig& chip = exe.chip;
+  if (parameters.size() != exe.parameters.size())
+    fail("the executable takes {} parameter(s), {} given", exe.parameters.size(),
+         parameters.size());
+  for (size_t k = 0; k < parameters.size(); ++k)
+    model_.set_parameter(static_cast<int>(k), parameters[k]);
+  if (options.check_hazards) hazards_ = std::make_unique<HazardChecker>(exe, base_);
+
+  hbm_ = hbm_models().make(options.hbm_model, chip_context_);
+  hbm_track_ = recorder_.add_track("HBM", "hbm", 0, true);
+  hbm_->set_traffic_hook([this](Cycle s, Cycle e, double bytes) {
+    if (recorder_.profiling()) recorder_.hbm_traffic(s, e, bytes);
+  });
+  for (int c = 0; c < chip.tensor_cores; ++c) {
+    auto core = std::make_unique<Core>();
+    core->index = c;
+    for (const isa::Program& p : exe.programs)
+      if (p.core == c) core->program = &p;
+    std::string prefix = fmt::format("TensorCore {} / ", c);
+    UnitContext context{chip, options_.latencies, c, 0};
+    core->scalar_track = recorder_.add_track(prefix + "scalar issue", "scalar", 16);
+    core->vpu_track = recorder_.add_track(prefix + "VPU", "vpu", 16);
+    core->vpu = vpu_models().make(options.vpu_model, context);
+    for (int m = 0; m < chip.mxus_per_core; ++m) {
+      Mxu mxu;
+      context.index = m;
+      mxu.model = mxu_models().make(options.mxu_model, context);
+      mxu.track = recorder_.add_track(fmt::format("{}MXU {}", prefix, m), "mxu", 0);
+      mxu.weight_track = recorder_.add_track(fmt::format("{}MXU {} weights", prefix, m), "mxu", 0);
+      core->mxus.push_back(std::move(mxu));
+    }
+    for (int d = 0; d < chip.dma_engines; ++d) {
+      context.index = d;
+      core->engines.push_back(dma_models().make(options.dma_model, context, *this));
+      core->dma_tracks.push_back(recorder_.add_track(fmt::format("{}DMA {}", prefix, d), "dma", 0));
+    }
+    context.index = 0;
+    core->vmem_port = make_vmem_dma_port(context);
+    core->vreg_ready.assign(static_cast<size_t>(std::max(chip.vector_registers, 1)), 0);
+    cores_.push_back(std::move(core));
+  }
+}
+
+ChipRun::~ChipRun() = default;
+
+void ChipRun::start() {
+  for (auto& core : cores_) {
+    for (auto& engine : core->engines) engine->start();
+    if (!core->program) continue;
+    ++live_cores_;
+    Core* c = core.get();
+    sc_core::sc_spawn([this, c] { run_core(*c); });
+  }
+  if (live_cores_ == 0) finishing_ = true;
+}
+
+MemoryTarget& ChipRun::memory(isa::MemorySpace space, int core) {
+  if (space == isa::MemorySpace::kHbm) return *hbm_;
+  return *cores_[static_cast<size_t>(core)]->vmem_port;
+}
+
+void ChipRun::dma_completed(const DmaJob& job, int engine_core, int engine,
+                            const DmaTiming& timing) {
+  const Cycle start = timing.start, end = timing.end;
+  const DmaTransfer& d = job.transfer;
+  model_.complete_dma(d.id);
+  ++dmas_;
+  last_dma_end_ = std::max(last_dma_end_, end);
+  cores_[static_cast<size_t>(d.core)]->sem_event.notify();
+  if (hazards_) hazards_->dma_completed(d.id, end);
+  if (recorder_.profiling()) {
+    auto space = [](const MemoryRange& r) {
+      return r.space == isa::MemorySpace::kHbm ? "hbm" : "vmem";
+    };
+    std::string name = fmt::format("dma {}->{}", space(d.src), space(d.dst));
+    auto bytes = static_cast<double>(d.bytes);
+    recorder_.span(
+        cores_[static_cast<size_t>(engine_core)]->dma_tracks[static_cast<size_t>(engine)], name,
+        start, timing.busy_end, job.source_op, 0, bytes);
+    int hbm_sides =
+        (d.src.space == isa::MemorySpace::kHbm) + (d.dst.space == isa::MemorySpace::kHbm);
+    if (hbm_sides > 0)
+      recorder_.span(hbm_track_, name, timing.hbm_start, timing.hbm_end, job.source_op, 0,
+                     bytes * hbm_sides);
+  }
+  if (recorder_.tracing()) {
+    auto it = dma_trace_.find(d.id);
+    if (it != dma_trace_.end()) {
+      InstructionRecord& r = recorder_.traced(it->second);
+      r.start = start - base_;
+      r.end = end - base_;
+      r.unit = fmt::format("dma{}", engine);
+    }
+  }
+}
+
+void ChipRun::notify_all() {
+  for (auto& core : cores_) {
+    core->sem_event.notify(sc_core::SC_ZERO_TIME);
+    for (auto& engine : core->engines) engine->wake();
+  }
+  barrier_event_.notify(sc_core::SC_ZERO_TIME);
+}
+
+void ChipRun::fail_run(std::exception_ptr error) {
+  if (!error_) error_ = error;
+  aborted_ = true;
+  notify_all();
+}
+
+void ChipRun::core_done(Core& core) {
+  core.done = true;
+  if (--live_cores_ == 0) {
+    finishing_ = true;
+    for (auto& c : cores_)
+      for (auto& engine : c->engines) engine->wake();
+  }
+}
+
+TimedRunResult ChipRun::finish() {
+  if (!error_ && live_cores_ > 0) {
+    // Nothing left to happen, yet some core has not halted: every one waits for a
+    // semaphore no DMA will signal, or for a barrier a halted core never reaches.
+    std::string where;
+    for (int c = 0; c < model_.core_count(); ++c) where += "\n  " + model_.describe_core(c);
+    try {
+      fail(
+          "deadlock at cycle {}: every running core is blocked and no DMA is in flight to release "
+          "it:{}",
+          now_cycles() - base_, where);
+    } catch (...) {
+      error_ = std::current_exception();
+    }
+    aborted_ = true;
+    notify_all();
+    sc_core::sc_start();  // let the stuck processes see the abort and end
+  }
+  if (error_) std::rethrow_exception(error_);
+
+  const isa::Executable& exe = model_.executable();
+  TimedRunResult r;
+  Cycle end = std::max(last_dma_end_, base_);
+  for (auto& core : cores_) end = std::max({end, core->halt_time, core->work_end});
+  r.cycles = end - base_;
+  r.seconds = static_cast<double>(r.cycles) / exe.chip.clock_hz;
+  r.instructions = instructions_;
+  r.dmas = dmas_;
+  for (size_t k = 0; k < exe.outputs.size(); ++k)
+    r.outputs.push_back(model_.read_output(static_cast<int>(k)));
+  r.host_memory_bytes = model_.state().memory_host_bytes();
+  if (options_.profile) r.profile = recorder_.finish_profile(exe, end);
+  if (options_.instruction_trace) r.trace = recorder_.finish_trace();
+  if (hazards_) {
+    r.hazards = hazards_->take();
+    if (options_.hazards_are_errors && !r.hazards.empty()) {
+      std::string text;
+      for (const Hazard& h : r.hazards) text += "\n  " + h.message;
+      fail("{} hazard(s) found (--check-hazards):{}", r.hazards.size(), text);
+    }
+  }
+  return r;
+}
+
+}  // namespace podsim::sim::timing

@@ -1,0 +1,103 @@
+// Internal to sim/timing: one timed run of one chip. Built on the SystemC kernel thread
+// while the kernel is paused; start() spawns its processes (an issue process per core
+// with a program, one per DMA engine), sc_start() runs them until nothing is left to do,
+// and finish() checks how it ended and collects the result. Everything it creates lives
+// for one run; nothing is elaborated per run (SystemC modules cannot be created after the
+// first sc_start), so one process serves any number of runs on any chips.
+#pragma once
+
+#include <array>
+#include <exception>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "sim/functional/functional_model.h"
+#include "sim/timing/hazard_checker.h"
+#include "sim/timing/recorder.h"
+#include "sim/timing/timed_chip.h"
+#include "sim/timing/unit_models.h"
+
+namespace podsim::sim::timing {
+
+class ChipRun final : public DmaHost {
+ public:
+  ChipRun(const isa::Executable& executable, const std::vector<std::vector<uint8_t>>& parameters,
+          const TimingOptions& options);
+  ~ChipRun() override;
+
+  void start();
+  // After sc_start() returned: throws the run's error or a deadlock report (after
+  // letting the stuck processes end), else returns the result.
+  TimedRunResult finish();
+
+  MemoryTarget& memory(isa::MemorySpace space, int core) override;
+  void dma_completed(const DmaJob& job, int engine_core, int engine,
+                     const DmaTiming& timing) override;
+  bool aborted() const override { return aborted_; }
+  bool finishing() const override { return finishing_; }
+  void fail_run(std::exception_ptr error) override;
+
+ private:
+  struct Mxu {
+    std::unique_ptr<MxuModel> model;
+    int track = 0, weight_track = 0;
+    int64_t k = 0;  // rows of the last weights loaded
+  };
+  struct Pending {
+    MemoryRange range;
+    Cycle end = 0;
+    bool write = false;
+  };
+  struct Core {
+    int index = 0;
+    const isa::Program* program = nullptr;
+    std::unique_ptr<VpuModel> vpu;
+    std::vector<Mxu> mxus;
+    std::vector<std::unique_ptr<DmaEngineModel>> engines;
+    size_t next_engine = 0;
+    std::unique_ptr<MemoryTarget> vmem_port;
+    std::vector<Cycle> vreg_ready;
+    std::array<Cycle, isa::kScalarRegisters> sreg_ready{};
+    std::vector<Pending> pending;  // unit accesses to VMEM still under way
+    sc_core::sc_event sem_event;   // a DMA of this core completed
+    int scalar_track = 0, vpu_track = 0;
+    std::vector<int> dma_tracks;
+    Cycle halt_time = 0;
+    Cycle work_end = 0;  // when the last unit work the core started ends
+    bool done = false;
+  };
+
+  void run_core(Core& core);
+  void issue_loop(Core& core);
+  // Waits until SystemC time reaches t (the core's local time).
+  void sync_to(Cycle t);
+  // The earliest cycle >= t at which `range` may be read (write = false) or written
+  // without overtaking an earlier unit access of the core.
+  Cycle interlock(Core& core, const MemoryRange& range, bool write, Cycle t);
+  void core_done(Core& core);
+  // The bytes an instruction's access touches (rows of a tile or of MXU operands).
+  Footprint footprint(const Core& core, const Effect& effect, const MemoryRange& hull) const;
+  void notify_all();
+
+  FunctionalModel model_;
+  TimingOptions options_;
+  UnitContext chip_context_;
+  Cycle base_ = 0;
+  Recorder recorder_;
+  std::unique_ptr<HazardChecker> hazards_;
+  std::unique_ptr<MemoryTarget> hbm_;
+  int hbm_track_ = 0;
+  std::vector<std::unique_ptr<Core>> cores_;
+  sc_core::sc_event barrier_event_;
+  std::unordered_map<uint64_t, size_t> dma_trace_;  // DMA id -> trace record
+  std::exception_ptr error_;
+  bool aborted_ = false;
+  bool finishing_ = false;
+  int live_cores_ = 0;
+  int64_t instructions_ = 0;
+  int64_t dmas_ = 0;
+  Cycle last_dma_end_ = 0;
+};
+
+}  // namespace podsim::sim::timing

@@ -1,0 +1,81 @@
+// The built-in HBM model "channels": hbm_channels independent channels sharing the
+// chip's bandwidth equally, interleaved every dma_burst_bytes of address. Each channel
+// serves its bursts in the order they arrive (first come, first served), busy for
+// bytes / (its bandwidth) cycles, plus hbm_turnaround when it switches between reads
+// and writes; a burst's data is there hbm_latency_ns after its service ends. The VMEM
+// DMA port (make_vmem_dma_port) is the same model with one channel, the VMEM latency and
+// no turnaround; VMEM bank conflicts are not modelled.
+#include <algorithm>
+#include <cmath>
+
+#include "sim/timing/unit_models.h"
+
+namespace podsim::sim::timing {
+namespace {
+
+class ChannelMemory final : public MemoryTarget {
+ public:
+  ChannelMemory(int channels, double bytes_per_cycle, int64_t interleave, Cycle latency,
+                Cycle turnaround)
+      : channels_(static_cast<size_t>(std::max(channels, 1))),
+        cycles_per_byte_(1.0 / (bytes_per_cycle / std::max(channels, 1))),
+        interleave_(std::max<int64_t>(interleave, 1)),
+        latency_(latency),
+        turnaround_(turnaround) {}
+
+  void b_transport(tlm::tlm_generic_payload& p, sc_core::sc_time& delay) override {
+    Cycle now = now_cycles();
+    Cycle request = now + delay.value();
+    auto address = static_cast<int64_t>(p.get_address());
+    Channel& ch = channels_[static_cast<size_t>(address / interleave_) % channels_.size()];
+    bool write = p.get_command() == tlm::TLM_WRITE_COMMAND;
+    Cycle start = std::max(request, ch.free);
+    if (ch.used && ch.last_write != write) start = std::max(start, ch.free + turnaround_);
+    auto service = static_cast<Cycle>(std::ceil(p.get_data_length() * cycles_per_byte_ - 1e-9));
+    service = std::max<Cycle>(service, 1);
+    ch.free = start + service;
+    ch.used = true;
+    ch.last_write = write;
+    if (on_traffic_) on_traffic_(start, ch.free, static_cast<double>(p.get_data_length()));
+    delay = cycles(ch.free + latency_ - now);
+    p.set_response_status(tlm::TLM_OK_RESPONSE);
+  }
+
+ private:
+  struct Channel {
+    Cycle free = 0;
+    bool used = false;
+    bool last_write = false;
+  };
+  std::vector<Channel> channels_;
+  double cycles_per_byte_;
+  int64_t interleave_;
+  Cycle latency_;
+  Cycle turnaround_;
+};
+
+Cycle ns_to_cycles(double ns, double clock_hz) {
+  return static_cast<Cycle>(std::ceil(ns * clock_hz / 1e9 - 1e-9));
+}
+
+}  // namespace
+
+void register_channel_hbm(HbmRegistry& registry) {
+  registry.add("channels", [](const UnitContext& c) -> std::unique_ptr<MemoryTarget> {
+    return std::make_unique<ChannelMemory>(
+        c.chip.hbm_channels, c.chip.hbm_bandwidth_bytes_per_s / c.chip.clock_hz,
+        c.latencies.dma_burst_bytes, ns_to_cycles(c.chip.hbm_latency_ns, c.chip.clock_hz),
+        static_cast<Cycle>(std::max<int64_t>(c.latencies.hbm_turnaround, 0)));
+  });
+}
+
+std::unique_ptr<MemoryTarget> make_vmem_dma_port(const UnitContext& c) {
+  int64_t width = c.latencies.vmem_dma_bytes_per_cycle > 0
+                      ? c.latencies.vmem_dma_bytes_per_cycle
+                      : int64_t{c.chip.vpu_sublanes} * c.chip.vpu_lanes * 4;
+  return std::make_unique<ChannelMemory>(1, static_cast<double>(width), c.latencies.dma_burst_bytes,
+                                         static_cast<Cycle>(std::max<int64_t>(c.latencies.vmem, 0)),
+                                         0);
+}
+
+}  // namespace podsim::sim::timing

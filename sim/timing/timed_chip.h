@@ -1,0 +1,113 @@
+// The cycle-approximate timing model of one chip, behind a plain C++ API: run an
+// executable on sim/functional's model while a SystemC model decides when each
+// instruction, MXU pass, DMA burst and HBM access happens, and get the outputs, the
+// cycle count, a profile (traces::Profile), an instruction trace and hazard reports.
+//
+// SystemC is hidden: its kernel lives on one dedicated thread, elaborated once per
+// process, and every run_timed() call (from any thread) is queued to it and runs to
+// completion there before the next. Results are deterministic: the same executable and
+// inputs give the same outputs, cycles and profile.
+//
+// What the model captures and what it leaves out is documented in sim/timing/README.md.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "isa/isa.h"
+#include "sim/functional/functional_model.h"
+#include "sim/timing/unit_latencies.h"
+#include "traces/profile.h"
+
+namespace podsim::sim::timing {
+
+struct TimingOptions {
+  bool profile = true;                          // fill TimedRunResult::profile
+  bool instruction_trace = false;               // fill TimedRunResult::trace
+  bool check_hazards = false;                   // fill TimedRunResult::hazards
+  bool hazards_are_errors = false;              // with check_hazards: podsim::Error if any is found
+  int64_t max_instructions = int64_t{1} << 40;  // runaway guard (podsim::Error past it)
+  // A core's issue runs at most this many cycles ahead of SystemC time before it
+  // synchronises (temporal decoupling); larger is faster, smaller orders shared-HBM
+  // requests of different cores more exactly.
+  uint64_t quantum_cycles = 1000;
+  // Unit models by registered name (sim/timing/unit_models.h); the defaults are the
+  // built-in ones.
+  std::string mxu_model = "systolic";
+  std::string vpu_model = "inorder";
+  std::string dma_model = "pipelined";
+  std::string hbm_model = "channels";
+  UnitLatencies latencies;  // microarchitectural figures ChipConfig does not carry
+};
+
+// One executed instruction (or DMA transfer), in cycles from the start of the run.
+// issue: when it reached the head of its core's in-order issue; start: when its unit
+// began it; end: when its result (or the transfer) was complete.
+struct InstructionRecord {
+  int32_t core = 0;
+  int32_t pc = 0;
+  isa::Opcode opcode = isa::Opcode::kHalt;
+  std::string unit;  // "scalar", "vpu", "mxu1", "dma0", "sync"
+  uint64_t issue = 0;
+  uint64_t start = 0;
+  uint64_t end = 0;
+  int32_t source_op = -1;  // index into the executable's source_ops
+};
+
+// One side of a hazard: an instruction's access to memory, or a DMA in flight.
+struct HazardAccess {
+  int32_t core = 0;
+  int32_t pc = 0;
+  std::string instruction;  // disassembly-like: "vld.f32 (pc 7)" or "dma d2 (pc 3)"
+  bool is_dma = false;
+  bool write = false;
+  uint64_t start = 0;  // access cycle, or DMA issue cycle
+  uint64_t end = 0;    // access cycle, or DMA completion cycle
+  int32_t source_op = -1;
+  MemoryRange range;
+};
+
+struct Hazard {
+  std::string kind;    // "read-after-write", "write-after-read", "write-after-write"
+  HazardAccess first;  // the earlier-issued side (a DMA, or a DMA's competitor)
+  HazardAccess second;
+  std::string message;  // one line naming both, their cycles, source ops and the range
+};
+
+struct TimedRunResult {
+  std::vector<std::vector<uint8_t>> outputs;  // as FunctionalModel::read_output
+  uint64_t cycles = 0;                        // until the last core halted and the last DMA landed
+  double seconds = 0;                         // cycles at the chip's clock
+  int64_t instructions = 0;                   // executed (blocked retries not counted)
+  int64_t dmas = 0;
+  int64_t host_memory_bytes = 0;         // simulated memories' host footprint at the end
+  traces::Profile profile;               // with TimingOptions::profile
+  std::vector<InstructionRecord> trace;  // with instruction_trace; sorted by issue, core, pc
+  std::vector<Hazard> hazards;           // with check_hazards; at most kMaxHazards
+};
+
+inline constexpr size_t kMaxHazards = 64;
+
+// Runs the executable with its parameters (exactly each binding's bytes, in order).
+// podsim::Error for a bad executable, wrong parameters, a run-time fault (as the
+// functional model reports it), a deadlock (every core waits and no DMA is in flight),
+// a runaway loop, an unknown unit model, and hazards when they are errors.
+TimedRunResult run_timed(const isa::Executable& executable,
+                         const std::vector<std::vector<uint8_t>>& parameters,
+                         const TimingOptions& options = {});
+
+// The trace as CSV: core,pc,instruction,unit,issue,start,end,source_op (the op's name).
+std::string format_instruction_trace(const std::vector<InstructionRecord>& trace,
+                                     const isa::Executable& executable);
+
+// A few lines: cycles, time, MXU utilisation, HBM bandwidth (for when traces' summary is
+// not wanted).
+std::string format_timing_summary(const TimedRunResult& result, const topology::ChipConfig& chip);
+
+// Registered unit model names, for help texts and errors.
+std::vector<std::string> registered_unit_models(
+    std::string_view kind);  // "mxu", "vpu", "dma", "hbm"
+
+}  // namespace podsim::sim::timing

@@ -1,0 +1,152 @@
+// The SystemC kernel's own thread and the public entry points. SystemC's kernel is not
+// thread-safe, so it lives on one thread for the whole process, started on first use:
+// it sets the time resolution (1 ns = one cycle, see unit_models.h), registers the
+// built-in unit models and then runs queued runs one at a time, each ending with the
+// kernel paused (sc_start() returns when no event is left) so that the next can start.
+#include <fmt/format.h>
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <future>
+#include <mutex>
+#include <thread>
+
+#include "common/error.h"
+#include "sim/timing/chip_run.h"
+#include "sim/timing/timed_chip.h"
+#include "sim/timing/unit_models.h"
+
+// libsystemc.so calls sc_main from its own main() and needs the symbol to link; podsim
+// programs have their own main() and never reach this.
+int sc_main(int, char**) { return 1; }
+
+namespace podsim::sim::timing {
+namespace {
+
+class Kernel {
+ public:
+  // Never destroyed: the thread parks on the queue until the process exits.
+  static Kernel& instance() {
+    static Kernel* kernel = new Kernel();
+    return *kernel;
+  }
+
+  template <class F>
+  auto run(F work) -> decltype(work()) {
+    std::packaged_task<decltype(work())()> task(std::move(work));
+    auto future = task.get_future();
+    {
+      std::lock_guard lock(mutex_);
+      queue_.push_back([&task] { task(); });
+    }
+    ready_.notify_one();
+    return future.get();
+  }
+
+ private:
+  Kernel() {
+    std::thread([this] { loop(); }).detach();
+  }
+
+  void loop() {
+    sc_core::sc_set_time_resolution(1, sc_core::SC_NS);
+    register_builtin_unit_models();
+    for (;;) {
+      std::function<void()> job;
+      {
+        std::unique_lock lock(mutex_);
+        ready_.wait(lock, [this] { return !queue_.empty(); });
+        job = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      job();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<std::function<void()>> queue_;
+};
+
+}  // namespace
+
+MxuRegistry& mxu_models() {
+  static MxuRegistry r("MXU");
+  return r;
+}
+VpuRegistry& vpu_models() {
+  static VpuRegistry r("VPU");
+  return r;
+}
+DmaRegistry& dma_models() {
+  static DmaRegistry r("DMA engine");
+  return r;
+}
+HbmRegistry& hbm_models() {
+  static HbmRegistry r("HBM");
+  return r;
+}
+
+void register_builtin_unit_models() {
+  register_systolic_mxu(mxu_models());
+  register_inorder_vpu(vpu_models());
+  register_burst_dma(dma_models());
+  register_pipelined_dma(dma_models());
+  register_channel_hbm(hbm_models());
+}
+
+TimedRunResult run_timed(const isa::Executable& executable,
+                         const std::vector<std::vector<uint8_t>>& parameters,
+                         const TimingOptions& options) {
+  return Kernel::instance().run([&]() -> TimedRunResult {
+    ChipRun run(executable, parameters, options);
+    run.start();
+    sc_core::sc_start();
+    return run.finish();
+  });
+}
+
+std::vector<std::string> registered_unit_models(std::string_view kind) {
+  return Kernel::instance().run([&]() -> std::vector<std::string> {
+    if (kind == "mxu") return mxu_models().names();
+    if (kind == "vpu") return vpu_models().names();
+    if (kind == "dma") return dma_models().names();
+    if (kind == "hbm") return hbm_models().names();
+    fail("unknown unit kind '{}' (mxu, vpu, dma, hbm)", kind);
+  });
+}
+
+std::string format_instruction_trace(const std::vector<InstructionRecord>& trace,
+                                     const isa::Executable& executable) {
+  std::string out = "core,pc,instruction,unit,issue,start,end,source_op\n";
+  for (const InstructionRecord& r : trace) {
+    std::string op;
+    if (r.source_op >= 0 && static_cast<size_t>(r.source_op) < executable.source_ops.size())
+      op = executable.source_ops[static_cast<size_t>(r.source_op)].instruction;
+    out += fmt::format("{},{},{},{},{},{},{},{}\n", r.core, r.pc, isa::mnemonic(r.opcode), r.unit,
+                       r.issue, r.start, r.end, op);
+  }
+  return out;
+}
+
+std::string format_timing_summary(const TimedRunResult& r, const topology::ChipConfig& chip) {
+  double mxu_flops = 0, hbm_bytes = 0;
+  for (const traces::ChipProfile& c : r.profile.chips)
+    for (const traces::Track& t : c.tracks)
+      for (const traces::Span& s : t.spans) {
+        if (t.category == "mxu") mxu_flops += s.flops;
+        if (t.category == "hbm") hbm_bytes += s.bytes;
+      }
+  double cycles = static_cast<double>(std::max<uint64_t>(r.cycles, 1));
+  double peak_flops = 2.0 * chip.mxu_rows * chip.mxu_cols * chip.mxus_per_core * chip.tensor_cores;
+  return fmt::format(
+      "cycles: {} ({:.3f} us at {:.3g} GHz), {} instructions, {} DMAs\n"
+      "MXU utilisation: {:.1f}% ({:.3g} TFLOP/s)\nHBM bandwidth: {:.3g} GB/s ({:.1f}% of peak)\n",
+      r.cycles, r.seconds * 1e6, chip.clock_hz / 1e9, r.instructions, r.dmas,
+      100.0 * mxu_flops / (peak_flops * cycles), mxu_flops / std::max(r.seconds, 1e-30) / 1e12,
+      hbm_bytes / std::max(r.seconds, 1e-30) / 1e9,
+      100.0 * hbm_bytes / (chip.hbm_bandwidth_bytes_per_s / chip.clock_hz * cycles));
+}
+
+}  // namespace podsim::sim::timing

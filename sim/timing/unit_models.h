@@ -1,0 +1,185 @@
+// Internal to sim/timing: the interfaces of the chip's unit models and their registries.
+// A model is an implementation file that registers a factory under a name (as Ramulator 2
+// does with its interfaces and implementations); TimingOptions picks one per kind by
+// name, so another MXU or HBM model is a new file plus one line in
+// register_builtin_unit_models().
+//
+// Time: SystemC time counts cycles of the chip's clock (the kernel's resolution is 1 ns
+// and one cycle is 1 ns of SystemC time), so every delay is an exact integer. Times
+// passed around are absolute SystemC values (Cycle).
+//
+// Style of each kind: MXU and VPU have no behaviour of their own, so they are
+// loosely-timed objects the issuing core calls with the time it wants them (the
+// annotated-delay style of TLM-2.0) and that answer when the work starts and ends while
+// accounting their own occupancy. DMA engines are SystemC processes that wait for their
+// transfers' times. HBM and the VMEM DMA ports are TLM-2.0 targets
+// (tlm_blocking_transport_if): an engine's burst is a generic payload whose annotated
+// delay goes in as the request time and comes out as the completion time.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <systemc>
+#include <tlm>
+#include <vector>
+
+#include "common/error.h"
+#include "sim/functional/functional_model.h"
+#include "sim/timing/unit_latencies.h"
+#include "topology/chip_config.h"
+
+namespace podsim::sim::timing {
+
+using Cycle = uint64_t;
+
+inline Cycle now_cycles() { return sc_core::sc_time_stamp().value(); }
+inline sc_core::sc_time cycles(Cycle c) { return sc_core::sc_time::from_value(c); }
+
+// What a unit says about one piece of work: it starts at `start`, occupies the unit until
+// `busy_end` (the span drawn on the unit's track) and its result is there at `done`.
+struct UnitTiming {
+  Cycle start = 0;
+  Cycle busy_end = 0;
+  Cycle done = 0;
+};
+
+struct UnitContext {
+  const topology::ChipConfig& chip;
+  const UnitLatencies& latencies;
+  int core = 0;
+  int index = 0;  // MXU or DMA engine index within the core
+};
+
+// One systolic matrix unit. Calls come in program order with t = the earliest cycle the
+// core can hand the work over; the model applies its own occupancy on top.
+class MxuModel {
+ public:
+  virtual ~MxuModel() = default;
+  virtual UnitTiming load_weights(Cycle t, int64_t k_rows) = 0;  // mldw
+  virtual UnitTiming multiply(Cycle t, int64_t m_rows) = 0;      // mmul (waits for its weights)
+  virtual UnitTiming pop(Cycle t, int64_t m_rows) = 0;           // mpop (waits for the result)
+};
+
+enum class VectorClass : uint8_t { kMemory, kSimple, kTranscendental, kCrossLane };
+
+class VpuModel {
+ public:
+  virtual ~VpuModel() = default;
+  // An op whose operands are ready at t; `registers` is how many vector registers it
+  // moves (vxpose moves a block).
+  virtual UnitTiming issue(Cycle t, VectorClass kind, int64_t registers) = 0;
+};
+
+// A memory as a TLM-2.0 target: b_transport(payload, delay) takes the request time as
+// now + delay and returns with delay = completion - now. The payload's address is
+// absolute in the memory, its length the burst's bytes; no data moves (the functional
+// model copies). Bytes served are reported to `on_traffic` for the bandwidth counter.
+class MemoryTarget : public tlm::tlm_blocking_transport_if<tlm::tlm_generic_payload> {
+ public:
+  using TrafficHook = std::function<void(Cycle start, Cycle end, double bytes)>;
+  void set_traffic_hook(TrafficHook hook) { on_traffic_ = std::move(hook); }
+
+ protected:
+  TrafficHook on_traffic_;
+};
+
+// A DMA transfer handed to an engine.
+struct DmaJob {
+  DmaTransfer transfer;
+  Cycle issue = 0;  // when the core issued it
+  Cycle ready = 0;  // earliest start (issue + setup, after interlocks)
+  int32_t source_op = -1;
+};
+
+// When a transfer's parts happen: the engine works on it over [start, busy_end) (the
+// span drawn on its track), it lands at `end`, and its HBM traffic lies in
+// [hbm_start, hbm_end) (equal when it has none).
+struct DmaTiming {
+  Cycle start = 0;
+  Cycle busy_end = 0;
+  Cycle end = 0;
+  Cycle hbm_start = 0;
+  Cycle hbm_end = 0;
+};
+
+// What an engine needs from the run: the memories, and whom to tell.
+class DmaHost {
+ public:
+  virtual ~DmaHost() = default;
+  virtual MemoryTarget& memory(isa::MemorySpace space, int core) = 0;
+  // Called by the engine's process at timing.end (SystemC time now): performs the copy
+  // and signals the semaphore.
+  virtual void dma_completed(const DmaJob& job, int engine_core, int engine,
+                             const DmaTiming& timing) = 0;
+  virtual bool aborted() const = 0;
+  virtual bool finishing() const = 0;  // every core halted: drain and stop
+  virtual void fail_run(std::exception_ptr error) = 0;
+};
+
+class DmaEngineModel {
+ public:
+  virtual ~DmaEngineModel() = default;
+  virtual void submit(DmaJob job) = 0;  // from the issuing core's process
+  virtual void start() = 0;             // spawns its process (once per run)
+  virtual void wake() = 0;              // re-check finishing/aborted
+};
+
+template <class Model, class... Args>
+class Registry {
+ public:
+  using Factory = std::function<std::unique_ptr<Model>(Args...)>;
+  explicit Registry(std::string kind) : kind_(std::move(kind)) {}
+  void add(const std::string& name, Factory factory) { factories_[name] = std::move(factory); }
+  std::unique_ptr<Model> make(const std::string& name, Args... args) const {
+    auto it = factories_.find(name);
+    if (it == factories_.end()) {
+      std::string known;
+      for (const auto& [n, f] : factories_) known += (known.empty() ? "" : ", ") + n;
+      fail("unknown {} model '{}'; registered: {}", kind_, name, known);
+    }
+    return it->second(args...);
+  }
+  std::vector<std::string> names() const {
+    std::vector<std::string> out;
+    for (const auto& [n, f] : factories_) out.push_back(n);
+    return out;
+  }
+
+ private:
+  std::string kind_;
+  std::map<std::string, Factory> factories_;
+};
+
+using MxuRegistry = Registry<MxuModel, const UnitContext&>;
+using VpuRegistry = Registry<VpuModel, const UnitContext&>;
+using DmaRegistry = Registry<DmaEngineModel, const UnitContext&, DmaHost&>;
+// HBM of a chip (core and index of the context are 0).
+using HbmRegistry = Registry<MemoryTarget, const UnitContext&>;
+
+MxuRegistry& mxu_models();
+VpuRegistry& vpu_models();
+DmaRegistry& dma_models();
+HbmRegistry& hbm_models();
+
+// The built-in models; called once before the first run.
+void register_builtin_unit_models();
+void register_systolic_mxu(MxuRegistry& registry);
+void register_inorder_vpu(VpuRegistry& registry);
+void register_burst_dma(DmaRegistry& registry);
+void register_pipelined_dma(DmaRegistry& registry);
+
+// The bursts of one transfer starting at `start` (SystemC time is `now`): requested one
+// per cycle from the source memory, each written to the destination when it arrived.
+// Fills everything but busy_end.
+DmaTiming run_bursts(DmaHost& host, const DmaTransfer& transfer, Cycle start, Cycle now,
+                     int64_t burst_bytes);
+void register_channel_hbm(HbmRegistry& registry);
+
+// VMEM as seen by DMA engines: one port per core moving vmem_dma_bytes_per_cycle, with
+// the VMEM latency; bank conflicts are not modelled.
+std::unique_ptr<MemoryTarget> make_vmem_dma_port(const UnitContext& context);
+
+}  // namespace podsim::sim::timing

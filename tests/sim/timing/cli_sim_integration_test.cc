@@ -1,0 +1,91 @@
+// `podsim run --backend sim` end to end: the same outputs as --backend sim-functional,
+// a summary, a profile that reads back, an instruction trace, and --check-hazards.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <sstream>
+#include <string>
+
+#include "tests/sim/timing/timing_test_util.h"
+#include "traces/chrome_trace.h"
+
+namespace podsim::sim::timing::testing {
+namespace {
+
+struct Result {
+  int exit_code;
+  std::string output;  // stdout and stderr together
+};
+
+Result podsim(const std::string& args) {
+  std::string cmd = std::string(PODSIM_BINARY_DIR) + "/bin/podsim " + args + " 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buf;
+  while (size_t n = fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
+  int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+// The "  outN: ..." lines of a run.
+std::string output_lines(const std::string& text) {
+  std::istringstream in(text);
+  std::string line, out;
+  while (std::getline(in, line))
+    if (line.rfind("  out", 0) == 0) out += line + "\n";
+  return out;
+}
+
+TEST(CliSim, RunPrintsTheFunctionalResultsASummaryAndWritesTheProfileAndTrace) {
+  auto dir =
+      std::filesystem::temp_directory_path() / ("podsim_cli_sim_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::string hlo = std::string(PODSIM_SOURCE_DIR) + "/examples/hlo/mlp_forward.hlo";
+  std::string profile = (dir / "p.json").string(), trace = (dir / "t.csv").string();
+  Result timed =
+      podsim("run " + hlo + " --backend sim --chip tiny --seed 3 --check-hazards --profile " +
+             profile + " --trace-instructions " + trace);
+  Result functional = podsim("run " + hlo + " --backend sim-functional --chip tiny --seed 3");
+  ASSERT_EQ(timed.exit_code, 0) << timed.output;
+  ASSERT_EQ(functional.exit_code, 0) << functional.output;
+  EXPECT_FALSE(output_lines(timed.output).empty());
+  EXPECT_EQ(output_lines(timed.output), output_lines(functional.output));
+  EXPECT_NE(timed.output.find("MXU"), std::string::npos) << timed.output;
+  EXPECT_NE(timed.output.find("cycles"), std::string::npos) << timed.output;
+
+  traces::Profile p = traces::read_chrome_trace(profile);
+  ASSERT_EQ(p.chips.size(), 1u);
+  EXPECT_GT(p.chips[0].total_cycles, 0u);
+  std::string plain = timed.output;  // the summary groups digits: 11,551
+  std::erase(plain, ',');
+  EXPECT_NE(plain.find(std::to_string(p.chips[0].total_cycles) + " cycles"), std::string::npos)
+      << "the summary names the profile's " << p.chips[0].total_cycles << " cycles:\n"
+      << timed.output;
+  bool has_mxu = false, has_hbm = false;
+  for (const traces::Track& t : p.chips[0].tracks) {
+    has_mxu = has_mxu || (t.category == "mxu" && !t.spans.empty());
+    has_hbm = has_hbm || (t.category == "hbm" && !t.spans.empty());
+  }
+  EXPECT_TRUE(has_mxu);
+  EXPECT_TRUE(has_hbm);
+  EXPECT_TRUE(well_formed(p));
+
+  std::string csv = read_text(trace);
+  EXPECT_EQ(csv.rfind("core,pc,instruction,unit,issue,start,end,source_op\n", 0), 0u);
+  EXPECT_NE(csv.find(",mmul,mxu0,"), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(CliSim, BadChipIsAnError) {
+  std::string hlo = std::string(PODSIM_SOURCE_DIR) + "/examples/hlo/mlp_forward.hlo";
+  Result r = podsim("run " + hlo + " --backend sim --chip no-such-chip");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("no-such-chip"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace podsim::sim::timing::testing

@@ -1,0 +1,238 @@
+#include "traces/summary.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <utility>
+
+#include "traces/chrome_trace.h"
+#include "traces/text_table.h"
+
+namespace podsim::traces {
+namespace {
+
+using Interval = std::pair<uint64_t, uint64_t>;
+
+// Length of the union of half-open intervals (sorts them in place).
+uint64_t union_length(std::vector<Interval>& intervals) {
+  std::sort(intervals.begin(), intervals.end());
+  uint64_t total = 0;
+  uint64_t covered_to = 0;
+  for (const auto& [start, end] : intervals) {
+    const uint64_t from = std::max(start, covered_to);
+    if (end > from) {
+      total += end - from;
+      covered_to = end;
+    }
+  }
+  return total;
+}
+
+double ratio_or_nan(double num, double den) {
+  return den > 0 ? num / den : std::numeric_limits<double>::quiet_NaN();
+}
+
+bool longer_first(const OpTime& a, const OpTime& b) {
+  if (a.seconds != b.seconds) return a.seconds > b.seconds;
+  return a.name < b.name;
+}
+
+ChipSummary summarize_chip(const Profile& profile, const ChipProfile& chip) {
+  ChipSummary s;
+  s.name = chip.name;
+  s.clock_hz = chip.clock_hz;
+  s.total_cycles = chip.total_cycles;
+  s.seconds = static_cast<double>(chip.total_cycles) / chip.clock_hz;
+
+  const bool has_hbm_track = std::any_of(chip.tracks.begin(), chip.tracks.end(),
+                                         [](const Track& t) { return t.category == "hbm"; });
+  const bool has_dma_track = std::any_of(chip.tracks.begin(), chip.tracks.end(),
+                                         [](const Track& t) { return t.category == "dma"; });
+  s.hbm_source = has_hbm_track ? "hbm" : has_dma_track ? "dma" : "";
+
+  // Slot 0 collects unattributed work, slot i + 1 source op i.
+  const size_t slots = profile.source_ops.size() + 1;
+  std::vector<std::vector<Interval>> op_intervals(slots);
+  std::vector<double> op_flops(slots, 0), op_bytes(slots, 0);
+  std::vector<Interval> all;
+  for (const Track& track : chip.tracks) {
+    const bool hbm_traffic = !s.hbm_source.empty() && track.category == s.hbm_source;
+    std::vector<Interval> mine;
+    mine.reserve(track.spans.size());
+    for (const Span& span : track.spans) {
+      const size_t slot = static_cast<size_t>(span.source_op + 1);
+      op_intervals[slot].emplace_back(span.start, span.end);
+      op_flops[slot] += span.flops;
+      if (hbm_traffic) op_bytes[slot] += span.bytes;
+      mine.emplace_back(span.start, span.end);
+      s.flops += span.flops;
+      if (track.category == "mxu") s.mxu_flops += span.flops;
+      if (hbm_traffic) s.hbm_bytes += span.bytes;
+    }
+    all.insert(all.end(), mine.begin(), mine.end());
+    const uint64_t busy = union_length(mine);
+    s.tracks.push_back(
+        {track.name, track.category, busy,
+         ratio_or_nan(static_cast<double>(busy), static_cast<double>(chip.total_cycles))});
+  }
+  s.busy_cycles = union_length(all);
+
+  for (size_t slot = 0; slot < slots; ++slot) {
+    if (op_intervals[slot].empty()) continue;
+    OpTime op;
+    op.source_op = static_cast<int32_t>(slot) - 1;
+    if (slot == 0) {
+      op.name = "(no source op)";
+    } else {
+      op.name = profile.source_ops[slot - 1].name;
+      op.opcode = profile.source_ops[slot - 1].opcode;
+    }
+    op.cycles = union_length(op_intervals[slot]);
+    op.seconds = static_cast<double>(op.cycles) / chip.clock_hz;
+    op.share = ratio_or_nan(static_cast<double>(op.cycles), static_cast<double>(chip.total_cycles));
+    op.flops = op_flops[slot];
+    op.bytes = op_bytes[slot];
+    s.ops.push_back(std::move(op));
+  }
+  std::sort(s.ops.begin(), s.ops.end(), longer_first);
+
+  s.peak_flops_per_s = chip.peaks.flops_per_cycle * chip.clock_hz;
+  s.achieved_flops_per_s = ratio_or_nan(s.mxu_flops, s.seconds);
+  s.mxu_utilization = ratio_or_nan(
+      s.mxu_flops, chip.peaks.flops_per_cycle * static_cast<double>(chip.total_cycles));
+  s.peak_hbm_bytes_per_s = chip.peaks.hbm_bytes_per_cycle * chip.clock_hz;
+  s.hbm_bytes_per_s = ratio_or_nan(s.hbm_bytes, s.seconds);
+  s.hbm_utilization = ratio_or_nan(
+      s.hbm_bytes, chip.peaks.hbm_bytes_per_cycle * static_cast<double>(chip.total_cycles));
+  return s;
+}
+
+std::string op_table(const std::vector<OpTime>& ops, size_t max_ops, bool with_cycles,
+                     const std::string& indent) {
+  std::vector<std::string> header = {"op", "opcode"};
+  if (with_cycles) header.push_back("cycles");
+  for (const char* h : {"time", "share", "flops", "HBM bytes"}) header.push_back(h);
+  TextTable table(header, with_cycles ? "llrrrrr" : "llrrrr");
+  auto row = [&](const OpTime& op) {
+    std::vector<std::string> cells = {op.name, op.opcode};
+    if (with_cycles) cells.push_back(format_count(op.cycles));
+    cells.push_back(format_seconds(op.seconds));
+    cells.push_back(format_percent(op.share));
+    cells.push_back(format_si(op.flops, "FLOP"));
+    cells.push_back(format_si(op.bytes, "B"));
+    table.add_row(std::move(cells));
+  };
+  for (size_t i = 0; i < std::min(max_ops, ops.size()); ++i) row(ops[i]);
+  if (ops.size() > max_ops) {
+    OpTime rest;
+    rest.name = fmt::format("({} more ops)", ops.size() - max_ops);
+    for (size_t i = max_ops; i < ops.size(); ++i) {
+      // Their times may overlap one another: the sum is an upper bound, labelled so.
+      rest.cycles += ops[i].cycles;
+      rest.seconds += ops[i].seconds;
+      rest.share += ops[i].share;
+      rest.flops += ops[i].flops;
+      rest.bytes += ops[i].bytes;
+    }
+    rest.opcode = "(summed)";
+    row(rest);
+  }
+  return table.render(indent);
+}
+
+}  // namespace
+
+Summary summarize(const Profile& profile) {
+  validate_profile(profile);
+  Summary summary;
+  summary.program = profile.program;
+  for (const ChipProfile& chip : profile.chips) {
+    summary.chips.push_back(summarize_chip(profile, chip));
+    summary.seconds = std::max(summary.seconds, summary.chips.back().seconds);
+  }
+  // Profile-wide: each op's longest time over the chips (flops and bytes summed).
+  std::vector<OpTime> by_slot(profile.source_ops.size() + 1);
+  std::vector<bool> seen(by_slot.size(), false);
+  for (const ChipSummary& chip : summary.chips) {
+    for (const OpTime& op : chip.ops) {
+      const size_t slot = static_cast<size_t>(op.source_op + 1);
+      OpTime& merged = by_slot[slot];
+      const double flops = merged.flops + op.flops;
+      const double bytes = merged.bytes + op.bytes;
+      if (!seen[slot] || op.seconds > merged.seconds) merged = op;
+      merged.flops = flops;
+      merged.bytes = bytes;
+      seen[slot] = true;
+    }
+  }
+  for (size_t slot = 0; slot < by_slot.size(); ++slot) {
+    if (!seen[slot]) continue;
+    by_slot[slot].share = ratio_or_nan(by_slot[slot].seconds, summary.seconds);
+    summary.ops.push_back(std::move(by_slot[slot]));
+  }
+  std::sort(summary.ops.begin(), summary.ops.end(), longer_first);
+  return summary;
+}
+
+std::string format_seconds(double seconds) {
+  if (std::isnan(seconds)) return "n/a";
+  const double a = std::fabs(seconds);
+  if (a == 0) return "0 s";
+  if (a >= 1) return fmt::format("{:.4g} s", seconds);
+  if (a >= 1e-3) return fmt::format("{:.4g} ms", seconds * 1e3);
+  if (a >= 1e-6) return fmt::format("{:.4g} us", seconds * 1e6);
+  return fmt::format("{:.4g} ns", seconds * 1e9);
+}
+
+std::string format_summary(const Summary& summary, size_t max_ops) {
+  std::string out;
+  out += fmt::format("profile of {}: {} on {} chip(s)\n",
+                     summary.program.empty() ? "(unnamed program)" : summary.program,
+                     format_seconds(summary.seconds), summary.chips.size());
+  for (const ChipSummary& chip : summary.chips) {
+    out += fmt::format("\n{}: {} cycles at {} = {}; some unit busy {} of the time\n", chip.name,
+                       format_count(chip.total_cycles), format_si(chip.clock_hz, "Hz"),
+                       format_seconds(chip.seconds),
+                       format_percent(static_cast<double>(chip.busy_cycles) /
+                                      std::max<double>(1, static_cast<double>(chip.total_cycles))));
+    out += fmt::format(
+        "  MXU: {} done, {} of {} peak: utilisation {}\n", format_si(chip.mxu_flops, "FLOP"),
+        format_si(chip.achieved_flops_per_s, "FLOP/s"), format_si(chip.peak_flops_per_s, "FLOP/s"),
+        format_percent(chip.mxu_utilization));
+    if (chip.flops > chip.mxu_flops)
+      out += fmt::format("  other units: {}\n", format_si(chip.flops - chip.mxu_flops, "FLOP"));
+    if (chip.hbm_source.empty())
+      out += "  HBM: no hbm or dma track in this profile\n";
+    else
+      out += fmt::format(
+          "  HBM: {} moved{}, {} of {} peak: utilisation {}\n", format_si(chip.hbm_bytes, "B"),
+          chip.hbm_source == "dma" ? " (from the DMA tracks)" : "",
+          format_si(chip.hbm_bytes_per_s, "B/s"), format_si(chip.peak_hbm_bytes_per_s, "B/s"),
+          format_percent(chip.hbm_utilization));
+    if (!chip.ops.empty()) {
+      out +=
+          "\n  time per IR op (union of its spans on all units; ops overlap, so shares may sum "
+          "past 100%)\n";
+      out += op_table(chip.ops, max_ops, true, "  ");
+    }
+    if (!chip.tracks.empty()) {
+      out += "\n  busy time per unit\n";
+      TextTable table({"track", "category", "busy cycles", "busy"}, "llrr");
+      for (const TrackBusy& t : chip.tracks)
+        table.add_row(
+            {t.name, t.category, format_count(t.busy_cycles), format_percent(t.fraction)});
+      out += table.render("  ");
+    }
+  }
+  if (summary.chips.size() > 1 && !summary.ops.empty()) {
+    out +=
+        "\ntime per IR op over all chips (each op's longest time on any chip; flops and bytes "
+        "summed)\n";
+    out += op_table(summary.ops, max_ops, false, "");
+  }
+  return out;
+}
+
+}  // namespace podsim::traces

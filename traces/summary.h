@@ -1,0 +1,90 @@
+// A profile's headline figures: per chip the run's cycles and time, where the time went
+// by IR op, how busy each unit was, and MXU and HBM throughput against the chip's peaks.
+// `podsim profile summary` and `podsim run --profile` print it; `podsim profile diff`
+// compares two of them.
+//
+// Definitions (the figures are only as good as these are clear):
+// - An op's time on a chip is the union, over all tracks of that chip, of the intervals of
+//   the spans attributed to it: a cycle counts once for an op however many units worked
+//   for it then. Different ops can run at the same time on different units, so shares of
+//   total time can add up past 100%; cycles where no unit works count for no op.
+// - A track's busy time is the union of its spans (nested spans count once).
+// - Flops and bytes are summed over spans as given: a simulator that puts work on a span
+//   must not repeat it on a span nested in it.
+// - MXU flops are those of spans on tracks of category "mxu"; HBM bytes those of tracks of
+//   category "hbm", or, where a chip has no such track, of its "dma" tracks (a simulator
+//   may show the same traffic on both). An op's flops are from all its spans, its bytes
+//   from those HBM-bytes tracks only.
+// - MXU utilisation = MXU flops / (peak flops per cycle * total cycles); HBM utilisation
+//   likewise with bytes. A peak of 0 (unknown) gives NaN, printed as "n/a".
+// - The profile's time is its slowest chip's (chips run concurrently); an op's time in
+//   the profile is its longest time on any chip.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "traces/profile.h"
+
+namespace podsim::traces {
+
+struct OpTime {
+  int32_t source_op = kNoSourceOp;  // index into Profile::source_ops
+  std::string name;                 // "(no source op)" for unattributed work
+  std::string opcode;
+  uint64_t cycles = 0;  // chip tables: union of the op's spans; profile table: on its slowest chip
+  double seconds = 0;
+  double share = 0;  // seconds / total seconds (of the chip, or of the profile)
+  double flops = 0;  // all units
+  double bytes = 0;  // HBM traffic (see above)
+};
+
+struct TrackBusy {
+  std::string name;
+  std::string category;
+  uint64_t busy_cycles = 0;
+  double fraction = 0;  // of the chip's total cycles
+};
+
+struct ChipSummary {
+  std::string name;
+  double clock_hz = 0;
+  uint64_t total_cycles = 0;
+  double seconds = 0;
+  uint64_t busy_cycles = 0;  // union of all spans on all tracks
+
+  double flops = 0;      // all units
+  double mxu_flops = 0;  // tracks of category "mxu"
+  double peak_flops_per_s = 0;
+  double achieved_flops_per_s = 0;  // MXU flops / seconds
+  double mxu_utilization = 0;       // NaN when the peak is unknown
+
+  std::string hbm_source;  // "hbm", "dma", or "" when the chip has neither kind of track
+  double hbm_bytes = 0;
+  double peak_hbm_bytes_per_s = 0;
+  double hbm_bytes_per_s = 0;
+  double hbm_utilization = 0;  // NaN when the peak is unknown
+
+  std::vector<OpTime> ops;        // by time, longest first; ops without spans left out
+  std::vector<TrackBusy> tracks;  // in the profile's order
+};
+
+struct Summary {
+  std::string program;
+  double seconds = 0;  // the slowest chip's
+  std::vector<ChipSummary> chips;
+  std::vector<OpTime> ops;  // over all chips: each op's longest time on any chip, longest first
+};
+
+// Validates the profile (validate_profile) and derives the figures defined above.
+Summary summarize(const Profile& profile);
+
+// A table for a terminal: per chip the headline figures, the max_ops longest ops (the rest
+// folded into one line) and the busy fraction of every track.
+std::string format_summary(const Summary& summary, size_t max_ops = 20);
+
+// "1.25 ms", "830 ns": seconds with a unit that keeps 3-4 significant digits.
+std::string format_seconds(double seconds);
+
+}  // namespace podsim::traces
