@@ -4,7 +4,6 @@ JOBS ?= $(shell nproc)
 # Warnings are errors in CI.
 WERROR ?= $(if $(CI),ON,OFF)
 PODSIM = $(BUILD)/bin/podsim
-DEMO_HLO = examples/hlo/mlp_forward.hlo
 
 .PHONY: all setup configure build demo test bench clean
 
@@ -19,13 +18,11 @@ configure: setup
 build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
 
-# The main job. Until training on a simulated pod exists: an MLP forward pass shipped
-# as HLO text, checked, run by the reference evaluator, and compiled for a TPU v5e and
-# run on the functional chip model.
+# The main job: train the MLP example (scikit-learn's handwritten digits) on a simulated
+# TPU v5e chip: every training step is one lazy-tensor graph, compiled once for the TPU
+# target and run on the simulated chip.
 demo: build
-	$(PODSIM) check $(DEMO_HLO)
-	$(PODSIM) run $(DEMO_HLO) --backend eval --seed 1
-	$(PODSIM) run $(DEMO_HLO) --backend sim-functional --chip v5e --seed 1
+	$(PODSIM) train mlp --device sim --chip v5e
 
 test: build
 	ctest --test-dir $(BUILD) -LE slow --output-on-failure --no-tests=error -j $(JOBS)

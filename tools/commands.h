@@ -19,5 +19,7 @@ Command add_topology_command(CLI::App& app);
 Command add_asm_command(CLI::App& app);
 Command add_disasm_command(CLI::App& app);
 Command add_compile_command(CLI::App& app);
+Command add_profile_command(CLI::App& app);
+Command add_train_command(CLI::App& app);
 
 }  // namespace podsim::tools

@@ -18,6 +18,8 @@ int main(int argc, char** argv) {
       podsim::tools::add_asm_command(app),
       podsim::tools::add_disasm_command(app),
       podsim::tools::add_compile_command(app),
+      podsim::tools::add_profile_command(app),
+      podsim::tools::add_train_command(app),
   };
 
   try {

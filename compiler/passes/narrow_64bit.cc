@@ -1,13 +1,18 @@
 // Narrowing of 64-bit element types for targets without 64-bit lanes (the TPU target):
 // s64 -> s32, u64 -> u32, f64 -> f32 everywhere, as PyTorch/XLA does on TPUs (its
-// XLA_USE_32BIT_LONG, and f64 computed as f32). Integers outside the 32-bit range
-// wrap and f64 values round to f32: a deliberate change of results, which is why this
-// pass is not in the default pipeline and its callers say so.
+// XLA_USE_32BIT_LONG, and f64 computed as f32). Integer values (constants and
+// arguments) outside the 32-bit range saturate, so that the identities of min / max
+// reductions stay identities; computed integers wrap at 32 bits; f64 values round to
+// f32. A deliberate change of results, which is why this pass is not in the default
+// pipeline and its callers say so.
 //
 // Unlike the other passes it changes the entry computation's parameter and result
 // shapes: a caller converts arguments to the narrowed parameter types and results back
 // (narrow_literal / ir::Literal set_* conversions).
 #include <fmt/core.h>
+
+#include <algorithm>
+#include <cstdint>
 
 #include "common/error.h"
 #include "compiler/passes/pass.h"
@@ -85,7 +90,20 @@ ir::Literal narrow_literal(const ir::Literal& literal) {
   }
   ir::Shape shape = literal.shape();
   if (!narrow_shape(shape)) return literal;
-  return convert_literal(literal, shape.type());
+  ir::Literal out(shape);
+  const int64_t n = literal.num_elements();
+  switch (literal.type()) {
+    case PrimitiveType::kS64:
+      for (int64_t k = 0; k < n; ++k)
+        out.set_from_int64(k, std::clamp<int64_t>(literal.get_as_int64(k), INT32_MIN, INT32_MAX));
+      break;
+    case PrimitiveType::kU64:
+      for (int64_t k = 0; k < n; ++k) out.set_from_uint64(k, std::min<uint64_t>(literal.get_as_uint64(k), UINT32_MAX));
+      break;
+    default:
+      for (int64_t k = 0; k < n; ++k) out.set_from_double(k, literal.get_as_double(k));
+  }
+  return out;
 }
 
 ir::Literal convert_literal(const ir::Literal& literal, ir::PrimitiveType type) {

@@ -51,7 +51,8 @@ std::unique_ptr<Pass> make_dce();
 std::unique_ptr<Pass> make_fusion(FusionOptions options = {});
 
 // For targets without 64-bit lanes: s64 -> s32, u64 -> u32, f64 -> f32 everywhere, as
-// PyTorch/XLA computes on TPUs. Changes results (wrapping, rounding) and the entry's
+// PyTorch/XLA computes on TPUs. Changes results (integer constants and arguments
+// saturate at the 32-bit range, computed integers wrap, f64 rounds) and the entry's
 // parameter and result types, so it is not in the default pipeline: callers convert
 // arguments with narrow_literal() and results back with convert_literal(). Ops whose
 // meaning depends on the width (bitcast-convert, rng-bit-generator) are a podsim::Error.

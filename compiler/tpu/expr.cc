@@ -255,6 +255,9 @@ int ExprBuilder::expand(const Instruction& i, const View& view) {
 }
 
 int ExprBuilder::elementwise(const Instruction& i, const View& view) {
+  // Vector lanes hold 32 bits at most: name this op, not the leaf it reads.
+  isa_dtype(i, i.shape().type());
+  for (const Instruction* op : i.operands()) isa_dtype(i, op->shape().type());
   // Before the operands are built with this op's view: a bitcast-convert between
   // widths changes the rank, so its operand cannot be read with that view.
   if (i.opcode() == Opcode::kBitcastConvert &&

@@ -61,17 +61,31 @@ TEST(Narrow64Bit, NarrowsEveryTypeAndKeepsResultsThatFit) {
   }
 }
 
-TEST(Narrow64Bit, ConstantsOutsideTheRangeWrap) {
+// Saturation keeps reduction identities: a min over s64 starting from INT64_MAX still
+// finds the minimum.
+TEST(Narrow64Bit, ConstantsOutsideTheRangeSaturate) {
   auto module = ir::parse_module(R"(HloModule c
+min {
+  a = s64[] parameter(0)
+  b = s64[] parameter(1)
+  ROOT c = s64[] minimum(a, b)
+}
 ENTRY main {
-  ROOT k = s64[2] constant({4294967301, -1})
+  x = s64[3] parameter(0)
+  big = s64[] constant(9223372036854775807)
+  smallest = s64[] reduce(x, big), dimensions={0}, to_apply=min
+  k = s64[3] constant({4294967301, -4294967301, -1})
+  ROOT t = (s64[], s64[3]) tuple(smallest, k)
 }
 )");
   make_narrow_64bit_types()->run(*module);
-  ir::Literal got = ir::evaluate(*module, {});
-  EXPECT_EQ(got.type(), ir::PrimitiveType::kS32);
-  EXPECT_EQ(got.get_as_int64(0), 5);  // 2^32 + 5 wraps to 5
-  EXPECT_EQ(got.get_as_int64(1), -1);
+  ir::Literal x(ir::Shape(ir::PrimitiveType::kS64, {3}));
+  for (int64_t k = 0; k < 3; ++k) x.set_from_int64(k, 40 - 7 * k);
+  ir::Literal got = ir::evaluate(*module, std::vector<ir::Literal>{narrow_literal(x)});
+  EXPECT_EQ(got.elements()[0].get_as_int64(0), 26);
+  EXPECT_EQ(got.elements()[1].get_as_int64(0), INT32_MAX);
+  EXPECT_EQ(got.elements()[1].get_as_int64(1), INT32_MIN);
+  EXPECT_EQ(got.elements()[1].get_as_int64(2), -1);
 }
 
 TEST(Narrow64Bit, WidthDependentOpsAreAnError) {
