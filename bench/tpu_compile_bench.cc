@@ -22,11 +22,13 @@ namespace {
 constexpr int kBlocks = 125;  // 8 instructions each: 1,000 in all (plus the parameters)
 
 std::string model_text() {
-  std::string body = "HloModule compile_bench\nENTRY main {\n  h0 = f32[128,128] parameter(0)\n"
-                     "  w = f32[128,128] parameter(1)\n  b = f32[128] parameter(2)\n";
+  std::string body =
+      "HloModule compile_bench\nENTRY main {\n  h0 = f32[128,128] parameter(0)\n"
+      "  w = f32[128,128] parameter(1)\n  b = f32[128] parameter(2)\n";
   for (int k = 0; k < kBlocks; ++k) {
     body += fmt::format(
-        "  d{0} = f32[128,128] dot(h{0}, w), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}\n"
+        "  d{0} = f32[128,128] dot(h{0}, w), lhs_contracting_dims={{1}}, "
+        "rhs_contracting_dims={{0}}\n"
         "  bb{0} = f32[128,128] broadcast(b), dimensions={{1}}\n"
         "  a{0} = f32[128,128] add(d{0}, bb{0})\n"
         "  t{0} = f32[128,128] tanh(a{0})\n"
@@ -52,17 +54,20 @@ void compile_bench(benchmark::State& state, const char* chip_name, bool passes) 
     if (passes) podsim::passes::default_pipeline().run(*module);
     podsim::isa::Executable exe = podsim::tpu::compile(*module, chip);
     isa_instructions = 0;
-    for (const auto& program : exe.programs) isa_instructions += static_cast<int64_t>(program.instructions.size());
+    for (const auto& program : exe.programs)
+      isa_instructions += static_cast<int64_t>(program.instructions.size());
     benchmark::DoNotOptimize(exe);
   }
-  state.counters["isa_per_ir"] = static_cast<double>(isa_instructions) / static_cast<double>(ir_instructions);
+  state.counters["isa_per_ir"] =
+      static_cast<double>(isa_instructions) / static_cast<double>(ir_instructions);
   state.SetLabel(fmt::format("{} IR instructions", ir_instructions));
 }
 
 BENCHMARK_CAPTURE(compile_bench, v4_lowering, "v4", false)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(compile_bench, v4_passes_and_lowering, "v4", true)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(compile_bench, v5e_lowering, "v5e", false)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(compile_bench, v5e_passes_and_lowering, "v5e", true)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(compile_bench, v5e_passes_and_lowering, "v5e", true)
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

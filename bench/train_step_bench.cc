@@ -60,14 +60,16 @@ class Block : public nn::Module {
  public:
   explicit Block(int64_t d, int64_t heads) : Module("Block") {
     ln1_ = register_module("ln1", std::make_shared<nn::LayerNorm>(std::vector<int64_t>{d}));
-    attn_ = register_module("attn", std::make_shared<nn::MultiheadAttention>(d, heads, true, true, true));
+    attn_ = register_module("attn",
+                            std::make_shared<nn::MultiheadAttention>(d, heads, true, true, true));
     ln2_ = register_module("ln2", std::make_shared<nn::LayerNorm>(std::vector<int64_t>{d}));
     fc1_ = register_module("fc1", std::make_shared<nn::Linear>(d, 4 * d));
     fc2_ = register_module("fc2", std::make_shared<nn::Linear>(4 * d, d));
   }
   Tensor forward(const Tensor& x) override {
     Tensor h = x + attn_->forward(ln1_->forward(x));
-    return h + fc2_->forward(podsim::gelu(fc1_->forward(ln2_->forward(h)), podsim::GeluApproximate::kTanh));
+    return h + fc2_->forward(
+                   podsim::gelu(fc1_->forward(ln2_->forward(h)), podsim::GeluApproximate::kTanh));
   }
 
  private:
@@ -80,7 +82,8 @@ class Block : public nn::Module {
 // when unavailable, with the reason in note).
 std::pair<double, double> torch_steps(int threads, std::string& note) {
   const auto script = std::filesystem::path(__FILE__).parent_path() / "torch_train_reference.py";
-  const std::string command = "/usr/bin/python3 " + script.string() + " --threads " + std::to_string(threads) + " 2>&1";
+  const std::string command =
+      "/usr/bin/python3 " + script.string() + " --threads " + std::to_string(threads) + " 2>&1";
   FILE* pipe = popen(command.c_str(), "r");
   if (!pipe) {
     note = "could not start /usr/bin/python3";
@@ -99,16 +102,19 @@ std::pair<double, double> torch_steps(int threads, std::string& note) {
     return {-1, -1};
   }
   size_t version = output.find("\"torch\": \"");
-  if (version != std::string::npos) note = output.substr(version + 10, output.find('"', version + 10) - version - 10);
+  if (version != std::string::npos)
+    note = output.substr(version + 10, output.find('"', version + 10) - version - 10);
   return {number("mlp_step_s"), number("block_step_s")};
 }
 
 void report(const char* name, const Measured& m, double torch_seconds) {
   std::printf("  %-18s %8.3f ms/step  %8.1f steps/s  compilations %lld (after warm-up %lld)", name,
-              1e3 * m.seconds_per_step, 1 / m.seconds_per_step, static_cast<long long>(m.compilations_total),
+              1e3 * m.seconds_per_step, 1 / m.seconds_per_step,
+              static_cast<long long>(m.compilations_total),
               static_cast<long long>(m.compilations_warm));
   if (torch_seconds > 0)
-    std::printf("  torch eager %8.3f ms/step  speed-up %.2fx\n", 1e3 * torch_seconds, torch_seconds / m.seconds_per_step);
+    std::printf("  torch eager %8.3f ms/step  speed-up %.2fx\n", 1e3 * torch_seconds,
+                torch_seconds / m.seconds_per_step);
   else
     std::printf("\n");
 }
@@ -119,11 +125,13 @@ int main(int argc, char** argv) {
   const int steps = argc > 1 ? std::stoi(argv[1]) : 50;
   const int threads = tbb::info::default_concurrency();
   podsim::runtime::Device& device = podsim::device();
-  std::printf("train_step_bench: %d timed steps on %s, %d threads\n", steps, device.name().c_str(), threads);
+  std::printf("train_step_bench: %d timed steps on %s, %d threads\n", steps, device.name().c_str(),
+              threads);
 
   podsim::manual_seed(0);
   auto mlp = std::make_shared<nn::Sequential>(std::initializer_list<std::shared_ptr<nn::Module>>{
-      std::make_shared<nn::Linear>(64, 128), std::make_shared<nn::ReLU>(), std::make_shared<nn::Linear>(128, 10)});
+      std::make_shared<nn::Linear>(64, 128), std::make_shared<nn::ReLU>(),
+      std::make_shared<nn::Linear>(128, 10)});
   mlp->to(device);
   podsim::optim::Adam mlp_opt(mlp->parameters(), {.lr = 1e-3});
   Tensor x = podsim::rand({64, 64}).to(device);
@@ -150,7 +158,8 @@ int main(int argc, char** argv) {
 
   std::string note;
   auto [torch_mlp, torch_block] = torch_steps(threads, note);
-  std::printf("  reference: %s\n", torch_mlp > 0 ? ("torch " + note).c_str() : ("unavailable: " + note).c_str());
+  std::printf("  reference: %s\n",
+              torch_mlp > 0 ? ("torch " + note).c_str() : ("unavailable: " + note).c_str());
   report("mlp", mlp_m, torch_mlp);
   report("transformer block", block_m, torch_block);
   return 0;

@@ -12,25 +12,36 @@ namespace podsim::tools {
 Command add_train_command(CLI::App& app) {
   auto options = std::make_shared<examples::TrainOptions>();
   auto workload = std::make_shared<std::string>();
-  CLI::App* cmd = app.add_subcommand("train", "Train an example model on lazy tensors (CPU or a simulated chip)");
+  CLI::App* cmd = app.add_subcommand(
+      "train", "Train an example model on lazy tensors (CPU or a simulated chip)");
   cmd->add_option("workload", *workload,
-                  "mlp: a perceptron on scikit-learn's handwritten digits; transformer: a small character-level GPT")
+                  "mlp: a perceptron on scikit-learn's handwritten digits; transformer: a small "
+                  "character-level GPT")
       ->required()
       ->check(CLI::IsMember({"mlp", "transformer"}));
-  cmd->add_option("--device", options->device, "cpu (the host CPU backend) or sim (a simulated chip)")
+  cmd->add_option("--device", options->device,
+                  "cpu (the host CPU backend) or sim (a simulated chip)")
       ->check(CLI::IsMember({"cpu", "sim"}))
       ->capture_default_str();
-  cmd->add_option("--chip", options->chip, "For --device sim: a chip preset or TOML file (default v5e)");
+  cmd->add_option("--chip", options->chip,
+                  "For --device sim: a chip preset or TOML file (default v5e)");
   cmd->add_option("--steps", options->steps, "Training steps (default: mlp 300, transformer 200)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--batch", options->batch, "Batch size (default: mlp 64, transformer 16)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--lr", options->lr, "Peak learning rate (default: mlp 1e-2, transformer 3e-3)")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--seed", options->seed, "Seed of initialization, split and shuffling")->capture_default_str();
-  cmd->add_option("--log-every", options->log_every, "Steps between progress lines (default: about 10 lines)")
+  cmd->add_option("--seed", options->seed, "Seed of initialization, split and shuffling")
+      ->capture_default_str();
+  cmd->add_option("--log-every", options->log_every,
+                  "Steps between progress lines (default: about 10 lines)")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--checkpoint", options->checkpoint, "Save model and optimizer here (safetensors) at the end");
+  cmd->add_option(
+      "--profile", options->profile,
+      "With --device sim: write the last step's profile here (Chrome trace JSON, Perfetto UI) "
+      "and print its summary");
+  cmd->add_option("--checkpoint", options->checkpoint,
+                  "Save model and optimizer here (safetensors) at the end");
   return {cmd, [options, workload] {
             if (*workload == "mlp")
               examples::train_mlp(*options, std::cout);

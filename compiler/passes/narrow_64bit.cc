@@ -24,10 +24,14 @@ using ir::PrimitiveType;
 
 PrimitiveType narrowed(PrimitiveType t) {
   switch (t) {
-    case PrimitiveType::kS64: return PrimitiveType::kS32;
-    case PrimitiveType::kU64: return PrimitiveType::kU32;
-    case PrimitiveType::kF64: return PrimitiveType::kF32;
-    default: return t;
+    case PrimitiveType::kS64:
+      return PrimitiveType::kS32;
+    case PrimitiveType::kU64:
+      return PrimitiveType::kU32;
+    case PrimitiveType::kF64:
+      return PrimitiveType::kF32;
+    default:
+      return t;
   }
 }
 
@@ -70,13 +74,16 @@ class Narrow64Bit final : public Pass {
     if (!wide && !wide_operand) return false;
     // Ops whose meaning depends on the width itself cannot be narrowed.
     if (i.opcode() == ir::Opcode::kBitcastConvert || i.opcode() == ir::Opcode::kRngBitGenerator)
-      fail("not supported with 64-bit types narrowed to 32 bits: {} ({})", ir::opcode_name(i.opcode()), where(i));
-    if (i.opcode() == ir::Opcode::kConstant && i.attrs().literal) i.attrs().literal = narrow_literal(*i.attrs().literal);
+      fail("not supported with 64-bit types narrowed to 32 bits: {} ({})",
+           ir::opcode_name(i.opcode()), where(i));
+    if (i.opcode() == ir::Opcode::kConstant && i.attrs().literal)
+      i.attrs().literal = narrow_literal(*i.attrs().literal);
     return narrow_shape(i.mutable_shape()) || wide_operand;
   }
 
   static std::string where(const ir::Instruction& i) {
-    return i.pos().line > 0 ? fmt::format("line {}", i.pos().line) : fmt::format("instruction '{}'", i.name());
+    return i.pos().line > 0 ? fmt::format("line {}", i.pos().line)
+                            : fmt::format("instruction '{}'", i.name());
   }
 };
 
@@ -98,7 +105,8 @@ ir::Literal narrow_literal(const ir::Literal& literal) {
         out.set_from_int64(k, std::clamp<int64_t>(literal.get_as_int64(k), INT32_MIN, INT32_MAX));
       break;
     case PrimitiveType::kU64:
-      for (int64_t k = 0; k < n; ++k) out.set_from_uint64(k, std::min<uint64_t>(literal.get_as_uint64(k), UINT32_MAX));
+      for (int64_t k = 0; k < n; ++k)
+        out.set_from_uint64(k, std::min<uint64_t>(literal.get_as_uint64(k), UINT32_MAX));
       break;
     default:
       for (int64_t k = 0; k < n; ++k) out.set_from_double(k, literal.get_as_double(k));

@@ -33,8 +33,9 @@ class Block : public nn::Module {
  public:
   explicit Block(const GptConfig& c) : Module("Block") {
     ln1_ = register_module("ln1", std::make_shared<nn::LayerNorm>(std::vector<int64_t>{c.embed}));
-    attn_ = register_module("attn", std::make_shared<nn::MultiheadAttention>(c.embed, c.heads, /*bias=*/true,
-                                                                           /*batch_first=*/true, /*causal=*/true));
+    attn_ = register_module(
+        "attn", std::make_shared<nn::MultiheadAttention>(c.embed, c.heads, /*bias=*/true,
+                                                         /*batch_first=*/true, /*causal=*/true));
     ln2_ = register_module("ln2", std::make_shared<nn::LayerNorm>(std::vector<int64_t>{c.embed}));
     fc1_ = register_module("fc1", std::make_shared<nn::Linear>(c.embed, 4 * c.embed));
     fc2_ = register_module("fc2", std::make_shared<nn::Linear>(4 * c.embed, c.embed));
@@ -88,10 +89,12 @@ TrainResult train_transformer(const TrainOptions& options, std::ostream& out) {
   GptConfig config;
   auto dataset = std::make_shared<data::CharTextDataset>(corpus.text, config.block);
   config.vocab = dataset->vocab_size();
-  out << fmt::format("transformer: {} characters from {}, vocabulary {}; {} layers, {} heads, width {}, context {} "
-                     "on {}, {} steps of batch {} (loss at start ~ ln {} = {:.2f})\n",
-                     corpus.text.size(), corpus.source, config.vocab, config.layers, config.heads, config.embed,
-                     config.block, device.name(), steps, batch, config.vocab, std::log(double(config.vocab)));
+  out << fmt::format(
+      "transformer: {} characters from {}, vocabulary {}; {} layers, {} heads, width {}, context "
+      "{} "
+      "on {}, {} steps of batch {} (loss at start ~ ln {} = {:.2f})\n",
+      corpus.text.size(), corpus.source, config.vocab, config.layers, config.heads, config.embed,
+      config.block, device.name(), steps, batch, config.vocab, std::log(double(config.vocab)));
 
   manual_seed(options.seed);
   auto model = std::make_shared<Gpt>(config);
@@ -100,7 +103,8 @@ TrainResult train_transformer(const TrainOptions& options, std::ostream& out) {
   optim::CosineWarmupLR schedule(optimizer, steps / 10, steps);
 
   data::DeviceLoader loader(
-      data::DataLoader(dataset, {.batch_size = batch, .shuffle = true, .seed = options.seed, .drop_last = true}),
+      data::DataLoader(
+          dataset, {.batch_size = batch, .shuffle = true, .seed = options.seed, .drop_last = true}),
       device);
   TrainResult result;
   result.device = device.name();
@@ -108,17 +112,19 @@ TrainResult train_transformer(const TrainOptions& options, std::ostream& out) {
       loader, steps, log_interval(options, steps),
       [&](const data::Example& b) {
         Tensor logits = (*model)(b[0]);
-        Tensor loss = nn::functional::cross_entropy(logits.reshape({-1, config.vocab}), b[1].reshape({-1}));
+        Tensor loss =
+            nn::functional::cross_entropy(logits.reshape({-1, config.vocab}), b[1].reshape({-1}));
         loss.backward();
         optimizer.step();
         optimizer.zero_grad();
         schedule.step();
         return loss;
       },
-      out, result);
-  out << fmt::format("transformer: loss {:.3f} -> {:.3f} after {} steps ({:.1f} steps/s, {} compilation(s))\n",
-                     result.first_loss, result.final_loss, result.steps, result.steps_per_second,
-                     result.compilations);
+      options.profile, out, result);
+  out << fmt::format(
+      "transformer: loss {:.3f} -> {:.3f} after {} steps ({:.1f} steps/s, {} compilation(s))\n",
+      result.first_loss, result.final_loss, result.steps, result.steps_per_second,
+      result.compilations);
   if (!options.checkpoint.empty()) {
     optim::save_checkpoint(*model, &optimizer, result.steps, options.checkpoint);
     out << "transformer: checkpoint written to " << options.checkpoint << "\n";

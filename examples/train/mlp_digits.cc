@@ -46,8 +46,9 @@ TrainResult train_mlp(const TrainOptions& options, std::ostream& out) {
   auto [train_raw, test_raw] = data::train_test_split(data::load_digits(), 0.2, options.seed);
   auto train = std::make_shared<data::TensorDataset>(scaled(train_raw));
   const data::TensorDataset test = scaled(test_raw);
-  out << fmt::format("mlp: digits {} train / {} test, {}-{}-{} on {}, {} steps of batch {}\n", train->size(),
-                     test.size(), kPixels, kHidden, kClasses, device.name(), steps, batch);
+  out << fmt::format("mlp: digits {} train / {} test, {}-{}-{} on {}, {} steps of batch {}\n",
+                     train->size(), test.size(), kPixels, kHidden, kClasses, device.name(), steps,
+                     batch);
 
   manual_seed(options.seed);
   auto model = std::make_shared<nn::Sequential>(std::initializer_list<std::shared_ptr<nn::Module>>{
@@ -58,7 +59,8 @@ TrainResult train_mlp(const TrainOptions& options, std::ostream& out) {
   optim::CosineWarmupLR schedule(optimizer, steps / 20, steps);
 
   data::DeviceLoader loader(
-      data::DataLoader(train, {.batch_size = batch, .shuffle = true, .seed = options.seed, .drop_last = true}),
+      data::DataLoader(
+          train, {.batch_size = batch, .shuffle = true, .seed = options.seed, .drop_last = true}),
       device);
   TrainResult result;
   result.device = device.name();
@@ -72,10 +74,11 @@ TrainResult train_mlp(const TrainOptions& options, std::ostream& out) {
         schedule.step();
         return loss;
       },
-      out, result);
+      options.profile, out, result);
   result.test_accuracy = accuracy(*model, test, device);
-  out << fmt::format("mlp: test accuracy {:.2f}% after {} steps ({:.1f} steps/s, {} compilation(s))\n",
-                     100 * *result.test_accuracy, result.steps, result.steps_per_second, result.compilations);
+  out << fmt::format(
+      "mlp: test accuracy {:.2f}% after {} steps ({:.1f} steps/s, {} compilation(s))\n",
+      100 * *result.test_accuracy, result.steps, result.steps_per_second, result.compilations);
   if (!options.checkpoint.empty()) {
     optim::save_checkpoint(*model, &optimizer, result.steps, options.checkpoint);
     out << "mlp: checkpoint written to " << options.checkpoint << "\n";

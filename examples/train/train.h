@@ -22,8 +22,9 @@ struct TrainOptions {
   int64_t batch = 0;           // 0: the workload's default
   double lr = 0;               // 0: the workload's default
   uint64_t seed = 0;
-  int64_t log_every = 0;       // progress line every N steps (0: about 10 lines a run)
-  std::string checkpoint;      // if set, model and optimizer are saved there at the end
+  int64_t log_every = 0;   // progress line every N steps (0: about 10 lines a run)
+  std::string checkpoint;  // if set, model and optimizer are saved there at the end
+  std::string profile;     // sim: write the profile of the last step here (Chrome trace JSON)
 };
 
 struct TrainResult {
@@ -34,6 +35,7 @@ struct TrainResult {
   double steps_per_second = 0;
   std::optional<double> test_accuracy;  // classification workloads
   int64_t compilations = 0;             // graphs compiled during training (UncachedCompile)
+  int64_t simulated_cycles = 0;         // on a simulated chip: chip cycles of all steps
 };
 
 // The device the options name (creating its backend's client on first use).

@@ -7,7 +7,10 @@
 #include <cstdlib>
 #include <vector>
 
+#include "runtime/backends/sim/sim_backend.h"
 #include "runtime/metrics.h"
+#include "traces/chrome_trace.h"
+#include "traces/summary.h"
 
 namespace podsim::examples {
 
@@ -27,9 +30,13 @@ int64_t log_interval(const TrainOptions& options, int64_t steps) {
 }
 
 void run_training(data::DeviceLoader& loader, int64_t steps, int64_t log_every, const StepFn& step,
-                  std::ostream& out, TrainResult& result) {
+                  const std::string& profile, std::ostream& out, TrainResult& result) {
+  if (!profile.empty() && loader.device().kind() != runtime::DeviceKind::kSim)
+    fail("--profile needs a simulated chip (--device sim); {} has no cycle model",
+         loader.device().name());
   using Clock = std::chrono::steady_clock;
   const int64_t compiled_before = runtime::counter_value("UncachedCompile");
+  const int64_t cycles_before = runtime::counter_value("SimulatedCycles");
   std::vector<Tensor> window;  // the losses since the last progress line
   auto window_mean = [&] {
     double sum = 0;
@@ -42,6 +49,12 @@ void run_training(data::DeviceLoader& loader, int64_t steps, int64_t log_every, 
   while (done < steps) {
     for (const data::Example& batch : loader) {
       if (done == steps) break;
+      if (!profile.empty() && done == steps - 1) {
+        // Profile only the last step: everything before it runs unprofiled.
+        mark_step();
+        wait_device_ops();
+        runtime::set_sim_profiling(true);
+      }
       window.push_back(step(batch));
       ++done;
       if (done == 1) {
@@ -59,10 +72,12 @@ void run_training(data::DeviceLoader& loader, int64_t steps, int64_t log_every, 
         first_window = false;
         result.final_loss = loss;
         Clock::time_point now = Clock::now();
-        double rate = static_cast<double>(window.size()) / std::chrono::duration<double>(now - last_line).count();
+        double rate = static_cast<double>(window.size()) /
+                      std::chrono::duration<double>(now - last_line).count();
         last_line = now;
         window.clear();
-        out << fmt::format("step {:>5}/{}  loss {:.4f}  {:.1f} steps/s\n", done, steps, loss, rate) << std::flush;
+        out << fmt::format("step {:>5}/{}  loss {:.4f}  {:.1f} steps/s\n", done, steps, loss, rate)
+            << std::flush;
       }
     }
   }
@@ -72,6 +87,19 @@ void run_training(data::DeviceLoader& loader, int64_t steps, int64_t log_every, 
   result.steps = done;
   result.steps_per_second = done > 1 && seconds > 0 ? static_cast<double>(done - 1) / seconds : 0;
   result.compilations = runtime::counter_value("UncachedCompile") - compiled_before;
+  result.simulated_cycles = runtime::counter_value("SimulatedCycles") - cycles_before;
+  if (!profile.empty()) {
+    std::optional<runtime::SimRun> run = runtime::last_sim_run();
+    runtime::set_sim_profiling(false);
+    if (!run) fail("no profiled run of the last step");
+    traces::write_chrome_trace(run->profile, profile);
+    out << traces::format_summary(traces::summarize(run->profile))
+        << fmt::format("wrote the profile of the last step to {} (open it in Perfetto UI)\n",
+                       profile);
+  }
+  if (result.simulated_cycles > 0)
+    out << fmt::format("simulated chip: {} cycles per step on average\n",
+                       result.simulated_cycles / result.steps);
 }
 
 }  // namespace podsim::examples

@@ -16,9 +16,10 @@ namespace podsim::examples {
 using StepFn = std::function<Tensor(const data::Example& batch)>;
 
 // Runs `steps` steps over as many epochs of the loader as needed. Fills the loss,
-// speed and compilation figures of result.
+// speed and compilation figures of result. With a profile path (a simulated chip), the
+// last step's profile is written there and its summary printed.
 void run_training(data::DeviceLoader& loader, int64_t steps, int64_t log_every, const StepFn& step,
-                  std::ostream& out, TrainResult& result);
+                  const std::string& profile, std::ostream& out, TrainResult& result);
 
 // About ten progress lines a run unless the options say otherwise.
 int64_t log_interval(const TrainOptions& options, int64_t steps);

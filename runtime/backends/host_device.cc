@@ -34,7 +34,10 @@ void HostDevice::add_bytes(int64_t bytes) {
 }
 
 HostBuffer::HostBuffer(ir::Shape shape, HostDevice& device, std::shared_ptr<Event> event)
-    : shape_(std::move(shape)), device_(device), event_(std::move(event)), bytes_(host_bytes(shape_)) {
+    : shape_(std::move(shape)),
+      device_(device),
+      event_(std::move(event)),
+      bytes_(host_bytes(shape_)) {
   device_.add_bytes(bytes_);
 }
 
@@ -63,15 +66,15 @@ std::shared_ptr<Buffer> host_transfer(ir::Literal literal, Device& device, Devic
   return buffer;
 }
 
-std::vector<std::shared_ptr<Buffer>> execute_on_host(const std::string& name,
-                                                     std::span<const ir::Shape> parameter_shapes,
-                                                     std::span<const ir::Shape> output_shapes,
-                                                     std::span<const std::shared_ptr<Buffer>> arguments,
-                                                     Device& device, DeviceKind kind, HostRunFn run) {
+std::vector<std::shared_ptr<Buffer>> execute_on_host(
+    const std::string& name, std::span<const ir::Shape> parameter_shapes,
+    std::span<const ir::Shape> output_shapes, std::span<const std::shared_ptr<Buffer>> arguments,
+    Device& device, DeviceKind kind, HostRunFn run) {
   HostDevice& host = as_host_device(device, kind, "execute");
   // Mistakes visible before running (count, placement, shapes) are thrown at once.
   if (arguments.size() != parameter_shapes.size())
-    fail("execute {}: expected {} argument(s), got {}", name, parameter_shapes.size(), arguments.size());
+    fail("execute {}: expected {} argument(s), got {}", name, parameter_shapes.size(),
+         arguments.size());
   std::vector<std::shared_ptr<const HostBuffer>> args;
   args.reserve(arguments.size());
   for (size_t i = 0; i < arguments.size(); ++i) {
@@ -107,7 +110,8 @@ std::vector<std::shared_ptr<Buffer>> execute_on_host(const std::string& name,
         results = run(literals);
       }
       if (results.size() != outputs.size())
-        fail("execute {}: the run returned {} output(s), expected {}", name, results.size(), outputs.size());
+        fail("execute {}: the run returned {} output(s), expected {}", name, results.size(),
+             outputs.size());
       for (size_t i = 0; i < outputs.size(); ++i)
         outputs[i]->set_literal(std::make_shared<const ir::Literal>(std::move(results[i])));
       for (const auto& output : outputs) output->ready_event()->set_ready();
@@ -121,7 +125,8 @@ std::vector<std::shared_ptr<Buffer>> execute_on_host(const std::string& name,
 
 std::vector<ir::Shape> entry_parameter_shapes(const ir::Module& module) {
   std::vector<ir::Shape> shapes;
-  for (const ir::Instruction* parameter : module.entry()->parameters()) shapes.push_back(parameter->shape());
+  for (const ir::Instruction* parameter : module.entry()->parameters())
+    shapes.push_back(parameter->shape());
   return shapes;
 }
 

@@ -78,11 +78,10 @@ using HostRunFn = std::function<std::vector<ir::Literal>(std::span<const ir::Lit
 // shapes against parameter_shapes), makes the output buffers, and queues run on the
 // device; a failure (of an argument's computation or of the run) becomes the error of
 // every output. `name` names the module in errors.
-std::vector<std::shared_ptr<Buffer>> execute_on_host(const std::string& name,
-                                                     std::span<const ir::Shape> parameter_shapes,
-                                                     std::span<const ir::Shape> output_shapes,
-                                                     std::span<const std::shared_ptr<Buffer>> arguments,
-                                                     Device& device, DeviceKind kind, HostRunFn run);
+std::vector<std::shared_ptr<Buffer>> execute_on_host(
+    const std::string& name, std::span<const ir::Shape> parameter_shapes,
+    std::span<const ir::Shape> output_shapes, std::span<const std::shared_ptr<Buffer>> arguments,
+    Device& device, DeviceKind kind, HostRunFn run);
 
 // The entry computation's parameter shapes and its outputs (a tuple root's elements).
 std::vector<ir::Shape> entry_parameter_shapes(const ir::Module& module);

@@ -74,11 +74,13 @@ inline double allowed_error(const Tolerance& t, const ir::Literal& want, int64_t
 }
 
 // Tensors prefix + "0", prefix + "1", ... in order ("arg", "out", "r1.arg").
-inline std::vector<const ir::Literal*> numbered(const ir::NamedLiterals& tensors, const std::string& prefix) {
+inline std::vector<const ir::Literal*> numbered(const ir::NamedLiterals& tensors,
+                                                const std::string& prefix) {
   std::vector<const ir::Literal*> out;
   while (true) {
     std::string name = prefix + std::to_string(out.size());
-    auto it = std::find_if(tensors.begin(), tensors.end(), [&](const auto& t) { return t.first == name; });
+    auto it = std::find_if(tensors.begin(), tensors.end(),
+                           [&](const auto& t) { return t.first == name; });
     if (it == tensors.end()) return out;
     out.push_back(&it->second);
   }
@@ -93,12 +95,14 @@ inline std::vector<ir::Literal> copies(const std::vector<const ir::Literal*>& li
 // The custom-call target of the oracle's custom-call case: elementwise negation.
 inline void register_oracle_targets() {
   static const bool registered = [] {
-    ir::register_custom_call("oracle_negate", [](const ir::Instruction&, std::span<const ir::Literal* const> ops) {
-      if (ops.size() != 1) fail("oracle_negate takes one operand");
-      ir::Literal out = *ops[0];
-      for (int64_t i = 0; i < out.num_elements(); ++i) out.set_from_double(i, -out.get_as_double(i));
-      return out;
-    });
+    ir::register_custom_call("oracle_negate",
+                             [](const ir::Instruction&, std::span<const ir::Literal* const> ops) {
+                               if (ops.size() != 1) fail("oracle_negate takes one operand");
+                               ir::Literal out = *ops[0];
+                               for (int64_t i = 0; i < out.num_elements(); ++i)
+                                 out.set_from_double(i, -out.get_as_double(i));
+                               return out;
+                             });
     return true;
   }();
   (void)registered;

@@ -2,12 +2,16 @@
 // issue asks for (>= 95% on the digits test split) on the simulated chip and on the CPU,
 // with one compiled training-step graph after warm-up, and the small GPT's loss falls
 // from about ln(vocabulary) as it learns the text.
+#include <fmt/core.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
+#include <filesystem>
 #include <sstream>
 
 #include "examples/train/train.h"
+#include "traces/chrome_trace.h"
 
 namespace podsim::examples {
 namespace {
@@ -47,6 +51,47 @@ TEST(TrainTransformer, LossFallsFromUniform) {
   EXPECT_EQ(result.steps, 60);
   EXPECT_LT(result.final_loss, result.first_loss - 0.5) << log.str();
   EXPECT_EQ(result.compilations, 2) << log.str();
+}
+
+// --profile writes the last step's profile: it reads back, its chip ran as many cycles
+// as one step took on average (every step runs the same graph), and its MXU track did
+// the step's matmul work.
+TEST(TrainMlp, ProfilesTheLastStepOnTheSimulatedChip) {
+  TrainOptions options;
+  options.device = "sim";
+  options.steps = 12;
+  options.profile =
+      (std::filesystem::temp_directory_path() / fmt::format("podsim_train_{}.json", getpid()))
+          .string();
+  std::ostringstream log;
+  TrainResult result = train_mlp(options, log);
+  traces::Profile profile = traces::read_chrome_trace(options.profile);
+  std::filesystem::remove(options.profile);
+  ASSERT_EQ(profile.chips.size(), 1u);
+  // Steps after the first run one graph; the first has no optimizer state yet.
+  EXPECT_GT(profile.chips[0].total_cycles, 0u);
+  EXPECT_LT(profile.chips[0].total_cycles, static_cast<uint64_t>(result.simulated_cycles));
+  double mxu_flops = 0;
+  for (const traces::Track& track : profile.chips[0].tracks)
+    if (track.category == "mxu")
+      for (const traces::Span& span : track.spans) mxu_flops += span.flops;
+  // Forward 64x64x128 + 64x128x10 and the backward's three matmuls of each size (the
+  // input gradient of the first layer is not needed): at least 2 * 64 * (64*128 + 128*10) * 2.
+  EXPECT_GE(mxu_flops, 2.0 * 64 * (64 * 128 + 128 * 10) * 2) << log.str();
+  EXPECT_NE(log.str().find("wrote the profile of the last step"), std::string::npos);
+}
+
+TEST(TrainOptions, ProfileNeedsASimulatedChip) {
+  TrainOptions options;
+  options.profile = "unused.json";
+  std::ostringstream log;
+  try {
+    train_mlp(options, log);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--profile needs a simulated chip"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(TrainOptions, UnknownDeviceIsAClearError) {

@@ -31,7 +31,8 @@ double max_rel_diff(const Tensor& a, const Tensor& b) {
   EXPECT_EQ(x.size(), y.size());
   double worst = 0;
   for (size_t i = 0; i < x.size(); ++i)
-    worst = std::max(worst, std::fabs(double(x[i]) - y[i]) / std::max(1.0, std::fabs(double(y[i]))));
+    worst =
+        std::max(worst, std::fabs(double(x[i]) - y[i]) / std::max(1.0, std::fabs(double(y[i]))));
   return worst;
 }
 
@@ -102,7 +103,8 @@ TEST(SimBackend, UnsupportedOpsNameTheOp) {
     r.cpu();
     FAIL() << "expected an error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("not supported with 64-bit types narrowed to 32 bits: rng-bit-generator"),
+    EXPECT_NE(std::string(e.what()).find(
+                  "not supported with 64-bit types narrowed to 32 bits: rng-bit-generator"),
               std::string::npos)
         << e.what();
   }

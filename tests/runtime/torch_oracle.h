@@ -37,8 +37,10 @@ struct OracleInputFile {
 
 // script is relative to the source tree. cacheable: false for oracles that check
 // something outside the inputs (a file as Python reads it now).
-inline OracleResult run_torch_script(const std::string& script, const std::vector<std::string>& args,
-                                     const std::vector<OracleInputFile>& inputs = {}, bool cacheable = true) {
+inline OracleResult run_torch_script(const std::string& script,
+                                     const std::vector<std::string>& args,
+                                     const std::vector<OracleInputFile>& inputs = {},
+                                     bool cacheable = true) {
   namespace fs = std::filesystem;
   static int calls = 0;
   const fs::path tests = fs::path(PODSIM_BINARY_DIR) / "tests";
@@ -57,10 +59,12 @@ inline OracleResult run_torch_script(const std::string& script, const std::vecto
     std::ofstream(dir / input.name, std::ios::binary) << input.content;
     command += " " + (dir / input.name).string();
   }
-  const fs::path cache = tests / "torch_oracle_cache" / fmt::format("{:016x}.safetensors", std::hash<std::string>()(key));
+  const fs::path cache = tests / "torch_oracle_cache" /
+                         fmt::format("{:016x}.safetensors", std::hash<std::string>()(key));
   OracleResult result;
   if (cacheable && fs::exists(cache)) {
-    for (auto& [name, literal] : ir::read_safetensors(cache.string())) result.tensors.emplace(name, std::move(literal));
+    for (auto& [name, literal] : ir::read_safetensors(cache.string()))
+      result.tensors.emplace(name, std::move(literal));
     fs::remove_all(dir);
     return result;
   }
@@ -68,7 +72,8 @@ inline OracleResult run_torch_script(const std::string& script, const std::vecto
   command += fmt::format(" {} > {} 2>&1", out, (dir / "log.txt").string());
   if (std::system(command.c_str()) != 0) {
     std::ifstream log(dir / "log.txt");
-    result.error = "the torch oracle failed (" + command + "): " + std::string(std::istreambuf_iterator<char>(log), {});
+    result.error = "the torch oracle failed (" + command +
+                   "): " + std::string(std::istreambuf_iterator<char>(log), {});
   } else {
     ir::NamedLiterals tensors = ir::read_safetensors(out);
     if (cacheable) {
@@ -84,7 +89,8 @@ inline OracleResult run_torch_script(const std::string& script, const std::vecto
 // The bytes of a safetensors file holding tensors (an input file for a script).
 inline std::string safetensors_content(const ir::NamedLiterals& tensors) {
   std::string content;
-  for (const std::byte b : ir::serialize_safetensors(tensors)) content.push_back(static_cast<char>(b));
+  for (const std::byte b : ir::serialize_safetensors(tensors))
+    content.push_back(static_cast<char>(b));
   return content;
 }
 

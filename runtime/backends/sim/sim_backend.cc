@@ -1,7 +1,9 @@
 #include "runtime/backends/sim/sim_backend.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <utility>
 
 #include "common/error.h"
@@ -11,14 +13,24 @@
 #include "compiler/tpu/tpu_compiler.h"
 #include "runtime/backends/host_device.h"
 #include "runtime/metrics.h"
-#include "sim/functional/functional_model.h"
+#include "sim/timing/timed_chip.h"
 #include "topology/chip_config.h"
 
 namespace podsim::runtime {
 namespace {
 
-// Generous: a run that executes this many instructions is a runaway loop.
-constexpr int64_t kMaxSteps = int64_t{1} << 40;
+std::atomic<bool>& profiling() {
+  static std::atomic<bool> on{false};
+  return on;
+}
+std::mutex& last_run_mutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+std::optional<SimRun>& last_run() {
+  static std::optional<SimRun> run;
+  return run;
+}
 
 // Holds the module as traced (its parameter and result types are what buffers have)
 // and the program compiled from its 64-bit-narrowed form: a run converts s64/u64/f64
@@ -55,25 +67,48 @@ class SimExecutable final : public Executable {
                                                Device& device) override {
     return execute_on_host(module_->name(), parameter_shapes_, output_shapes_, arguments, device,
                            DeviceKind::kSim,
-                           [program = program_, shapes = output_shapes_](std::span<const ir::Literal* const> args) {
-                             return run_narrowed(*program, args, shapes);
+                           [program = program_, name = module_->name(),
+                            shapes = output_shapes_](std::span<const ir::Literal* const> args) {
+                             return run_narrowed(*program, name, args, shapes);
                            });
   }
 
  private:
   static std::vector<ir::Literal> run_narrowed(const isa::Executable& program,
+                                               const std::string& name,
                                                std::span<const ir::Literal* const> args,
                                                const std::vector<ir::Shape>& shapes) {
-    std::vector<ir::Literal> narrowed;
-    std::vector<const ir::Literal*> pointers;
-    narrowed.reserve(args.size());
-    for (const ir::Literal* arg : args) narrowed.push_back(passes::narrow_literal(*arg));
-    for (const ir::Literal& arg : narrowed) pointers.push_back(&arg);
-    std::vector<ir::Shape> narrowed_shapes;
-    for (const ir::Shape& shape : shapes) narrowed_shapes.push_back(passes::narrow_64bit_shape(shape));
-    std::vector<ir::Literal> results = run_on_functional_model(program, pointers, narrowed_shapes);
-    for (size_t k = 0; k < results.size(); ++k)
-      if (results[k].type() != shapes[k].type()) results[k] = passes::convert_literal(results[k], shapes[k].type());
+    std::vector<std::vector<uint8_t>> parameters;
+    parameters.reserve(args.size());
+    for (const ir::Literal* arg : args) {
+      ir::Literal narrowed = passes::narrow_literal(*arg);
+      const auto* data = reinterpret_cast<const uint8_t*>(narrowed.bytes().data());
+      parameters.emplace_back(data, data + narrowed.bytes().size());
+    }
+    sim::timing::TimingOptions options;
+    options.profile = profiling().load();
+    sim::timing::TimedRunResult run = sim::timing::run_timed(program, parameters, options);
+    counter_add("SimulatedCycles", static_cast<int64_t>(run.cycles));
+    if (run.outputs.size() != shapes.size())
+      fail("the simulated run of {} has {} outputs, expected {}", name, run.outputs.size(),
+           shapes.size());
+    std::vector<ir::Literal> results;
+    for (size_t k = 0; k < shapes.size(); ++k) {
+      ir::Literal literal(passes::narrow_64bit_shape(shapes[k]));
+      if (run.outputs[k].size() != literal.bytes().size())
+        fail("output {} of the simulated run of {} has {} bytes, expected {}", k, name,
+             run.outputs[k].size(), literal.bytes().size());
+      if (!run.outputs[k].empty())
+        std::memcpy(literal.bytes().data(), run.outputs[k].data(), run.outputs[k].size());
+      results.push_back(literal.type() == shapes[k].type()
+                            ? std::move(literal)
+                            : passes::convert_literal(literal, shapes[k].type()));
+    }
+    if (options.profile) {
+      run.profile.program = name;
+      std::lock_guard lock(last_run_mutex());
+      last_run() = SimRun{name, run.cycles, run.seconds, std::move(run.profile)};
+    }
     return results;
   }
 
@@ -102,11 +137,13 @@ class SimClient final : public Client {
   std::shared_ptr<Executable> compile(const ir::Module& module) override {
     ScopedTimer timer("CompileTime");
     const std::string text = ir::print_module(module);
-    std::unique_ptr<ir::Module> lowered = ir::parse_module(text, "<sim compile: " + module.name() + ">");
+    std::unique_ptr<ir::Module> lowered =
+        ir::parse_module(text, "<sim compile: " + module.name() + ">");
     passes::make_narrow_64bit_types()->run(*lowered);
     passes::default_pipeline().run(*lowered);
     isa::Executable program = tpu::compile(*lowered, chip_);
-    return std::make_shared<SimExecutable>(ir::parse_module(text, module.name()), std::move(program));
+    return std::make_shared<SimExecutable>(ir::parse_module(text, module.name()),
+                                           std::move(program));
   }
 
   std::shared_ptr<Executable> deserialize(std::string_view serialized) override {
@@ -117,9 +154,10 @@ class SimClient final : public Client {
     std::string_view text = serialized.substr(sizeof length, length);
     std::string_view bytes = serialized.substr(sizeof length + length);
     auto module = ir::parse_module(text, "<serialized SIM executable>");
-    isa::Executable program = isa::deserialize(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(),
-                                               "<serialized SIM executable>");
-    if (!(program.chip == chip_)) fail("serialized SIM executable: built for chip {}, not {}", program.chip.name, chip_.name);
+    isa::Executable program = isa::deserialize(reinterpret_cast<const uint8_t*>(bytes.data()),
+                                               bytes.size(), "<serialized SIM executable>");
+    if (!(program.chip == chip_))
+      fail("serialized SIM executable: built for chip {}, not {}", program.chip.name, chip_.name);
     return std::make_shared<SimExecutable>(std::move(module), std::move(program));
   }
 
@@ -149,26 +187,17 @@ std::unique_ptr<Client> make_sim_client(const std::string& chip) {
   }
 }
 
-std::vector<ir::Literal> run_on_functional_model(const isa::Executable& executable,
-                                                 std::span<const ir::Literal* const> arguments,
-                                                 std::span<const ir::Shape> output_shapes) {
-  sim::FunctionalModel model(executable);
-  for (size_t k = 0; k < arguments.size(); ++k) {
-    auto bytes = arguments[k]->bytes();
-    model.set_parameter(static_cast<int>(k), {reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()});
+void set_sim_profiling(bool on) {
+  profiling() = on;
+  if (!on) {
+    std::lock_guard lock(last_run_mutex());
+    last_run().reset();
   }
-  model.run_to_completion(kMaxSteps);
-  std::vector<ir::Literal> out;
-  out.reserve(output_shapes.size());
-  for (size_t k = 0; k < output_shapes.size(); ++k) {
-    ir::Literal literal(output_shapes[k]);
-    std::vector<uint8_t> bytes = model.read_output(static_cast<int>(k));
-    if (bytes.size() != literal.bytes().size())
-      fail("output {} of the simulated run has {} bytes, expected {}", k, bytes.size(), literal.bytes().size());
-    std::memcpy(literal.bytes().data(), bytes.data(), bytes.size());
-    out.push_back(std::move(literal));
-  }
-  return out;
+}
+
+std::optional<SimRun> last_sim_run() {
+  std::lock_guard lock(last_run_mutex());
+  return last_run();
 }
 
 }  // namespace podsim::runtime

@@ -1,21 +1,23 @@
 // The simulated-chip backend of the device interface (PODSIM_DEVICE=SIM): compiles a
 // module for the TPU target (compiler/tpu) for one chip configuration and runs the
-// executable on the simulated chip (sim/). The chip is PODSIM_TOPOLOGY: a preset name
-// (`podsim topology list`) or a TOML file; by default the small single-core v5e.
+// executable on the cycle-approximate timing model of the chip (sim/timing), which
+// computes through the functional model (sim/functional). The chip is PODSIM_TOPOLOGY: a
+// preset name (`podsim topology list`) or a TOML file; by default the small single-core
+// v5e. Each run adds its simulated cycles to the SimulatedCycles counter; with
+// profiling on, the last run's profile is kept (last_sim_run()).
 // Device data lives in host memory and is placed in the simulated HBM for each run.
 // The chip has no 64-bit lanes: as PyTorch/XLA does on TPUs, s64/u64/f64 values are
-// computed as s32/u32/f32 (integers wrap outside the 32-bit range, f64 rounds to f32)
-// and converted back to their own types in the results.
+// computed as s32/u32/f32 (integer inputs saturate at the 32-bit range, computed
+// integers wrap, f64 rounds to f32) and converted back to their own types in the results.
 #pragma once
 
+#include <cstdint>
 #include <memory>
-#include <span>
+#include <optional>
 #include <string>
-#include <vector>
 
-#include "compiler/ir/literal.h"
-#include "isa/isa.h"
 #include "runtime/device.h"
+#include "traces/profile.h"
 
 namespace podsim::runtime {
 
@@ -28,10 +30,16 @@ std::string sim_chip_from_env();
 // environment).
 std::unique_ptr<Client> make_sim_client(const std::string& chip = "");
 
-// Runs an executable on the functional chip model: arguments placed in their HBM
-// regions, outputs (one per output binding, with these shapes) read back.
-std::vector<ir::Literal> run_on_functional_model(const isa::Executable& executable,
-                                                 std::span<const ir::Literal* const> arguments,
-                                                 std::span<const ir::Shape> output_shapes);
+// Profiling of SIM runs (off by default: a profile has a span per instruction).
+void set_sim_profiling(bool on);
+
+// The most recent run on a SIM device since profiling was turned on.
+struct SimRun {
+  std::string program;  // the module's name
+  uint64_t cycles = 0;
+  double seconds = 0;
+  traces::Profile profile;
+};
+std::optional<SimRun> last_sim_run();
 
 }  // namespace podsim::runtime

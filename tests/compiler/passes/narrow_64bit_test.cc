@@ -40,8 +40,10 @@ TEST(Narrow64Bit, NarrowsEveryTypeAndKeepsResultsThatFit) {
   ir::verify_module(*narrowed, "narrowed");
   for (const auto& computation : narrowed->computations())
     for (const auto& i : computation->instructions())
-      for (const ir::Shape& s : i->shape().is_tuple() ? i->shape().elements() : std::vector<ir::Shape>{i->shape()})
-        EXPECT_TRUE(s.type() != ir::PrimitiveType::kS64 && s.type() != ir::PrimitiveType::kF64) << i->name();
+      for (const ir::Shape& s :
+           i->shape().is_tuple() ? i->shape().elements() : std::vector<ir::Shape>{i->shape()})
+        EXPECT_TRUE(s.type() != ir::PrimitiveType::kS64 && s.type() != ir::PrimitiveType::kF64)
+            << i->name();
 
   ir::Literal x(ir::Shape(ir::PrimitiveType::kS64, {6}));
   ir::Literal y(ir::Shape(ir::PrimitiveType::kF64, {6}));
@@ -50,14 +52,15 @@ TEST(Narrow64Bit, NarrowsEveryTypeAndKeepsResultsThatFit) {
     y.set_from_double(k, 0.25 * static_cast<double>(k) - 0.5);  // exact in f32
   }
   ir::Literal want = ir::evaluate(*original, std::vector<ir::Literal>{x, y});
-  ir::Literal got = ir::evaluate(*narrowed, std::vector<ir::Literal>{narrow_literal(x), narrow_literal(y)});
+  ir::Literal got =
+      ir::evaluate(*narrowed, std::vector<ir::Literal>{narrow_literal(x), narrow_literal(y)});
   ASSERT_EQ(got.elements().size(), 3u);
   EXPECT_EQ(got.elements()[0].type(), ir::PrimitiveType::kS32);
   EXPECT_EQ(got.elements()[1].type(), ir::PrimitiveType::kF32);
   for (size_t e = 0; e < 3; ++e) {
     const ir::Literal back = convert_literal(got.elements()[e], want.elements()[e].type());
-    EXPECT_TRUE(back == want.elements()[e]) << "element " << e << ": " << back.to_string() << " vs "
-                                            << want.elements()[e].to_string();
+    EXPECT_TRUE(back == want.elements()[e])
+        << "element " << e << ": " << back.to_string() << " vs " << want.elements()[e].to_string();
   }
 }
 
@@ -99,7 +102,8 @@ ENTRY main {
     make_narrow_64bit_types()->run(*module);
     FAIL() << "expected an error";
   } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()), "not supported with 64-bit types narrowed to 32 bits: bitcast-convert (line 4)");
+    EXPECT_EQ(std::string(e.what()),
+              "not supported with 64-bit types narrowed to 32 bits: bitcast-convert (line 4)");
   }
 }
 
