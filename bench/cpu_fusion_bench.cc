@@ -83,7 +83,7 @@ float chain_value(float x, float y) {
 // Runs torch_reference.py; returns its median seconds, or a negative value.
 double torch_median(int64_t n, int threads, std::string& note) {
   const std::filesystem::path script =
-      std::filesystem::path(__FILE__).parent_path() / "torch_reference.py";
+      std::filesystem::path(PODSIM_SOURCE_DIR) / "bench" / "torch_reference.py";
   const std::string command = "/usr/bin/python3 " + script.string() + " --n " + std::to_string(n) +
                               " --threads " + std::to_string(threads) + " --reps 10 2>&1";
   FILE* pipe = popen(command.c_str(), "r");
