@@ -1,4 +1,5 @@
-// Runs every NumPy-oracle case (tests/compiler/numpy_cases.h) that the TPU lowering
+// Runs every NumPy-oracle case (tests/compiler/numpy_cases.h), and every module of
+// tests/compiler/ir/testdata, that the TPU lowering
 // supports on the functional chip model, for the v4 and v5e presets, after the default
 // pass pipeline, and compares with the reference evaluator on the same inputs.
 //
@@ -12,6 +13,8 @@
 // supported ops); multi-device cases are skipped (one chip, one core).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -51,7 +54,8 @@ TEST_P(TpuNumpyOracleTest, MatchesEvaluatorOnV4AndV5e) {
       if (what.find("not supported on the TPU target") != std::string::npos) GTEST_SKIP() << what;
       FAIL() << what;
     }
-    std::vector<ir::Literal> actual = run_executable(exe, args, flat_shapes(reference->entry()->root()->shape()));
+    std::vector<ir::Literal> actual =
+        run_executable(exe, args, flat_shapes(reference->entry()->root()->shape()));
     ASSERT_EQ(actual.size(), expected.size());
     for (size_t k = 0; k < actual.size(); ++k) {
       const cases::Tolerance tolerance = cases::tolerance_for(meta, k);
@@ -66,11 +70,51 @@ TEST_P(TpuNumpyOracleTest, MatchesEvaluatorOnV4AndV5e) {
 
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(TpuNumpyOracleTest);
 INSTANTIATE_TEST_SUITE_P(Cases, TpuNumpyOracleTest, ::testing::ValuesIn(cases::all_cases()),
-                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return info.param;
+                         });
+
+// The realistic modules of tests/compiler/ir/testdata (XLA dumps, a training step, control
+// flow...) on random inputs, where the lowering supports them.
+class TpuTestdataTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(TpuTestdataTest, MatchesEvaluatorOnV4AndV5e) {
+  const std::string path =
+      std::string(PODSIM_SOURCE_DIR) + "/tests/compiler/ir/testdata/" + GetParam() + ".hlo";
+  auto module = ir::parse_module_file(path);
+  if (module->replica_count * module->num_partitions > 1) GTEST_SKIP() << "several devices";
+  const std::string text = ir::print_module(*module);
+  for (const char* chip : {"v4", "v5e"}) {
+    try {
+      compile_text(text, chip, /*fuse=*/true);
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      if (what.find("not supported on the TPU target") != std::string::npos) GTEST_SKIP() << what;
+      FAIL() << what;
+    }
+    Case c{text, chip, 1e-4, 1e-5, /*fuse=*/true};
+    c.bf16_dots = true;
+    check(c);
+  }
+}
+
+std::vector<std::string> testdata_modules() {
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(PODSIM_SOURCE_DIR) +
+                                                               "/tests/compiler/ir/testdata"))
+    if (entry.path().extension() == ".hlo") names.push_back(entry.path().stem().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+INSTANTIATE_TEST_SUITE_P(Files, TpuTestdataTest, ::testing::ValuesIn(testdata_modules()),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return info.param;
+                         });
 
 TEST(TpuNumpyOracleCases, Exist) {
-  EXPECT_FALSE(cases::all_cases().empty()) << "no *.hlo cases in " << cases::case_dir()
-                                           << "; target numpy_oracle_cases writes them";
+  EXPECT_FALSE(cases::all_cases().empty())
+      << "no *.hlo cases in " << cases::case_dir() << "; target numpy_oracle_cases writes them";
 }
 
 }  // namespace
