@@ -12,10 +12,8 @@
 #include "examples/train/train.h"
 #include "examples/train/train_loop.h"
 #include "runtime/data/char_text.h"
-#include "runtime/data/data_loader.h"
 #include "runtime/nn/nn.h"
 #include "runtime/optim/adam.h"
-#include "runtime/optim/checkpoint.h"
 #include "runtime/optim/lr_scheduler.h"
 
 namespace podsim::examples {
@@ -102,33 +100,18 @@ TrainResult train_transformer(const TrainOptions& options, std::ostream& out) {
   optim::AdamW optimizer(model->parameters(), {.lr = lr});
   optim::CosineWarmupLR schedule(optimizer, steps / 10, steps);
 
-  data::DeviceLoader loader(
-      data::DataLoader(
-          dataset, {.batch_size = batch, .shuffle = true, .seed = options.seed, .drop_last = true}),
-      device);
-  TrainResult result;
-  result.device = device.name();
-  run_training(
-      loader, steps, log_interval(options, steps),
+  TrainResult result = train(
+      {*model, optimizer, schedule}, dataset, steps, batch,
       [&](const data::Example& b) {
         Tensor logits = (*model)(b[0]);
-        Tensor loss =
-            nn::functional::cross_entropy(logits.reshape({-1, config.vocab}), b[1].reshape({-1}));
-        loss.backward();
-        optimizer.step();
-        optimizer.zero_grad();
-        schedule.step();
-        return loss;
+        return nn::functional::cross_entropy(logits.reshape({-1, config.vocab}),
+                                             b[1].reshape({-1}));
       },
-      options.profile, out, result);
+      options, out);
   out << fmt::format(
       "transformer: loss {:.3f} -> {:.3f} after {} steps ({:.1f} steps/s, {} compilation(s))\n",
       result.first_loss, result.final_loss, result.steps, result.steps_per_second,
       result.compilations);
-  if (!options.checkpoint.empty()) {
-    optim::save_checkpoint(*model, &optimizer, result.steps, options.checkpoint);
-    out << "transformer: checkpoint written to " << options.checkpoint << "\n";
-  }
   return result;
 }
 

@@ -9,11 +9,9 @@
 #include "examples/train/train.h"
 #include "examples/train/train_loop.h"
 #include "runtime/autograd.h"
-#include "runtime/data/data_loader.h"
 #include "runtime/data/datasets.h"
 #include "runtime/nn/nn.h"
 #include "runtime/optim/adam.h"
-#include "runtime/optim/checkpoint.h"
 #include "runtime/optim/lr_scheduler.h"
 
 namespace podsim::examples {
@@ -44,11 +42,11 @@ TrainResult train_mlp(const TrainOptions& options, std::ostream& out) {
   runtime::Device& device = training_device(options);
 
   auto [train_raw, test_raw] = data::train_test_split(data::load_digits(), 0.2, options.seed);
-  auto train = std::make_shared<data::TensorDataset>(scaled(train_raw));
+  auto train_set = std::make_shared<data::TensorDataset>(scaled(train_raw));
   const data::TensorDataset test = scaled(test_raw);
   out << fmt::format("mlp: digits {} train / {} test, {}-{}-{} on {}, {} steps of batch {}\n",
-                     train->size(), test.size(), kPixels, kHidden, kClasses, device.name(), steps,
-                     batch);
+                     train_set->size(), test.size(), kPixels, kHidden, kClasses, device.name(),
+                     steps, batch);
 
   manual_seed(options.seed);
   auto model = std::make_shared<nn::Sequential>(std::initializer_list<std::shared_ptr<nn::Module>>{
@@ -58,31 +56,14 @@ TrainResult train_mlp(const TrainOptions& options, std::ostream& out) {
   optim::Adam optimizer(model->parameters(), {.lr = lr});
   optim::CosineWarmupLR schedule(optimizer, steps / 20, steps);
 
-  data::DeviceLoader loader(
-      data::DataLoader(
-          train, {.batch_size = batch, .shuffle = true, .seed = options.seed, .drop_last = true}),
-      device);
-  TrainResult result;
-  result.device = device.name();
-  run_training(
-      loader, steps, log_interval(options, steps),
-      [&](const data::Example& b) {
-        Tensor loss = nn::functional::cross_entropy((*model)(b[0]), b[1]);
-        loss.backward();
-        optimizer.step();
-        optimizer.zero_grad();
-        schedule.step();
-        return loss;
-      },
-      options.profile, out, result);
+  TrainResult result = train(
+      {*model, optimizer, schedule}, train_set, steps, batch,
+      [&](const data::Example& b) { return nn::functional::cross_entropy((*model)(b[0]), b[1]); },
+      options, out);
   result.test_accuracy = accuracy(*model, test, device);
   out << fmt::format(
       "mlp: test accuracy {:.2f}% after {} steps ({:.1f} steps/s, {} compilation(s))\n",
       100 * *result.test_accuracy, result.steps, result.steps_per_second, result.compilations);
-  if (!options.checkpoint.empty()) {
-    optim::save_checkpoint(*model, &optimizer, result.steps, options.checkpoint);
-    out << "mlp: checkpoint written to " << options.checkpoint << "\n";
-  }
   return result;
 }
 

@@ -8,7 +8,9 @@
 #include <vector>
 
 #include "runtime/backends/sim/sim_backend.h"
+#include "runtime/data/device_loader.h"
 #include "runtime/metrics.h"
+#include "runtime/optim/checkpoint.h"
 #include "traces/chrome_trace.h"
 #include "traces/summary.h"
 
@@ -24,10 +26,9 @@ runtime::Device& training_device(const TrainOptions& options) {
   fail("--device {}: expected cpu or sim", options.device);
 }
 
-int64_t log_interval(const TrainOptions& options, int64_t steps) {
-  if (options.log_every > 0) return options.log_every;
-  return std::max<int64_t>(1, steps / 10);
-}
+namespace {
+
+using StepFn = std::function<Tensor(const data::Example& batch)>;
 
 void run_training(data::DeviceLoader& loader, int64_t steps, int64_t log_every, const StepFn& step,
                   const std::string& profile, std::ostream& out, TrainResult& result) {
@@ -100,6 +101,39 @@ void run_training(data::DeviceLoader& loader, int64_t steps, int64_t log_every, 
   if (result.simulated_cycles > 0)
     out << fmt::format("simulated chip: {} cycles per step on average\n",
                        result.simulated_cycles / result.steps);
+}
+
+}  // namespace
+
+TrainResult train(const Training& training, std::shared_ptr<const data::Dataset> dataset,
+                  int64_t steps, int64_t batch, const LossFn& loss, const TrainOptions& options,
+                  std::ostream& out) {
+  runtime::Device& device = training_device(options);
+  data::DeviceLoader loader(
+      data::DataLoader(
+          std::move(dataset),
+          {.batch_size = batch, .shuffle = true, .seed = options.seed, .drop_last = true}),
+      device);
+  TrainResult result;
+  result.device = device.name();
+  const int64_t log_every =
+      options.log_every > 0 ? options.log_every : std::max<int64_t>(1, steps / 10);
+  run_training(
+      loader, steps, log_every,
+      [&](const data::Example& b) {
+        Tensor value = loss(b);
+        value.backward();
+        training.optimizer.step();
+        training.optimizer.zero_grad();
+        training.schedule.step();
+        return value;
+      },
+      options.profile, out, result);
+  if (!options.checkpoint.empty()) {
+    optim::save_checkpoint(training.model, &training.optimizer, result.steps, options.checkpoint);
+    out << "checkpoint written to " << options.checkpoint << "\n";
+  }
+  return result;
 }
 
 }  // namespace podsim::examples

@@ -1,27 +1,38 @@
 // The loop the training workloads share: batches from a device loader (each one marks
-// the previous step), a step function that records forward, backward and update, a
+// the previous step), forward, backward and update recorded as one graph per step, a
 // progress line every few steps, and the figures of the run.
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <ostream>
 
 #include "examples/train/train.h"
-#include "runtime/data/device_loader.h"
+#include "runtime/data/dataset.h"
+#include "runtime/nn/module.h"
+#include "runtime/optim/lr_scheduler.h"
+#include "runtime/optim/optimizer.h"
 #include "runtime/tensor.h"
 
 namespace podsim::examples {
 
-// Records one training step on a batch and returns its loss (a device scalar).
-using StepFn = std::function<Tensor(const data::Example& batch)>;
+// Forward and loss on a batch (the loss a device scalar).
+using LossFn = std::function<Tensor(const data::Example& batch)>;
 
-// Runs `steps` steps over as many epochs of the loader as needed. Fills the loss,
-// speed and compilation figures of result. With a profile path (a simulated chip), the
-// last step's profile is written there and its summary printed.
-void run_training(data::DeviceLoader& loader, int64_t steps, int64_t log_every, const StepFn& step,
-                  const std::string& profile, std::ostream& out, TrainResult& result);
+// What the workloads train with: the model (on its device), its optimizer and schedule.
+struct Training {
+  nn::Module& model;
+  optim::Optimizer& optimizer;
+  optim::LRScheduler& schedule;
+};
 
-// About ten progress lines a run unless the options say otherwise.
-int64_t log_interval(const TrainOptions& options, int64_t steps);
+// Trains for `steps` steps on shuffled batches of the dataset (as many epochs as needed),
+// each step forward + loss, backward, optimizer and schedule step, one graph; prints a
+// progress line every few steps. With options.profile (a simulated chip) the last
+// step's profile is written and summarized; with options.checkpoint, model and
+// optimizer are saved at the end. Returns the figures of the run.
+TrainResult train(const Training& training, std::shared_ptr<const data::Dataset> dataset,
+                  int64_t steps, int64_t batch, const LossFn& loss, const TrainOptions& options,
+                  std::ostream& out);
 
 }  // namespace podsim::examples

@@ -11,23 +11,12 @@
 #include <string>
 
 #include "compiler/ir/safetensors.h"
+#include "tests/tools/podsim_cli.h"
 
 namespace {
 
-struct Result {
-  int exit_code;
-  std::string output;  // stdout and stderr together
-};
-
-Result podsim(const std::string& args) {
-  std::string cmd = std::string(PODSIM_BINARY_DIR) + "/bin/podsim " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf;
-  while (size_t n = fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
-  int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+using podsim::cli_testing::podsim;
+using podsim::cli_testing::Result;
 
 class Cli : public ::testing::Test {
  protected:
@@ -66,7 +55,8 @@ TEST_F(Cli, HelpEverywhere) {
 TEST_F(Cli, CheckSummarisesAValidModule) {
   Result r = podsim("check " + write("axpy.hlo", kAxpy));
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("1 computations, 6 instructions, 3 parameters"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("1 computations, 6 instructions, 3 parameters"), std::string::npos)
+      << r.output;
 }
 
 TEST_F(Cli, CheckReportsErrorsWithLocation) {
@@ -77,7 +67,9 @@ TEST_F(Cli, CheckReportsErrorsWithLocation) {
   EXPECT_NE(r.output.find("bad.hlo:8"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("r"), std::string::npos) << r.output;
 
-  Result unknown = podsim("check " + write("unknown.hlo", "HloModule m\nENTRY e {\n  ROOT %x = f32[] frobnicate()\n}\n"));
+  Result unknown =
+      podsim("check " +
+             write("unknown.hlo", "HloModule m\nENTRY e {\n  ROOT %x = f32[] frobnicate()\n}\n"));
   EXPECT_EQ(unknown.exit_code, 1);
   EXPECT_NE(unknown.output.find("frobnicate"), std::string::npos) << unknown.output;
   EXPECT_NE(unknown.output.find(":3:"), std::string::npos) << unknown.output;
@@ -125,7 +117,8 @@ TEST_F(Cli, RunExplainsMissingInputs) {
 TEST_F(Cli, TopologyListsAndShowsPresetsAndFiles) {
   Result list = podsim("topology list");
   ASSERT_EQ(list.exit_code, 0) << list.output;
-  for (const char* name : {"v4 ", "v5e ", "v5p ", "v6e ", "tiny "}) EXPECT_NE(list.output.find(name), std::string::npos);
+  for (const char* name : {"v4 ", "v5e ", "v5p ", "v6e ", "tiny "})
+    EXPECT_NE(list.output.find(name), std::string::npos);
   Result toml = podsim("topology show v5e --toml");
   ASSERT_EQ(toml.exit_code, 0) << toml.output;
   // What --toml prints is a file that `show` reads back to the same chip.
@@ -150,17 +143,20 @@ TEST_F(Cli, BackendsAgreeWithTheEvaluator) {
   // The CPU target computes in f32; the simulated chip rounds dot inputs to bf16
   // (DEFAULT precision), about 2^-8 relative per product, so its softmax outputs move
   // by up to a few percent of their range.
-  for (const auto& [backend, tolerance] : {std::pair{std::string("cpu"), 1e-5}, {std::string("sim-functional"), 2e-2}}) {
+  for (const auto& [backend, tolerance] :
+       {std::pair{std::string("cpu"), 1e-5}, {std::string("sim-functional"), 2e-2}}) {
     NamedLiterals got = outputs(backend);
     ASSERT_EQ(got.size(), eval.size()) << backend;
     for (size_t t = 0; t < eval.size(); ++t)
       for (int64_t i = 0; i < eval[t].second.num_elements(); ++i)
-        EXPECT_NEAR(got[t].second.get_as_double(i), eval[t].second.get_as_double(i), tolerance) << backend << " " << i;
+        EXPECT_NEAR(got[t].second.get_as_double(i), eval[t].second.get_as_double(i), tolerance)
+            << backend << " " << i;
   }
 }
 
 TEST_F(Cli, RunsTheDemoModule) {
-  Result r = podsim("run " + std::string(PODSIM_SOURCE_DIR) + "/examples/hlo/mlp_forward.hlo --seed 1");
+  Result r =
+      podsim("run " + std::string(PODSIM_SOURCE_DIR) + "/examples/hlo/mlp_forward.hlo --seed 1");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("out0: dtype=f32 shape=[8,10]"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("out1: dtype=f32 shape=[8]"), std::string::npos) << r.output;

@@ -10,25 +10,14 @@
 #include <fstream>
 #include <string>
 
+#include "tests/tools/podsim_cli.h"
 #include "traces/chrome_trace.h"
 
 namespace podsim::traces {
 namespace {
 
-struct Result {
-  int exit_code;
-  std::string output;  // stdout and stderr together
-};
-
-Result podsim(const std::string& args) {
-  std::string cmd = std::string(PODSIM_BINARY_DIR) + "/bin/podsim " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf;
-  while (size_t n = fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
-  int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+using cli_testing::podsim;
+using cli_testing::Result;
 
 // A dot taking dot_cycles then an add taking 100 cycles, at 1 GHz.
 Profile profile(uint64_t dot_cycles) {

@@ -11,25 +11,14 @@
 #include <string>
 
 #include "tests/sim/timing/timing_test_util.h"
+#include "tests/tools/podsim_cli.h"
 #include "traces/chrome_trace.h"
 
 namespace podsim::sim::timing::testing {
 namespace {
 
-struct Result {
-  int exit_code;
-  std::string output;  // stdout and stderr together
-};
-
-Result podsim(const std::string& args) {
-  std::string cmd = std::string(PODSIM_BINARY_DIR) + "/bin/podsim " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf;
-  while (size_t n = fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
-  int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+using cli_testing::podsim;
+using cli_testing::Result;
 
 // The "  outN: ..." lines of a run.
 std::string output_lines(const std::string& text) {
