@@ -319,24 +319,31 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Int2 st
   return out;
 }
 
+// The NCHW window of a 2-D pooling, after checking its arguments against the input.
+static std::array<Win, 4> pool_window(const OpSite& site, const TensorImpl& impl, Int2 kernel_size,
+                                      Int2 stride, Int2 padding) {
+  check_positive(site, "kernel_size", kernel_size, 1);
+  check_positive(site, "stride", stride, 1);
+  check_positive(site, "padding", padding, 0);
+  if (2 * padding.h > kernel_size.h || 2 * padding.w > kernel_size.w)
+    lazy::op_fail(site, "padding ({}, {}) must be at most half the kernel size ({}, {})", padding.h,
+                  padding.w, kernel_size.h, kernel_size.w);
+  auto window = nchw_window(Win{kernel_size.h, stride.h, padding.h, padding.h},
+                            Win{kernel_size.w, stride.w, padding.w, padding.w});
+  Dims out = window_output(impl.dims, window);
+  if (out[2] == 0 || out[3] == 0)
+    lazy::op_fail(site, "the kernel ({}, {}) does not fit the input {}", kernel_size.h,
+                  kernel_size.w, lazy::impl_shape_string(impl));
+  return window;
+}
+
 Tensor max_pool2d(const Tensor& x, Int2 kernel_size, std::optional<Int2> stride, Int2 padding,
                   Loc loc) {
   OpSite site{"max_pool2d", loc};
   return unbatched_as_batch(x, site, [&](const Tensor& input) {
     const TensorImpl& impl = nchw_float(site, input, "input");
     Int2 s = stride.value_or(kernel_size);
-    check_positive(site, "kernel_size", kernel_size, 1);
-    check_positive(site, "stride", s, 1);
-    check_positive(site, "padding", padding, 0);
-    if (2 * padding.h > kernel_size.h || 2 * padding.w > kernel_size.w)
-      lazy::op_fail(site, "padding ({}, {}) must be at most half the kernel size ({}, {})",
-                    padding.h, padding.w, kernel_size.h, kernel_size.w);
-    auto window = nchw_window(Win{kernel_size.h, s.h, padding.h, padding.h},
-                              Win{kernel_size.w, s.w, padding.w, padding.w});
-    Dims out = window_output(impl.dims, window);
-    if (out[2] == 0 || out[3] == 0)
-      lazy::op_fail(site, "the kernel ({}, {}) does not fit the input {}", kernel_size.h,
-                    kernel_size.w, lazy::impl_shape_string(impl));
+    std::array<Win, 4> window = pool_window(site, impl, kernel_size, s, padding);
     bool tiles = kernel_size.h == s.h && kernel_size.w == s.w && padding.h == 0 && padding.w == 0 &&
                  impl.dims[2] % s.h == 0 && impl.dims[3] % s.w == 0;
     return tiles ? max_pool_reshaped(site, input, kernel_size)
@@ -350,18 +357,7 @@ Tensor avg_pool2d(const Tensor& x, Int2 kernel_size, std::optional<Int2> stride,
   return unbatched_as_batch(x, site, [&](const Tensor& input) {
     const TensorImpl& impl = nchw_float(site, input, "input");
     Int2 s = stride.value_or(kernel_size);
-    check_positive(site, "kernel_size", kernel_size, 1);
-    check_positive(site, "stride", s, 1);
-    check_positive(site, "padding", padding, 0);
-    if (2 * padding.h > kernel_size.h || 2 * padding.w > kernel_size.w)
-      lazy::op_fail(site, "padding ({}, {}) must be at most half the kernel size ({}, {})",
-                    padding.h, padding.w, kernel_size.h, kernel_size.w);
-    auto window = nchw_window(Win{kernel_size.h, s.h, padding.h, padding.h},
-                              Win{kernel_size.w, s.w, padding.w, padding.w});
-    Dims out_dims = window_output(impl.dims, window);
-    if (out_dims[2] == 0 || out_dims[3] == 0)
-      lazy::op_fail(site, "the kernel ({}, {}) does not fit the input {}", kernel_size.h,
-                    kernel_size.w, lazy::impl_shape_string(impl));
+    std::array<Win, 4> window = pool_window(site, impl, kernel_size, s, padding);
     double count = static_cast<double>(kernel_size.h * kernel_size.w);
     Tensor sums = lazy::make_result(
         reduce_window(site, lazy::ReduceKind::kSum, lazy::value_of(impl, site), window),
