@@ -81,6 +81,20 @@ TEST(TrainMlp, ProfilesTheLastStepOnTheSimulatedChip) {
   EXPECT_NE(log.str().find("wrote the profile of the last step"), std::string::npos);
 }
 
+// The compiled training steps (MLP and GPT) run hazard-free on the timing model: the
+// hazard checker validates every DMA and unit access of each step.
+TEST(TrainOnSim, StepsAreHazardFree) {
+  setenv("PODSIM_CHECK_HAZARDS", "1", 1);
+  TrainOptions options;
+  options.device = "sim";
+  options.steps = 3;
+  std::ostringstream log;
+  EXPECT_NO_THROW(train_mlp(options, log)) << log.str();
+  options.steps = 2;
+  EXPECT_NO_THROW(train_transformer(options, log)) << log.str();
+  unsetenv("PODSIM_CHECK_HAZARDS");
+}
+
 TEST(TrainOptions, ProfileNeedsASimulatedChip) {
   TrainOptions options;
   options.profile = "unused.json";

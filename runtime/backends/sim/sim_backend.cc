@@ -19,6 +19,13 @@
 namespace podsim::runtime {
 namespace {
 
+// PODSIM_CHECK_HAZARDS=1: every run goes through the hazard checker, and a hazard
+// fails the run (the compiled code is validated cycle by cycle).
+bool check_hazards() {
+  const char* value = std::getenv("PODSIM_CHECK_HAZARDS");  // per run: cheap next to a simulation
+  return value != nullptr && std::string_view(value) == "1";
+}
+
 std::atomic<bool>& profiling() {
   static std::atomic<bool> on{false};
   return on;
@@ -87,6 +94,7 @@ class SimExecutable final : public Executable {
     }
     sim::timing::TimingOptions options;
     options.profile = profiling().load();
+    options.check_hazards = options.hazards_are_errors = check_hazards();
     sim::timing::TimedRunResult run = sim::timing::run_timed(program, parameters, options);
     counter_add("SimulatedCycles", static_cast<int64_t>(run.cycles));
     if (run.outputs.size() != shapes.size())

@@ -4,7 +4,8 @@
 // computes through the functional model (sim/functional). The chip is PODSIM_TOPOLOGY: a
 // preset name (`podsim topology list`) or a TOML file; by default the small single-core
 // v5e. Each run adds its simulated cycles to the SimulatedCycles counter; with
-// profiling on, the last run's profile is kept (last_sim_run()).
+// profiling on, the last run's profile is kept (last_sim_run()). PODSIM_CHECK_HAZARDS=1
+// runs the hazard checker on every run and makes a hazard an error.
 // Device data lives in host memory and is placed in the simulated HBM for each run.
 // The chip has no 64-bit lanes: as PyTorch/XLA does on TPUs, s64/u64/f64 values are
 // computed as s32/u32/f32 (integer inputs saturate at the 32-bit range, computed
