@@ -192,7 +192,7 @@ template <typename... Args>
 }
 
 // What a kReduce node reduces with. Argmax/argmin nodes give s64 indices.
-enum class ReduceKind : int64_t { kSum, kMax, kMin, kArgMax, kArgMin, kAnd, kOr };
+enum class ReduceKind : int64_t { kSum, kMax, kMin, kAnd, kOr };
 
 // Leaves (opcode kParameter).
 enum class LeafKind : uint8_t {

@@ -15,10 +15,10 @@ namespace {
 
 ir::Shape node_shape(const Node& node) { return ir::Shape(node.type, node.dims.vec()); }
 
-// The identity of a reduction (or the extreme an arg-reduction starts from).
+// The identity of a reduction.
 ir::Literal reduce_init(ReduceKind kind, ir::PrimitiveType type) {
   ir::Literal init(ir::Shape::scalar(type));
-  bool want_low = kind == ReduceKind::kMax || kind == ReduceKind::kArgMax;
+  bool want_low = kind == ReduceKind::kMax;
   switch (kind) {
     case ReduceKind::kSum:
       break;
@@ -29,8 +29,6 @@ ir::Literal reduce_init(ReduceKind kind, ir::PrimitiveType type) {
       break;
     case ReduceKind::kMax:
     case ReduceKind::kMin:
-    case ReduceKind::kArgMax:
-    case ReduceKind::kArgMin:
       if (ir::is_float(type)) {
         init.set_from_double(0, want_low ? -std::numeric_limits<double>::infinity()
                                          : std::numeric_limits<double>::infinity());
@@ -119,12 +117,6 @@ class Lowering {
     i->attrs().direction = d;
     return i;
   }
-  ir::Instruction* logical(ir::Computation* c, ir::Opcode op,
-                           std::vector<ir::Instruction*> operands) {
-    ir::Shape shape = operands[0]->shape();
-    return add(c, op, std::move(shape), std::move(operands));
-  }
-
   ir::Computation* scalar_reducer(ReduceKind kind, ir::PrimitiveType type) {
     auto key = std::make_pair(static_cast<int64_t>(kind), type);
     for (const auto& [k, computation] : reducers_)
@@ -133,18 +125,14 @@ class Lowering {
         fmt::format("reduce_{}_{}", static_cast<int>(kind), ir::type_name(type))));
     ir::Computation* c = module_->add_computation(std::move(owned));
     ir::Shape scalar = ir::Shape::scalar(type);
-    if (kind == ReduceKind::kArgMax || kind == ReduceKind::kArgMin) {
-      build_arg_reducer(c, kind == ReduceKind::kArgMax, type);
-    } else {
-      ir::Instruction* a = parameter(c, 0, scalar);
-      ir::Instruction* b = parameter(c, 1, scalar);
-      ir::Opcode op = ir::Opcode::kAdd;
-      if (kind == ReduceKind::kMax) op = ir::Opcode::kMaximum;
-      if (kind == ReduceKind::kMin) op = ir::Opcode::kMinimum;
-      if (kind == ReduceKind::kAnd) op = ir::Opcode::kAnd;
-      if (kind == ReduceKind::kOr) op = ir::Opcode::kOr;
-      c->set_root(add(c, op, scalar, {a, b}));
-    }
+    ir::Instruction* a = parameter(c, 0, scalar);
+    ir::Instruction* b = parameter(c, 1, scalar);
+    ir::Opcode op = ir::Opcode::kAdd;
+    if (kind == ReduceKind::kMax) op = ir::Opcode::kMaximum;
+    if (kind == ReduceKind::kMin) op = ir::Opcode::kMinimum;
+    if (kind == ReduceKind::kAnd) op = ir::Opcode::kAnd;
+    if (kind == ReduceKind::kOr) op = ir::Opcode::kOr;
+    c->set_root(add(c, op, scalar, {a, b}));
     reducers_.emplace_back(key, c);
     return c;
   }
@@ -158,58 +146,15 @@ class Lowering {
 
   // (value, index) pairs: the larger (smaller) value wins, NaN beats any number, and of
   // equal values the lower index wins; so the reduction finds the first extreme.
-  void build_arg_reducer(ir::Computation* c, bool is_max, ir::PrimitiveType type) {
-    using D = ir::ComparisonDirection;
-    ir::Shape scalar = ir::Shape::scalar(type);
-    ir::Shape index = ir::Shape::scalar(ir::PrimitiveType::kS64);
-    ir::Instruction* va = parameter(c, 0, scalar);
-    ir::Instruction* ia = parameter(c, 1, index);
-    ir::Instruction* vb = parameter(c, 2, scalar);
-    ir::Instruction* ib = parameter(c, 3, index);
-    ir::Instruction* better = compare(c, va, vb, is_max ? D::kGt : D::kLt);
-    ir::Instruction* equal = compare(c, va, vb, D::kEq);
-    if (ir::is_float(type)) {
-      ir::Instruction* nan_a = compare(c, va, va, D::kNe);
-      ir::Instruction* nan_b = compare(c, vb, vb, D::kNe);
-      ir::Instruction* only_a_nan =
-          logical(c, ir::Opcode::kAnd, {nan_a, logical(c, ir::Opcode::kNot, {nan_b})});
-      better = logical(c, ir::Opcode::kOr, {better, only_a_nan});
-      equal = logical(c, ir::Opcode::kOr, {equal, logical(c, ir::Opcode::kAnd, {nan_a, nan_b})});
-    }
-    ir::Instruction* tie = logical(c, ir::Opcode::kAnd, {equal, compare(c, ia, ib, D::kLt)});
-    ir::Instruction* take_a = logical(c, ir::Opcode::kOr, {better, tie});
-    ir::Instruction* v = add(c, ir::Opcode::kSelect, scalar, {take_a, va, vb});
-    ir::Instruction* i = add(c, ir::Opcode::kSelect, index, {take_a, ia, ib});
-    c->set_root(add(c, ir::Opcode::kTuple, ir::Shape::tuple({scalar, index}), {v, i}));
-  }
-
   ir::Instruction* lower_reduce(const Node& node, ir::Instruction* input) {
     auto kind = static_cast<ReduceKind>(node.attrs[0]);
     std::vector<int64_t> dims(node.attrs.begin() + 1, node.attrs.end());
     ir::PrimitiveType input_type = input->shape().type();
-    if (kind != ReduceKind::kArgMax && kind != ReduceKind::kArgMin) {
-      ir::Instruction* init = add_constant(entry_, reduce_init(kind, input_type));
-      ir::Instruction* r = add(entry_, ir::Opcode::kReduce, node_shape(node), {input, init});
-      r->attrs().dimensions = dims;
-      r->add_called(scalar_reducer(kind, input_type));
-      return r;
-    }
-    ir::Instruction* iota = add(entry_, ir::Opcode::kIota,
-                                ir::Shape(ir::PrimitiveType::kS64, input->shape().dims()), {});
-    iota->attrs().iota_dimension = dims.at(0);
-    ir::Instruction* init_value = add_constant(entry_, reduce_init(kind, input_type));
-    ir::Literal max_index(ir::Shape::scalar(ir::PrimitiveType::kS64));
-    max_index.set_from_int64(0, std::numeric_limits<int64_t>::max());
-    ir::Instruction* init_index = add_constant(entry_, std::move(max_index));
-    ir::Shape values(input_type, node.dims.vec());
-    ir::Shape indices(ir::PrimitiveType::kS64, node.dims.vec());
-    ir::Instruction* r = add(entry_, ir::Opcode::kReduce, ir::Shape::tuple({values, indices}),
-                             {input, iota, init_value, init_index});
+    ir::Instruction* init = add_constant(entry_, reduce_init(kind, input_type));
+    ir::Instruction* r = add(entry_, ir::Opcode::kReduce, node_shape(node), {input, init});
     r->attrs().dimensions = dims;
     r->add_called(scalar_reducer(kind, input_type));
-    ir::Instruction* gte = add(entry_, ir::Opcode::kGetTupleElement, indices, {r});
-    gte->attrs().tuple_index = 1;
-    return gte;
+    return r;
   }
 
   ir::Instruction* lower(const Node& node) {
@@ -308,8 +253,8 @@ class Lowering {
       auto kind = static_cast<ReduceKind>(a.at(0));
       read_window(1, operands.at(0)->shape().rank(), 6);
       ir::Instruction* init = add_constant(entry_, reduce_init(kind, type));
-      ir::Instruction* r = add(entry_, ir::Opcode::kReduceWindow, node_shape(node),
-                               {operands.at(0), init});
+      ir::Instruction* r =
+          add(entry_, ir::Opcode::kReduceWindow, node_shape(node), {operands.at(0), init});
       r->attrs().window = std::move(window);
       r->add_called(scalar_reducer(kind, type));
       return r;
@@ -319,8 +264,8 @@ class Lowering {
         module_->unique_computation_name(fmt::format("select_ge_{}", ir::type_name(type))));
     ir::Computation* c = module_->add_computation(std::move(select));
     ir::Shape scalar = ir::Shape::scalar(type);
-    c->set_root(compare(c, parameter(c, 0, scalar), parameter(c, 1, scalar),
-                        ir::ComparisonDirection::kGe));
+    c->set_root(
+        compare(c, parameter(c, 0, scalar), parameter(c, 1, scalar), ir::ComparisonDirection::kGe));
     ir::Instruction* zero = add_constant(entry_, ir::Literal(scalar));
     ir::Instruction* r = add(entry_, ir::Opcode::kSelectAndScatter, node_shape(node),
                              {operands.at(0), operands.at(1), zero});

@@ -121,17 +121,16 @@ Tensor min_max(const OpSite& site, ReduceKind kind, const Tensor& x,
   Tensor out = lazy::make_result(keep(r, keepdim, impl.dims, rdims, site), impl.device, site);
   if (autograd::needs_grad({&x}))
     // amax/amin: the gradient is shared evenly by the elements equal to the extreme.
-    autograd::record(site.op, out, {&x},
-                     [sx = autograd::saved(x), so = autograd::saved(out), rdims = rdims.vec(),
-                      keepdim](const Tensor& g) {
-                       std::vector<int64_t> shape = sx.shape();
-                       Tensor extreme = autograd::expand_reduced(so, shape, rdims, keepdim);
-                       Tensor mask = eq(sx, extreme).to(g.dtype());
-                       Tensor count = sum(mask, rdims, true);
-                       return Grads{
-                           div(mul(autograd::expand_reduced(g, shape, rdims, keepdim), mask),
-                               count)};
-                     });
+    autograd::record(
+        site.op, out, {&x},
+        [sx = autograd::saved(x), so = autograd::saved(out), rdims = rdims.vec(),
+         keepdim](const Tensor& g) {
+          std::vector<int64_t> shape = sx.shape();
+          Tensor extreme = autograd::expand_reduced(so, shape, rdims, keepdim);
+          Tensor mask = eq(sx, extreme).to(g.dtype());
+          Tensor count = sum(mask, rdims, true);
+          return Grads{div(mul(autograd::expand_reduced(g, shape, rdims, keepdim), mask), count)};
+        });
   return out;
 }
 
@@ -155,15 +154,28 @@ Tensor arg_extreme(const OpSite& site, ReduceKind kind, const Tensor& x, std::op
       lazy::op_fail(site, "dimension {} of {} has size 0", *dim, lazy::impl_shape_string(impl));
     out_keep = keepdim_shape(impl.dims, Dims{d});
   }
-  NodePtr r = lazy::reduce_node(kind, v, Dims{d}, site);
+  // The first index of the extreme, from single-operand reductions that every backend
+  // lowers (the TPU target has no variadic reduce): the extreme m, then the smallest
+  // index whose value is m, or is NaN (a NaN is the extreme, as in torch).
+  const Dims& vd = v->dims;
+  NodePtr m = lazy::reduce_node(kind, v, Dims{d}, site);
+  NodePtr mb =
+      lazy::broadcast_to(lazy::reshape_node(m, keepdim_shape(vd, Dims{d}), site), vd, site);
+  NodePtr hit = lazy::compare_nodes(ir::ComparisonDirection::kEq, v, mb, site);
+  if (ir::is_float(impl.type))
+    hit = lazy::elementwise(ir::Opcode::kOr, hit,
+                            lazy::compare_nodes(ir::ComparisonDirection::kNe, v, v, site), site);
+  NodePtr index = lazy::make_node(site, ir::Opcode::kIota, DType::kS64, vd, {}, {d});
+  NodePtr none =
+      lazy::constant_operand(static_cast<double>(vd[static_cast<size_t>(d)]), DType::kS64, site);
+  NodePtr r = lazy::reduce_node(ReduceKind::kMin, lazy::select_nodes(hit, index, none, site),
+                                Dims{d}, site);
   if (keepdim) r = lazy::reshape_node(r, out_keep, site);
   return lazy::make_result(r, impl.device, site);
 }
 
 // 16-bit floats differentiate the softmax family in f32, as they compute it.
-Tensor widened(const Tensor& t) {
-  return is_half(t.dtype()) ? t.to(DType::kF32) : t;
-}
+Tensor widened(const Tensor& t) { return is_half(t.dtype()) ? t.to(DType::kF32) : t; }
 
 }  // namespace
 
@@ -212,10 +224,10 @@ Tensor min(const Tensor& x, std::vector<int64_t> dims, bool keepdim, Loc loc) {
   return min_max({"min", loc}, ReduceKind::kMin, x, dims, keepdim);
 }
 Tensor argmax(const Tensor& x, std::optional<int64_t> dim, bool keepdim, Loc loc) {
-  return arg_extreme({"argmax", loc}, ReduceKind::kArgMax, x, dim, keepdim);
+  return arg_extreme({"argmax", loc}, ReduceKind::kMax, x, dim, keepdim);
 }
 Tensor argmin(const Tensor& x, std::optional<int64_t> dim, bool keepdim, Loc loc) {
-  return arg_extreme({"argmin", loc}, ReduceKind::kArgMin, x, dim, keepdim);
+  return arg_extreme({"argmin", loc}, ReduceKind::kMin, x, dim, keepdim);
 }
 
 Tensor logsumexp(const Tensor& x, std::vector<int64_t> dims, bool keepdim, Loc loc) {
@@ -238,14 +250,14 @@ Tensor logsumexp(const Tensor& x, std::vector<int64_t> dims, bool keepdim, Loc l
   Tensor out = lazy::make_result(
       keep(lazy::convert(r, out_type, site), keepdim, impl.dims, rdims, site), impl.device, site);
   if (autograd::needs_grad({&x}))
-    autograd::record("logsumexp", out, {&x},
-                     [sx = autograd::saved(x), so = autograd::saved(out), rdims = rdims.vec(),
-                      keepdim](const Tensor& g) {
-                       std::vector<int64_t> shape = sx.shape();
-                       Tensor r = autograd::expand_reduced(so, shape, rdims, keepdim);
-                       return Grads{mul(autograd::expand_reduced(g, shape, rdims, keepdim),
-                                        exp(sub(sx, r)))};
-                     });
+    autograd::record(
+        "logsumexp", out, {&x},
+        [sx = autograd::saved(x), so = autograd::saved(out), rdims = rdims.vec(),
+         keepdim](const Tensor& g) {
+          std::vector<int64_t> shape = sx.shape();
+          Tensor r = autograd::expand_reduced(so, shape, rdims, keepdim);
+          return Grads{mul(autograd::expand_reduced(g, shape, rdims, keepdim), exp(sub(sx, r)))};
+        });
   return out;
 }
 
@@ -262,14 +274,14 @@ Tensor softmax(const Tensor& x, int64_t dim, Loc loc) {
   Tensor y = finish(out, impl, a.original, site);
   if (autograd::needs_grad({&x}))
     // y (g - sum(g y)) along dim.
-    autograd::record("softmax", y, {&x},
-                     [sy = autograd::saved(y), dims = impl.dims.empty() ? std::vector<int64_t>{}
-                                                                        : std::vector{a.dim}](
-                         const Tensor& g) {
-                       Tensor y32 = widened(sy), g32 = widened(g);
-                       Tensor gy = mul(g32, y32);
-                       return Grads{mul(y32, sub(g32, sum(gy, dims, true)))};
-                     });
+    autograd::record(
+        "softmax", y, {&x},
+        [sy = autograd::saved(y),
+         dims = impl.dims.empty() ? std::vector<int64_t>{} : std::vector{a.dim}](const Tensor& g) {
+          Tensor y32 = widened(sy), g32 = widened(g);
+          Tensor gy = mul(g32, y32);
+          return Grads{mul(y32, sub(g32, sum(gy, dims, true)))};
+        });
   return y;
 }
 
@@ -282,17 +294,17 @@ Tensor log_softmax(const Tensor& x, int64_t dim, Loc loc) {
       lazy::elementwise(Opcode::kSubtract, a.value, max_broadcast(a.value, a.dim, site), site);
   NodePtr e = lazy::elementwise(Opcode::kExp, shifted, site);
   NodePtr log_sum = lazy::elementwise(Opcode::kLog, sum_broadcast(e, a.dim, site), site);
-  Tensor y = finish(lazy::elementwise(Opcode::kSubtract, shifted, log_sum, site), impl,
-                    a.original, site);
+  Tensor y =
+      finish(lazy::elementwise(Opcode::kSubtract, shifted, log_sum, site), impl, a.original, site);
   if (autograd::needs_grad({&x}))
     // g - exp(y) sum(g) along dim.
-    autograd::record("log_softmax", y, {&x},
-                     [sy = autograd::saved(y), dims = impl.dims.empty() ? std::vector<int64_t>{}
-                                                                        : std::vector{a.dim}](
-                         const Tensor& g) {
-                       Tensor g32 = widened(g);
-                       return Grads{sub(g32, mul(exp(widened(sy)), sum(g32, dims, true)))};
-                     });
+    autograd::record(
+        "log_softmax", y, {&x},
+        [sy = autograd::saved(y),
+         dims = impl.dims.empty() ? std::vector<int64_t>{} : std::vector{a.dim}](const Tensor& g) {
+          Tensor g32 = widened(g);
+          return Grads{sub(g32, mul(exp(widened(sy)), sum(g32, dims, true)))};
+        });
   return y;
 }
 

@@ -189,9 +189,7 @@ NodePtr reduce_node(ReduceKind kind, const NodePtr& x, const Dims& dims, const O
       out.push_back(x->dims[i]);
     }
   }
-  bool arg = kind == ReduceKind::kArgMax || kind == ReduceKind::kArgMin;
-  return unary_node(site, ir::Opcode::kReduce, arg ? DType::kS64 : x->type, std::move(out), x,
-                    attrs.span());
+  return unary_node(site, ir::Opcode::kReduce, x->type, std::move(out), x, attrs.span());
 }
 
 }  // namespace podsim::lazy

@@ -24,13 +24,13 @@ data::TensorDataset scaled(const data::TensorDataset& d) {
   return data::TensorDataset({d.tensors()[0] / 16.0, d.tensors()[1]});
 }
 
-// Share of the examples whose largest logit is the label (computed on the host).
+// Share of the test examples whose largest logit is the label.
 double accuracy(nn::Module& model, const data::TensorDataset& test, runtime::Device& device) {
   NoGradGuard no_grad;
   model.eval();
-  Tensor predicted = model(test.tensors()[0].to(device)).cpu().argmax(1);
+  Tensor predicted = model(test.tensors()[0].to(device)).argmax(1);
   model.train();
-  return eq(predicted, test.tensors()[1]).to(kFloat32).mean().item().to_double();
+  return eq(predicted, test.tensors()[1].to(device)).to(kFloat32).mean().item().to_double();
 }
 
 }  // namespace

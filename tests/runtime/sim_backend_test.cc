@@ -95,6 +95,22 @@ TEST(SimBackend, Int64IndicesAndResults) {
   EXPECT_EQ(picked.cpu().to_vector<float>(), picked_expected.to_vector<float>());
 }
 
+// argmax / argmin are single-operand reductions and compares, so they run on the chip:
+// first index of the extreme, NaN counting as the extreme.
+TEST(SimBackend, ArgExtremesMatchTheHost) {
+  manual_seed(6);
+  Tensor x = (randn({5, 37}) * 2).to(kInt32).to(kFloat32);  // integral values: many ties
+  std::vector<float> values = x.to_vector<float>();
+  values[40] = std::nanf("");  // row 1
+  x = Tensor::from_vector(values, {5, 37});
+  runtime::Device& d = sim_device();
+  Tensor xd = x.to(d);
+  EXPECT_EQ(xd.argmax(1).cpu().to_vector<int64_t>(), x.argmax(1).to_vector<int64_t>());
+  EXPECT_EQ(xd.argmin(0, true).cpu().to_vector<int64_t>(), x.argmin(0, true).to_vector<int64_t>());
+  EXPECT_EQ(xd.argmax().item().to_int(), x.argmax().item().to_int());
+  EXPECT_EQ(x.argmax(1).to_vector<int64_t>()[1], 3);  // the NaN at row 1, column 3
+}
+
 TEST(SimBackend, UnsupportedOpsNameTheOp) {
   runtime::Device& d = sim_device();
   Tensor r = rand({4}, d);
