@@ -81,7 +81,8 @@ class Block : public nn::Module {
 // Runs torch_train_reference.py; returns {mlp, block} median seconds per step (negative
 // when unavailable, with the reason in note).
 std::pair<double, double> torch_steps(int threads, std::string& note) {
-  const auto script = std::filesystem::path(PODSIM_SOURCE_DIR) / "bench" / "torch_train_reference.py";
+  const auto script =
+      std::filesystem::path(PODSIM_SOURCE_DIR) / "bench" / "torch_train_reference.py";
   const std::string command =
       "/usr/bin/python3 " + script.string() + " --threads " + std::to_string(threads) + " 2>&1";
   FILE* pipe = popen(command.c_str(), "r");

@@ -78,9 +78,10 @@ void Adam::step(Loc loc) {
         st.tensors.emplace("exp_avg_sq", zeros_like_p());
       }
       if (!st.tensors.contains("exp_avg") || !st.tensors.contains("exp_avg_sq"))
-        fail("{}::step: parameter {} has a step count but no exp_avg / exp_avg_sq (a state "
-             "loaded from an incomplete state_dict)",
-             name(), index - 1);
+        fail(
+            "{}::step: parameter {} has a step count but no exp_avg / exp_avg_sq (a state "
+            "loaded from an incomplete state_dict)",
+            name(), index - 1);
       if (amsgrad && !st.tensors.contains("max_exp_avg_sq"))
         st.tensors.emplace("max_exp_avg_sq", zeros_like_p());
       int64_t step = ++*st.step;

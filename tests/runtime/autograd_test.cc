@@ -11,7 +11,6 @@
 // 2e-2 |torch|: both sides round every op's result to bf16 (8-bit mantissas) at
 // different points; observed differences are 1-2 bf16 ulps (up to ~1.3%).
 #include "runtime/autograd.h"
-#include "tests/runtime/torch_oracle.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -29,6 +28,7 @@
 #include "runtime/metrics.h"
 #include "runtime/tensor.h"
 #include "runtime/tensor_impl.h"
+#include "tests/runtime/torch_oracle.h"
 
 namespace podsim {
 namespace {
@@ -196,7 +196,8 @@ const std::map<std::string, Fn>& cases() {
 class AutogradOracle : public testing::TestWithParam<std::string> {
  protected:
   static void SetUpTestSuite() {
-    torch_oracle::OracleResult result = torch_oracle::run_torch_script("tests/runtime/oracle/autograd_oracle.py", {});
+    torch_oracle::OracleResult result =
+        torch_oracle::run_torch_script("tests/runtime/oracle/autograd_oracle.py", {});
     error_ = result.error;
     values_ = new std::map<std::string, ir::Literal>(std::move(result.tensors));
   }

@@ -18,9 +18,9 @@
 
 #include "compiler/ir/safetensors.h"
 #include "runtime/autograd.h"
-#include "tests/runtime/torch_oracle.h"
 #include "runtime/nn/module.h"
 #include "runtime/tensor.h"
+#include "tests/runtime/torch_oracle.h"
 
 namespace podsim::nn::testing {
 

@@ -15,9 +15,11 @@ using torch_oracle::OracleResult;
 inline OracleResult run_torch_oracle(const std::string& mode, const ir::NamedLiterals& inputs = {},
                                      const std::string& cases_json = "[]") {
   const std::string script = "tests/runtime/optim/oracle/optim_oracle.py";
-  if (mode == "digits") return torch_oracle::run_torch_script(script, {mode}, {}, /*cacheable=*/false);
+  if (mode == "digits")
+    return torch_oracle::run_torch_script(script, {mode}, {}, /*cacheable=*/false);
   return torch_oracle::run_torch_script(
-      script, {mode}, {{"in.safetensors", torch_oracle::safetensors_content(inputs)}, {"cases.json", cases_json}});
+      script, {mode},
+      {{"in.safetensors", torch_oracle::safetensors_content(inputs)}, {"cases.json", cases_json}});
 }
 
 }  // namespace podsim::testing
