@@ -145,6 +145,18 @@ void VectorCodegen::emit_op(const ExprNode& n, int dst, const std::vector<int>& 
     case ir::Opcode::kAnd: return vop(pb_, Opcode::kVand, DType::kU32, dst, src[0], src[1]);
     case ir::Opcode::kOr: return vop(pb_, Opcode::kVor, DType::kU32, dst, src[0], src[1]);
     case ir::Opcode::kXor: return vop(pb_, Opcode::kVxor, DType::kU32, dst, src[0], src[1]);
+    case ir::Opcode::kShiftLeft:
+    case ir::Opcode::kShiftRightLogical:
+    case ir::Opcode::kShiftRightArithmetic: {
+      // Narrower integers live extended in 32-bit lanes, where a shift would see the
+      // wrong width.
+      if (t != PrimitiveType::kS32 && t != PrimitiveType::kU32)
+        unsupported(origin, fmt::format("on {} (32-bit integers only)", ir::type_name(t)));
+      Opcode op = n.opcode == ir::Opcode::kShiftLeft           ? Opcode::kVshl
+                  : n.opcode == ir::Opcode::kShiftRightLogical ? Opcode::kVshrl
+                                                               : Opcode::kVshra;
+      return vop(pb_, op, DType::kU32, dst, src[0], src[1]);
+    }
     case ir::Opcode::kNot:
       vop(pb_, Opcode::kVnot, DType::kU32, dst, src[0]);
       if (t == PrimitiveType::kU8 || t == PrimitiveType::kU16)  // keep the lane zero-extended

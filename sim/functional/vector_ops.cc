@@ -326,6 +326,18 @@ void FunctionalModel::execute_vector(int core, const isa::Instruction& in, Effec
     case Opcode::kVxor:
       map_int<uint32_t>(v(0), v(1), v(2), n, [](uint32_t x, uint32_t y) { return x ^ y; });
       return;
+    case Opcode::kVshl:
+      map_int<uint32_t>(v(0), v(1), v(2), n, [](uint32_t x, uint32_t y) { return y >= 32 ? 0u : x << y; });
+      return;
+    case Opcode::kVshrl:
+      map_int<uint32_t>(v(0), v(1), v(2), n, [](uint32_t x, uint32_t y) { return y >= 32 ? 0u : x >> y; });
+      return;
+    case Opcode::kVshra:
+      map_int<uint32_t>(v(0), v(1), v(2), n, [](uint32_t x, uint32_t y) {
+        const auto signed_x = static_cast<int32_t>(x);
+        return static_cast<uint32_t>(signed_x >> std::min<uint32_t>(y, 31));
+      });
+      return;
     case Opcode::kVnot: {
       uint32_t* d = v(0);
       const uint32_t* a = v(1);

@@ -52,6 +52,9 @@ skip: bnz s0, start              # a label may precede an instruction on its lin
   vand.u32 v11, v3, v1
   vor.u32 v12, v11, v3
   vxor.u32 v13, v12, v11
+  vshl.u32 v13, v12, v11
+  vshrl.u32 v13, v12, v11
+  vshra.u32 v13, v12, v11
   vneg.f32 v14, v13
   vabs.f32 v15, v14
   vexp.f32 v16, v15

@@ -344,6 +344,21 @@ TEST(VectorOps, BitwiseOps) {
   EXPECT_EQ(lane_f(run_op("vand.f32 v2, v0, v1", f({-2.5f}), i({0x7fffffff})), 0), 2.5f);
 }
 
+// XLA's shifts: the amount is unsigned; 32 or more gives 0, or the sign everywhere for
+// the arithmetic right shift.
+TEST(VectorOps, Shifts) {
+  auto a = i({0x80000001, 0x80000001, 0x80000001, 0x40000000});
+  auto b = i({1, 31, 32, 0xffffffff});
+  EXPECT_EQ(run_op("vshl.u32 v2, v0, v1", a, b)[0], 0x00000002u);
+  EXPECT_EQ(run_op("vshl.u32 v2, v0, v1", a, b)[1], 0x80000000u);
+  EXPECT_EQ(run_op("vshl.u32 v2, v0, v1", a, b)[2], 0u);
+  EXPECT_EQ(run_op("vshrl.u32 v2, v0, v1", a, b)[0], 0x40000000u);
+  EXPECT_EQ(run_op("vshrl.u32 v2, v0, v1", a, b)[2], 0u);
+  EXPECT_EQ(run_op("vshra.u32 v2, v0, v1", a, b)[0], 0xc0000000u);
+  EXPECT_EQ(run_op("vshra.u32 v2, v0, v1", a, b)[2], 0xffffffffu);
+  EXPECT_EQ(run_op("vshra.u32 v2, v0, v1", a, b)[3], 0u);  // positive, shifted out
+}
+
 TEST(VectorOps, NarrowArithmeticRoundsOrWraps) {
   // bf16 add: 1 + 2^-8 is a bf16 tie and rounds to even (1.0); f32 keeps it.
   auto a = f({1.0f, 256.0f});
