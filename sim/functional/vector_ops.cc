@@ -327,10 +327,12 @@ void FunctionalModel::execute_vector(int core, const isa::Instruction& in, Effec
       map_int<uint32_t>(v(0), v(1), v(2), n, [](uint32_t x, uint32_t y) { return x ^ y; });
       return;
     case Opcode::kVshl:
-      map_int<uint32_t>(v(0), v(1), v(2), n, [](uint32_t x, uint32_t y) { return y >= 32 ? 0u : x << y; });
+      map_int<uint32_t>(v(0), v(1), v(2), n,
+                        [](uint32_t x, uint32_t y) { return y >= 32 ? 0u : x << y; });
       return;
     case Opcode::kVshrl:
-      map_int<uint32_t>(v(0), v(1), v(2), n, [](uint32_t x, uint32_t y) { return y >= 32 ? 0u : x >> y; });
+      map_int<uint32_t>(v(0), v(1), v(2), n,
+                        [](uint32_t x, uint32_t y) { return y >= 32 ? 0u : x >> y; });
       return;
     case Opcode::kVshra:
       map_int<uint32_t>(v(0), v(1), v(2), n, [](uint32_t x, uint32_t y) {
