@@ -11,17 +11,19 @@
 #include <memory>
 #include <vector>
 
+#include "compiler/ir/parser.h"
 #include "runtime/metrics.h"
 #include "runtime/tensor.h"
 
 namespace podsim {
 namespace {
 
-runtime::Device& sim_device() {
+runtime::Client& sim_client() {
   // One client for the whole binary: lazy tensors keep per-device state.
   static std::unique_ptr<runtime::Client> client = runtime::make_sim_client("tiny");
-  return *client->devices()[0];
+  return *client;
 }
+runtime::Device& sim_device() { return *sim_client().devices()[0]; }
 
 Tensor bf16_rounded(const Tensor& t) { return t.to(kBFloat16).to(kFloat32); }
 
@@ -109,6 +111,35 @@ TEST(SimBackend, ArgExtremesMatchTheHost) {
   EXPECT_EQ(xd.argmin(0, true).cpu().to_vector<int64_t>(), x.argmin(0, true).to_vector<int64_t>());
   EXPECT_EQ(xd.argmax().item().to_int(), x.argmax().item().to_int());
   EXPECT_EQ(x.argmax(1).to_vector<int64_t>()[1], 3);  // the NaN at row 1, column 3
+}
+
+// The persistent compile cache stores executables: one read back computes the same, and
+// a truncated one is an error, not a crash.
+TEST(SimBackend, ExecutablesRoundTripThroughSerialization) {
+  auto module = ir::parse_module(R"(HloModule m
+ENTRY main {
+  x = f32[4,8] parameter(0)
+  i = s64[4] parameter(1)
+  t = f32[4,8] tanh(x)
+  ROOT r = (f32[4,8], s64[4]) tuple(t, i)
+}
+)");
+  runtime::Client& client = sim_client();
+  std::shared_ptr<runtime::Executable> compiled = client.compile(*module);
+  std::string bytes = compiled->serialize();
+  std::shared_ptr<runtime::Executable> loaded = client.deserialize(bytes);
+  manual_seed(7);
+  std::vector<std::shared_ptr<runtime::Buffer>> args = {
+      client.transfer_to_device(randn({4, 8}).to_literal(), sim_device()),
+      client.transfer_to_device(Tensor::from_vector<int64_t>({-5, 0, 7, 1}, {4}).to_literal(),
+                                sim_device())};
+  auto a = compiled->execute(args, sim_device());
+  auto b = loaded->execute(args, sim_device());
+  ASSERT_EQ(a.size(), 2u);
+  for (size_t k = 0; k < a.size(); ++k)
+    EXPECT_TRUE(a[k]->to_literal() == b[k]->to_literal()) << "output " << k;
+  EXPECT_EQ(b[1]->to_literal().get_as_int64(0), -5);
+  EXPECT_THROW(client.deserialize(bytes.substr(0, 12)), Error);
 }
 
 TEST(SimBackend, UnsupportedOpsNameTheOp) {
