@@ -8,43 +8,69 @@
 // one contiguous group streams flat chunks into one register. Other groups are loops:
 // kept ones give separate outputs, reduced ones more tiles to accumulate. Padding
 // lanes / sublanes in the reduced direction are masked to the combiner's identity.
-// Floats accumulate in f32 (bf16 rounds once, on the store).
+// Floats accumulate in f32 (bf16 rounds once, on the store). Every other reducer, and
+// variadic reduce, goes to lower_reduce_general.cc.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <bit>
 #include <limits>
+#include <optional>
 
 #include "common/error.h"
+#include "compiler/tpu/lower_reduce_plan.h"
 #include "compiler/tpu/lowerings.h"
 #include "compiler/tpu/stream.h"
 #include "compiler/tpu/tiling.h"
 #include "compiler/tpu/vector_codegen.h"
 
 namespace podsim::tpu {
-namespace {
 
 using ir::Instruction;
 using ir::Opcode;
 using ir::PrimitiveType;
 
-constexpr int kReduced = 1;
-constexpr int kKept = 0;
+int64_t groups_offset(const Plan& p, size_t a, const std::vector<int>& gs, int64_t index) {
+  int64_t offset = 0;
+  for (size_t k = gs.size(); k-- > 0;) {
+    int64_t n = p.c.dims[static_cast<size_t>(gs[k])];
+    offset += (index % n) * p.c.strides[a][static_cast<size_t>(gs[k])];
+    index /= n;
+  }
+  return offset;
+}
 
-// The combiner of a reduce whose to_apply is `ROOT op(p0, p1)`.
-Opcode combiner(const Instruction& i) {
+int64_t groups_count(const Plan& p, const std::vector<int>& gs) {
+  int64_t n = 1;
+  for (int g : gs) n *= p.c.dims[static_cast<size_t>(g)];
+  return n;
+}
+
+Init init_of(Lowerer& l, Scope& s, const Instruction& init) {
+  Init r;
+  if (init.opcode() == Opcode::kConstant && init.shape().is_scalar() && !l.find_value(init, s)) {
+    r.bits = lane_bits(init, *init.attrs().literal);
+    return r;
+  }
+  r.constant = false;
+  r.leaf = view_of(l, s, init);
+  return r;
+}
+
+namespace {
+
+// Whether a single-operand reduce's to_apply is `ROOT op(p0, p1)` with a combiner the
+// cross-lane units fold, and which (otherwise: the general lowering).
+bool lane_foldable(const Instruction& i, Opcode& op) {
   const ir::Computation& f = *i.called(0);
   const Instruction* root = f.root();
   bool simple = f.parameter_count() == 2 && root->operand_count() == 2 &&
                 root->operand(0)->opcode() == Opcode::kParameter && root->operand(1)->opcode() == Opcode::kParameter &&
                 root->operand(0) != root->operand(1);
   const bool pred = i.operand(0)->shape().type() == PrimitiveType::kPred;
-  if (simple && !pred &&
-      (root->opcode() == Opcode::kAdd || root->opcode() == Opcode::kMaximum || root->opcode() == Opcode::kMinimum))
-    return root->opcode();
-  if (simple && pred && (root->opcode() == Opcode::kAnd || root->opcode() == Opcode::kOr)) return root->opcode();
-  unsupported_what(i, "reduce",
-                   "only add, maximum and minimum (and, or of pred) of the two parameters are lowered as combiners");
+  op = root->opcode();
+  if (simple && !pred && (op == Opcode::kAdd || op == Opcode::kMaximum || op == Opcode::kMinimum)) return true;
+  return simple && pred && (op == Opcode::kAnd || op == Opcode::kOr);
 }
 
 // Preds live as masks (all ones / zero): and / or fold as unsigned min / max.
@@ -69,54 +95,6 @@ uint32_t identity_bits(Opcode op, PrimitiveType t) {
     return static_cast<uint32_t>(static_cast<int32_t>(max ? lo : hi));
   }
   return max ? 0u : static_cast<uint32_t>((uint64_t{1} << bits) - 1);
-}
-
-// The init value as the kernel reads it: lane bits, or one element of a buffer.
-struct Init {
-  bool constant = true;
-  uint32_t bits = 0;
-  Leaf leaf;
-};
-
-Init init_of(Lowerer& l, Scope& s, const Instruction& init) {
-  Init r;
-  if (init.opcode() == Opcode::kConstant && init.shape().is_scalar() && !l.find_value(init, s)) {
-    r.bits = lane_bits(init, *init.attrs().literal);
-    return r;
-  }
-  r.constant = false;
-  r.leaf = view_of(l, s, init);
-  return r;
-}
-
-enum class Mode { kRow, kCol, kFlat };
-
-struct Plan {
-  Mode mode = Mode::kRow;
-  Collapsed c;
-  int rin = -1, kin = -1;                  // collapsed dims: innermost reduced / kept (-1: none)
-  std::vector<int> outer_kept, outer_red;  // the other groups, outer to inner
-  size_t out_access = 0;                   // index of the output in c.strides
-};
-
-int64_t size_of(const Plan& p, int g) { return g < 0 ? 1 : p.c.dims[static_cast<size_t>(g)]; }
-int64_t stride_of(const Plan& p, size_t a, int g) { return g < 0 ? 0 : p.c.strides[a][static_cast<size_t>(g)]; }
-
-// Element offset of linear index `index` over the groups `gs` for access a.
-int64_t groups_offset(const Plan& p, size_t a, const std::vector<int>& gs, int64_t index) {
-  int64_t offset = 0;
-  for (size_t k = gs.size(); k-- > 0;) {
-    int64_t n = p.c.dims[static_cast<size_t>(gs[k])];
-    offset += (index % n) * p.c.strides[a][static_cast<size_t>(gs[k])];
-    index /= n;
-  }
-  return offset;
-}
-
-int64_t groups_count(const Plan& p, const std::vector<int>& gs) {
-  int64_t n = 1;
-  for (int g : gs) n *= p.c.dims[static_cast<size_t>(g)];
-  return n;
 }
 
 // The kernel for a plan with reduced groups (comb is the lane combiner: add, maximum or
@@ -312,17 +290,28 @@ void emit_reduce_kernel(Lowerer& l, const Expr& e, int node, const Plan& p, Opco
 }  // namespace
 
 Value lower_reduce(Lowerer& l, const Instruction& i, Scope& s) {
-  if (i.operand_count() != 2 || !i.shape().is_array()) unsupported_what(i, "reduce", "variadic reduce");
-  const Instruction& input = *i.operand(0);
-  const PrimitiveType t = input.shape().type();
-  isa_dtype(i, t);
-  const Opcode comb = combiner(i);
+  // N operands, then N init values (the verifier checked the shapes).
+  const int64_t n_ops = i.operand_count() / 2;
+  std::vector<PrimitiveType> types;
+  std::vector<ir::Shape> out_shapes;
+  for (int64_t k = 0; k < n_ops; ++k) {
+    types.push_back(i.operand(k)->shape().type());
+    isa_dtype(i, types.back());
+    out_shapes.push_back(n_ops == 1 ? i.shape() : i.shape().elements()[static_cast<size_t>(k)]);
+  }
+  Opcode comb = Opcode::kAdd;
+  const bool lane_fold = n_ops == 1 && lane_foldable(i, comb);
+  std::optional<Reducer> reducer;
+  if (!lane_fold) reducer = build_reducer(l, i);
 
+  const Instruction& input = *i.operand(0);
   Expr e;
   e.dims = input.shape().dims();
   ExprBuilder builder(l, s, e);
-  int node = builder.build(input, View::identity(input.shape().rank()));
-  Init init = init_of(l, s, *i.operand(1));
+  std::vector<int> nodes;
+  std::vector<Init> inits;
+  for (int64_t k = 0; k < n_ops; ++k) nodes.push_back(builder.build(*i.operand(k), View::identity(input.shape().rank())));
+  for (int64_t k = 0; k < n_ops; ++k) inits.push_back(init_of(l, s, *i.operand(n_ops + k)));
 
   std::vector<int> labels(e.dims.size(), kKept);
   for (int64_t d : i.attrs().dimensions) labels[static_cast<size_t>(d)] = kReduced;
@@ -341,28 +330,59 @@ Value lower_reduce(Lowerer& l, const Instruction& i, Scope& s) {
   p.c = collapse(e.dims, labels, strides);
   p.out_access = e.leaves.size();
 
+  auto result_value = [&](const std::vector<int32_t>& buffers) {
+    if (n_ops == 1) return Value{buffers[0], i.shape(), {}};
+    Value v;
+    v.shape = i.shape();
+    for (int64_t k = 0; k < n_ops; ++k)
+      v.elements.push_back(Value{buffers[static_cast<size_t>(k)], out_shapes[static_cast<size_t>(k)], {}});
+    return v;
+  };
+  auto new_buffers = [&] {
+    std::vector<int32_t> out;
+    for (int64_t k = 0; k < n_ops; ++k)
+      out.push_back(l.new_buffer(n_ops == 1 ? i.name() : fmt::format("{}.{}", i.name(), k),
+                                 out_shapes[static_cast<size_t>(k)]));
+    return out;
+  };
+
   int64_t reduced_elements = 1;
   for (int64_t d : i.attrs().dimensions) reduced_elements *= e.dims[static_cast<size_t>(d)];
   bool any_reduced = std::count(p.c.labels.begin(), p.c.labels.end(), kReduced) > 0;
   if (reduced_elements == 0 || !any_reduced) {
-    // Nothing to fold: the result is init (an empty reduction) or op(x, init) per element.
+    // Nothing to fold: the result is init (an empty reduction) or f(init, x) per element.
     Expr f;
-    f.dims = reduced_elements == 0 ? i.shape().dims() : e.dims;
-    int value = -1;
-    if (reduced_elements != 0) {
-      f = e;
-      value = node;
+    f.dims = reduced_elements == 0 ? out_shapes[0].dims() : e.dims;
+    if (reduced_elements != 0) f = e;
+    std::vector<int> init_nodes;
+    for (int64_t k = 0; k < n_ops; ++k) {
+      const Init& init = inits[static_cast<size_t>(k)];
+      if (init.constant) {
+        init_nodes.push_back(f.add_constant(types[static_cast<size_t>(k)], init.bits));
+      } else {
+        Leaf leaf = init.leaf;
+        leaf.strides.assign(f.dims.size(), 0);
+        init_nodes.push_back(f.add_leaf(leaf));
+      }
     }
-    int init_node = init.constant ? f.add_constant(t, init.bits) : [&] {
-      Leaf leaf = init.leaf;
-      leaf.strides.assign(f.dims.size(), 0);
-      return f.add_leaf(leaf);
-    }();
-    int result = value < 0 ? init_node : f.add_op(comb, t, {value, init_node}, &i);
+    std::vector<int> results = init_nodes;
+    if (reduced_elements != 0) {
+      if (lane_fold) {
+        results = {f.add_op(comb, types[0], {init_nodes[0], nodes[0]}, &i)};
+      } else {
+        std::vector<int> params = init_nodes;
+        params.insert(params.end(), nodes.begin(), nodes.end());
+        results = splice_reducer(f, *reducer, params);
+      }
+    }
     l.begin_step(i, s);
-    int32_t out = l.new_buffer(i.name(), i.shape());
-    emit_elementwise_kernel(l, f, {KernelOutput{result, out, i.shape().type()}});
-    return Value{out, i.shape(), {}};
+    std::vector<int32_t> out = new_buffers();
+    std::vector<KernelOutput> outputs;
+    for (int64_t k = 0; k < n_ops; ++k)
+      outputs.push_back(KernelOutput{results[static_cast<size_t>(k)], out[static_cast<size_t>(k)],
+                                     types[static_cast<size_t>(k)]});
+    emit_elementwise_kernel(l, f, outputs);
+    return result_value(out);
   }
 
   const int n = static_cast<int>(p.c.dims.size());
@@ -374,13 +394,18 @@ Value lower_reduce(Lowerer& l, const Instruction& i, Scope& s) {
     if (g == p.rin || g == p.kin) continue;
     (p.c.labels[static_cast<size_t>(g)] == kKept ? p.outer_kept : p.outer_red).push_back(g);
   }
-  if (p.kin < 0 && n == 1) p.mode = Mode::kFlat;
+  // The general kernel folds outer reduced groups one after another, so a full
+  // reduction streams its innermost group through whole registers.
+  if (p.kin < 0 && (n == 1 || !lane_fold)) p.mode = Mode::kFlat;
   else p.mode = p.rin == n - 1 ? Mode::kRow : Mode::kCol;
 
   l.begin_step(i, s);
-  int32_t out = l.new_buffer(i.name(), i.shape());
-  emit_reduce_kernel(l, e, node, p, lane_combiner(comb), init, out, i.shape().type(), i);
-  return Value{out, i.shape(), {}};
+  std::vector<int32_t> out = new_buffers();
+  if (lane_fold)
+    emit_reduce_kernel(l, e, nodes[0], p, lane_combiner(comb), inits[0], out[0], types[0], i);
+  else
+    emit_general_reduce_kernel(l, e, nodes, p, *reducer, inits, out, types);
+  return result_value(out);
 }
 
 }  // namespace podsim::tpu

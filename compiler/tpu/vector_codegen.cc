@@ -63,14 +63,26 @@ DType VectorCodegen::lane(const ExprNode& n, PrimitiveType t) const {
 }
 
 std::vector<int> VectorCodegen::emit(const std::function<LeafLocation(int leaf)>& where) {
+  return emit_impl(&where, nullptr);
+}
+
+std::vector<int> VectorCodegen::emit_on(const std::vector<int>& leaf_regs) { return emit_impl(nullptr, &leaf_regs); }
+
+std::vector<int> VectorCodegen::emit_impl(const std::function<LeafLocation(int leaf)>* where,
+                                          const std::vector<int>* leaf_regs) {
   std::vector<int> reg(e_.nodes.size(), -1);
+  auto borrowed = [&](size_t k) { return leaf_regs && e_.nodes[k].kind == ExprNode::Kind::kLeaf; };
   for (size_t k = 0; k < e_.nodes.size(); ++k) {
     if (!needed_[k]) continue;
     const ExprNode& n = e_.nodes[k];
+    if (borrowed(k)) {
+      reg[k] = (*leaf_regs)[static_cast<size_t>(n.leaf)];
+      continue;
+    }
     int r = regs_.take();
     switch (n.kind) {
       case ExprNode::Kind::kLeaf: {
-        LeafLocation loc = where(n.leaf);
+        LeafLocation loc = (*where)(n.leaf);
         pb_.vld(r, loc.region, loc.offset, loc.row_stride, memory_dtype(n.type));
         if (n.type == PrimitiveType::kPred) {  // 0 / 1 in memory, masks in registers
           int zero = regs_.take();
@@ -92,13 +104,21 @@ std::vector<int> VectorCodegen::emit(const std::function<LeafLocation(int leaf)>
     std::vector<int> done;
     for (int o : n.operands)
       if (last_use_[static_cast<size_t>(o)] == k && !is_root_[static_cast<size_t>(o)] &&
-          std::find(done.begin(), done.end(), o) == done.end()) {
+          !borrowed(static_cast<size_t>(o)) && std::find(done.begin(), done.end(), o) == done.end()) {
         regs_.give(reg[static_cast<size_t>(o)]);
         done.push_back(o);
       }
   }
   std::vector<int> out;
-  for (int root : roots_) out.push_back(reg[static_cast<size_t>(root)]);
+  for (int root : roots_) {
+    int r = reg[static_cast<size_t>(root)];
+    if (borrowed(static_cast<size_t>(root))) {
+      int copy = regs_.take();
+      vop(pb_, Opcode::kVor, DType::kU32, copy, r, r);
+      r = copy;
+    }
+    out.push_back(r);
+  }
   return out;
 }
 

@@ -37,9 +37,14 @@ class VectorCodegen {
   // Emits the roots' computation at one register position and returns one register per
   // root (a repeated root shares its register); give_back() frees them.
   std::vector<int> emit(const std::function<LeafLocation(int leaf)>& where);
+  // The same with every leaf already in a register (leaf k in leaf_regs[k]), as when the
+  // expression combines accumulators (a reducer): those registers stay the caller's, and
+  // a root that is a leaf is copied, so that every returned register is fresh.
+  std::vector<int> emit_on(const std::vector<int>& leaf_regs);
   void give_back(const std::vector<int>& regs);
 
  private:
+  std::vector<int> emit_impl(const std::function<LeafLocation(int leaf)>* where, const std::vector<int>* leaf_regs);
   void emit_op(const ExprNode& n, int dst, const std::vector<int>& src);
   isa::DType lane(const ExprNode& n, ir::PrimitiveType t) const;
 
