@@ -13,6 +13,7 @@
 
 #include "compiler/ir/parser.h"
 #include "runtime/metrics.h"
+#include "runtime/nn/nn.h"
 #include "runtime/tensor.h"
 
 namespace podsim {
@@ -142,16 +143,47 @@ ENTRY main {
   EXPECT_THROW(client.deserialize(bytes.substr(0, 12)), Error);
 }
 
+TEST(SimBackend, RandomNumbersEqualTheCpuDevicesAndDropoutTrains) {
+  runtime::Device& d = sim_device();
+  manual_seed(11);
+  Tensor on_sim = rand({5, 33}, d);
+  Tensor half = rand({9}, TensorOptions(kBFloat16, d));
+  mark_step();
+  manual_seed(11);
+  Tensor on_cpu = rand({5, 33}, device(0));
+  Tensor half_cpu = rand({9}, TensorOptions(kBFloat16, device(0)));
+  mark_step();
+  EXPECT_EQ(on_sim.to_vector<float>(), on_cpu.to_vector<float>());
+  EXPECT_EQ(half.to(kFloat32).to_vector<float>(), half_cpu.to(kFloat32).to_vector<float>());
+
+  // Dropout: every step draws a new mask from the device state, and no step after the
+  // first compiles.
+  nn::Dropout dropout(0.5);
+  Tensor x = ones({64}, d);
+  mark_step();
+  std::vector<std::vector<float>> masks;
+  int64_t before = 0;
+  for (int step = 0; step < 3; ++step) {
+    if (step == 1) before = runtime::counter_value("UncachedCompile");
+    Tensor y = dropout(x);
+    mark_step();
+    masks.push_back(y.to_vector<float>());
+    for (float v : masks.back()) EXPECT_TRUE(v == 0.f || v == 2.f) << v;
+  }
+  EXPECT_NE(masks[0], masks[1]);
+  EXPECT_NE(masks[1], masks[2]);
+  EXPECT_EQ(runtime::counter_value("UncachedCompile"), before);
+}
+
 TEST(SimBackend, UnsupportedOpsNameTheOp) {
   runtime::Device& d = sim_device();
-  Tensor r = rand({4}, d);
+  Tensor r = randn({4}, d);  // Box-Muller's cosine has no TPU lowering yet
   try {
     mark_step();
     r.cpu();
     FAIL() << "expected an error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(
-                  "not supported with 64-bit types narrowed to 32 bits: rng-bit-generator"),
+    EXPECT_NE(std::string(e.what()).find("not supported on the TPU target: cosine"),
               std::string::npos)
         << e.what();
   }
