@@ -62,6 +62,22 @@ inline RooflineTime roofline_gemm_bf16(const topology::ChipConfig& c, int64_t m,
   return roofline_time(c, 2.0 * md * kd * nd, 2.0 * (md * kd + kd * nd) + out_bytes * md * nd);
 }
 
+// The same GEMM with what a weight-stationary MXU cannot avoid: every output tile
+// (mxu_rows x mxu_cols) is accumulated over K / mxu_rows passes, and its accumulator
+// leaves only after the array drains (mxu_rows + mxu_cols cycles) and is popped
+// (mxu_rows cycles) before the MXU takes the next tile, so the MXUs compute at most
+// K / (K + 2 mxu_rows + mxu_cols) of the time. A compiled GEMM is compared with this
+// bound as well as with the peak (sim/timing's "systolic" MXU works this way).
+inline RooflineTime roofline_gemm_bf16_mxu(const topology::ChipConfig& c, int64_t m, int64_t k,
+                                           int64_t n, int out_bytes = 2) {
+  RooflineTime t = roofline_gemm_bf16(c, m, k, n, out_bytes);
+  const double kd = static_cast<double>(k);
+  t.compute_seconds *= (kd + 2.0 * c.mxu_rows + c.mxu_cols) / kd;
+  t.seconds = std::max(t.compute_seconds, t.memory_seconds) + t.latency_seconds;
+  t.cycles = t.seconds * c.clock_hz;
+  return t;
+}
+
 // An elementwise op that moves `bytes` through HBM in all (operands read plus result written):
 // its arithmetic is negligible next to the traffic, so it is memory-bound.
 inline RooflineTime roofline_elementwise(const topology::ChipConfig& c, double bytes) {

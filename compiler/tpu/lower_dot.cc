@@ -1,18 +1,28 @@
 // dot on the MXUs. Dimensions are classified (batch, M = lhs free, N = rhs free, K =
 // contracting) and each class collapsed where the operands' strides allow; the
 // innermost M, N and K dims are tiled by the MXU (mxu_rows x K tiles of the LHS,
-// K x mxu_cols tiles of the weights), every other dim is a loop. For each output tile
-// the K tiles stream through double-buffered VMEM slots: mldw loads the weights, mmul
-// streams the LHS and accumulates in f32 (overwrite on the first K tile), and after the
-// last one mpop writes the tile (f32, bf16 or f16) to an output slot that a DMA copies
-// back. With several N tiles, the LHS rows' whole K panel is loaded once and stays in
-// VMEM while the weight tiles stream (when it fits). Operands are read through their
-// views (transposes cost only DMA strides).
+// K x mxu_cols tiles of the weights), every other dim is a loop ("jobs"). Operands are
+// read through their views (transposes cost only DMA strides).
+//
+// The schedule (resident weights): the weights of a block of N tiles, all of K, stay in
+// VMEM (double-buffered across blocks when two fit: the next block loads while this one
+// is used) while the LHS streams past them in row panels (mxu_rows x all of K, or chunks
+// of K when a panel is too large) through a ring as deep as the HBM latency needs. Each
+// output tile of a group of mxus_per_core N tiles has its own MXU, and the group shares
+// every LHS tile; per K step the group's weight loads (mldw) are issued before its
+// passes (mmul), so that every MXU loads its next weights while it multiplies. The
+// accumulators are popped (mpop) after the next group's weights were requested, into an
+// output ring that one DMA per group copies back. The rows of output tiles are shared
+// out among the chip's TensorCores. The first block is waited for in parts, so that the
+// MXUs start once its first K steps are in.
+// When the weights of even one N tile do not fit, every K step streams its own weight
+// and LHS tiles through double-buffered slots instead.
 // Partial tiles: the MXU reads padding rows / columns, which only reach padding
 // outputs, never stored; K is exact (mldw's K).
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 
 #include "common/error.h"
 #include "compiler/tpu/lowerings.h"
@@ -38,14 +48,17 @@ struct DimClass {
   DimClass collapsed() const {
     Collapsed c = collapse(sizes, std::vector<int>(sizes.size(), 0), {a, b, o});
     DimClass r;
-    for (size_t k = 0; k < c.dims.size(); ++k) r.add(c.dims[k], c.strides[0][k], c.strides[1][k], c.strides[2][k]);
+    for (size_t k = 0; k < c.dims.size(); ++k)
+      r.add(c.dims[k], c.strides[0][k], c.strides[1][k], c.strides[2][k]);
     return r;
   }
   // The innermost dim (tiled) and the others (looped over).
   DimClass inner() const {
     DimClass r;
-    if (sizes.empty()) r.add(1, 0, 0, 0);
-    else r.add(sizes.back(), a.back(), b.back(), o.back());
+    if (sizes.empty())
+      r.add(1, 0, 0, 0);
+    else
+      r.add(sizes.back(), a.back(), b.back(), o.back());
     return r;
   }
   DimClass outer() const {
@@ -54,7 +67,8 @@ struct DimClass {
     return r;
   }
   void append(const DimClass& other) {
-    for (size_t k = 0; k < other.sizes.size(); ++k) add(other.sizes[k], other.a[k], other.b[k], other.o[k]);
+    for (size_t k = 0; k < other.sizes.size(); ++k)
+      add(other.sizes[k], other.a[k], other.b[k], other.o[k]);
   }
 };
 
@@ -83,6 +97,33 @@ std::string upper(std::string_view s) {
   return r;
 }
 
+// A dot after classification: the operands' views, the inner (tiled) dims, the jobs
+// (every other free dim, looped over) and the outer K offsets.
+struct DotProblem {
+  Leaf A, B;
+  DimClass mi, ni, ki;
+  std::vector<Offsets> jobs;
+  std::vector<Offsets> k_offsets;
+  int32_t ra = 0, rb = 0, ro = 0;  // HBM regions
+  int64_t ea = 0, eb = 0, eo = 0;  // element bytes
+  isa::DType da{}, db{}, dout{};
+};
+
+// One K step: element offsets from a row's / column's base, its depth, and which outer
+// K offset it belongs to (the steps of one are contiguous along K).
+struct KStep {
+  int64_t a = 0, b = 0, k = 0, ko = 0;
+};
+
+std::vector<KStep> k_steps_of(const DotProblem& p, int64_t KT) {
+  std::vector<KStep> steps;
+  for (size_t ko = 0; ko < p.k_offsets.size(); ++ko)
+    for (int64_t k0 = 0; k0 < p.ki.sizes[0]; k0 += KT)
+      steps.push_back(KStep{p.k_offsets[ko].a + k0 * p.ki.a[0], p.k_offsets[ko].b + k0 * p.ki.b[0],
+                            std::min(KT, p.ki.sizes[0] - k0), static_cast<int64_t>(ko)});
+  return steps;
+}
+
 struct Step {
   int64_t a = 0, b = 0, o = 0;  // element offsets of the tiles
   int64_t m = 0, k = 0, n = 0;  // valid rows / depth / columns
@@ -93,30 +134,511 @@ struct Step {
   bool load_panel = false;  // the first step of a row loads its whole LHS panel
 };
 
+// Every K step streams its weight tile, and its LHS tile or (once per row, when two
+// fit in a quarter of VMEM) the whole LHS row panel, through double-buffered slots.
+void emit_streamed(Lowerer& l, const DotProblem& p) {
+  const topology::ChipConfig& chip = l.chip();
+  const int64_t MT = chip.mxu_rows, KT = chip.mxu_rows, NT = chip.mxu_cols;
+  const DimClass &mi = p.mi, &ni = p.ni, &ki = p.ki;
+  const int64_t ea = p.ea, eb = p.eb, eo = p.eo;
+  const int32_t ra = p.ra, rb = p.rb, ro = p.ro;
+  const std::vector<KStep> ksteps = k_steps_of(p, KT);
+  const auto k_steps = static_cast<int64_t>(ksteps.size());
+  const int64_t panel_bytes = MT * k_steps * KT * ea;
+  const bool panel = ni.sizes[0] > NT && 2 * panel_bytes <= l.vmem_free() / 4;
+
+  std::vector<Step> steps;
+  int tile = 0, group = 0;
+  for (const Offsets& job : p.jobs)
+    for (int64_t m0 = 0; m0 < mi.sizes[0]; m0 += MT, ++group)
+      for (int64_t n0 = 0; n0 < ni.sizes[0]; n0 += NT) {
+        int mxu = tile++ % chip.mxus_per_core;
+        size_t first = steps.size();
+        int64_t kstep = 0;
+        for (const KStep& ks : ksteps) {
+          Step st;
+          st.a = p.A.offset + job.a + m0 * mi.a[0] + ks.a;
+          st.b = p.B.offset + job.b + n0 * ni.b[0] + ks.b;
+          st.o = job.o + m0 * mi.o[0] + n0 * ni.o[0];
+          st.m = std::min(MT, mi.sizes[0] - m0);
+          st.n = std::min(NT, ni.sizes[0] - n0);
+          st.k = ks.k;
+          st.mxu = mxu;
+          st.kstep = kstep++;
+          st.group = group;
+          st.load_panel = panel && n0 == 0 && st.kstep == 0;
+          steps.push_back(st);
+        }
+        steps[first].first = true;
+        steps.back().last = true;
+      }
+
+  // LHS tiles MT x KT (the MXU streams MT rows) or panels MT x (k_steps KT), weights
+  // KT x NT, results MT x NT.
+  std::array<int32_t, 2> a_slot{}, b_slot{}, o_slot{};
+  for (int slot = 0; slot < 2; ++slot) {
+    a_slot[slot] = l.vmem(fmt::format("lhs.{}", slot), panel ? panel_bytes : MT * KT * ea);
+    b_slot[slot] = l.vmem(fmt::format("rhs.{}", slot), KT * NT * eb);
+    o_slot[slot] = l.vmem(fmt::format("out.{}", slot), MT * NT * eo);
+  }
+  const int64_t a_stride = panel ? k_steps * KT : KT;  // elements between LHS rows in VMEM
+  ProgramBuilder& pb = l.pb();
+  OutputRing ring(pb);
+  auto issue = [&](int64_t index, int slot) {
+    const Step& st = steps[static_cast<size_t>(index)];
+    int count = issue_copy(pb, rb, st.b * eb, b_slot[slot], 0, eb, {st.k, st.n}, {ki.b[0], ni.b[0]},
+                           {NT, 1}, kSemInput + slot);
+    if (!panel)
+      return count + issue_copy(pb, ra, st.a * ea, a_slot[slot], 0, ea, {st.m, st.k},
+                                {mi.a[0], ki.a[0]}, {KT, 1}, kSemInput + slot);
+    if (!st.load_panel) return count;
+    // The whole row: the K steps of this (first) N tile, side by side.
+    for (int64_t j = 0; j < k_steps; ++j) {
+      const Step& kj = steps[static_cast<size_t>(index + j)];
+      count += issue_copy(pb, ra, kj.a * ea, a_slot[static_cast<size_t>(st.group % 2)], j * KT * ea,
+                          ea, {kj.m, kj.k}, {mi.a[0], ki.a[0]}, {a_stride, 1}, kSemInput + slot);
+    }
+    return count;
+  };
+  auto compute = [&](int64_t index, int slot) {
+    const Step& st = steps[static_cast<size_t>(index)];
+    int32_t lhs =
+        panel ? a_slot[static_cast<size_t>(st.group % 2)] : a_slot[static_cast<size_t>(slot)];
+    int64_t lhs_offset = panel ? st.kstep * KT * ea : 0;
+    pb.emit(isa::Opcode::kMldw, p.db, {st.mxu, b_slot[slot], 0, pb.sreg(NT * eb), pb.sreg(st.k)});
+    pb.emit(isa::Opcode::kMmul, p.da,
+            {st.mxu, lhs, pb.sreg(lhs_offset), pb.sreg(a_stride * ea), st.first ? 0 : 1});
+    if (!st.last) return;
+    int o = ring.acquire();
+    pb.emit(isa::Opcode::kMpop, p.dout, {st.mxu, o_slot[o], 0, pb.sreg(NT * eo)});
+    int count = issue_copy(pb, o_slot[o], 0, ro, st.o * eo, eo, {st.m, st.n}, {NT, 1},
+                           {mi.o[0], ni.o[0]}, kSemOutput + o);
+    ring.release(o, count);
+  };
+  stream_tiles(pb, static_cast<int64_t>(steps.size()), issue, compute);
+  ring.drain();
+}
+
+// The resident-weights schedule (see the top of the file); false, emitting nothing, when
+// the weights of one N tile (all of K) do not fit in VMEM beside the streams.
+bool emit_resident(Lowerer& l, const DotProblem& p) {
+  const topology::ChipConfig& chip = l.chip();
+  ProgramBuilder& pb = l.pb();
+  const int64_t MT = chip.mxu_rows, KT = chip.mxu_rows, NT = chip.mxu_cols;
+  const int64_t G = chip.mxus_per_core;
+  const DimClass &mi = p.mi, &ni = p.ni, &ki = p.ki;
+  const int64_t ea = p.ea, eb = p.eb, eo = p.eo;
+  const std::vector<KStep> ksteps = k_steps_of(p, KT);
+  const auto k_steps = static_cast<int64_t>(ksteps.size());
+  const int64_t M = mi.sizes[0], N = ni.sizes[0];
+  const int64_t n_tiles = ceil_div(N, NT);
+  constexpr int64_t kAlign = 128;
+
+  // VMEM (the same on every core): an output ring of group results, the LHS ring (row
+  // panels, or chunks of C K steps when a panel would take more than an eighth), and
+  // the weight blocks with what is left.
+  const int64_t V = l.vmem_free();
+  const int out_slots = 3;
+  const int64_t out_slot = MT * G * NT * eo;
+  const int64_t a_step = MT * KT * ea;
+  const bool panel = k_steps * a_step <= V / 8;
+  const int64_t C = panel ? k_steps : std::clamp<int64_t>((V / 16) / a_step, 1, k_steps);
+  const int64_t a_slot = C * a_step;
+  const int cores_available = l.step_cores();
+  const int a_slots = ring_depth(chip, a_slot, cores_available, a_slot + kAlign, V / 4);
+  const int64_t b_budget =
+      V - out_slots * (out_slot + kAlign) - a_slots * (a_slot + kAlign) - 2 * kAlign;
+  const int64_t b_tile = k_steps * KT * NT * eb;  // the weights of one N tile
+  if (b_budget < b_tile) return false;
+  int bufs = 2;
+  int64_t nb = b_budget / (2 * b_tile);
+  if (nb < std::min(n_tiles, G)) {
+    bufs = 1;
+    nb = b_budget / b_tile;
+  }
+  nb = std::min(nb, n_tiles);
+  // Enough blocks for every core to have its own (no weights loaded twice).
+  const auto jobs = static_cast<int64_t>(p.jobs.size());
+  if (jobs * ceil_div(n_tiles, nb) < cores_available)
+    nb = std::min(nb, ceil_div(n_tiles, ceil_div(cores_available, jobs)));
+  // Blocks of equal widths in whole groups, as wide as fit or narrower: a wide block
+  // reads the LHS fewer times, a narrow one starts sooner (the first row needs its
+  // whole block). Estimated cycles: the first blocks' load, then the larger of the
+  // MXU time (K / mxu_rows passes per output tile, and a pop after fill and drain) and
+  // the HBM time.
+  const int64_t nb_max = nb;
+  auto width = [&](int64_t blocks) {
+    int64_t w = ceil_div(n_tiles, blocks);
+    if (w < n_tiles && w > G) w = round_up(w, G) <= nb_max ? round_up(w, G) : w - w % G;
+    return w;
+  };
+  const double bytes_per_cycle = chip.hbm_bandwidth_bytes_per_s / chip.clock_hz;
+  const double K = static_cast<double>(k_steps * KT), Md = static_cast<double>(M);
+  const double mxu_cycles = static_cast<double>(jobs * ceil_div(M, MT) * n_tiles) *
+                            static_cast<double>(k_steps * KT + 2 * MT + NT) /
+                            static_cast<double>(G * cores_available);
+  auto cost = [&](int64_t w) {
+    const double blocks = static_cast<double>(ceil_div(n_tiles, w));
+    const double bytes = static_cast<double>(jobs) *
+                         (Md * K * static_cast<double>(ea) * blocks +
+                          K * static_cast<double>(N * eb) + Md * static_cast<double>(N * eo));
+    const double startup =
+        static_cast<double>(cores_available) *
+        (K * static_cast<double>(w * NT * eb) + static_cast<double>(MT * ea) * K) / bytes_per_cycle;
+    return startup + std::max(mxu_cycles, bytes / bytes_per_cycle);
+  };
+  nb = width(ceil_div(n_tiles, nb_max));
+  for (int64_t blocks = ceil_div(n_tiles, nb_max) + 1; width(blocks) >= std::min(G, n_tiles);
+       ++blocks) {
+    const int64_t w = width(blocks);
+    if (w < nb && cost(w) < cost(nb)) nb = w;
+    if (w == 1) break;
+  }
+  const int64_t BN = nb * NT;
+  const int64_t b_bytes = k_steps * KT * BN * eb;
+
+  struct Unit {
+    int64_t job = 0, n0 = 0, cols = 0;
+  };
+  struct Row {
+    int64_t unit = 0, m0 = 0, m = 0;
+  };
+  std::vector<Unit> units;
+  std::vector<Row> rows;
+  for (int64_t j = 0; j < jobs; ++j)
+    for (int64_t n0 = 0; n0 < N; n0 += BN) {
+      units.push_back(Unit{j, n0, std::min(BN, N - n0)});
+      for (int64_t m0 = 0; m0 < M; m0 += MT)
+        rows.push_back(Row{static_cast<int64_t>(units.size()) - 1, m0, std::min(MT, M - m0)});
+    }
+  const auto row_count = static_cast<int64_t>(rows.size());
+  const int cores = static_cast<int>(std::clamp<int64_t>(row_count / 2, 1, cores_available));
+  auto groups_of = [&](const Unit& u) { return ceil_div(ceil_div(u.cols, NT), G); };
+  // Rows shared out by their groups (the work), in contiguous runs.
+  std::vector<int64_t> split(static_cast<size_t>(cores) + 1, row_count);
+  split[0] = 0;
+  {
+    int64_t total = 0, done = 0;
+    for (const Row& r : rows) total += groups_of(units[static_cast<size_t>(r.unit)]);
+    int c = 1;
+    for (int64_t k = 0; k < row_count && c < cores; ++k) {
+      done += groups_of(units[static_cast<size_t>(rows[static_cast<size_t>(k)].unit)]);
+      while (c < cores && done * cores >= total * c) split[static_cast<size_t>(c++)] = k + 1;
+    }
+  }
+  // A block's parts (semaphores kSemBlock + index), in the order the first row uses
+  // them: the first group's columns in slices of K, so that its passes start as soon as
+  // possible, then the other groups' columns.
+  struct Part {
+    int64_t g0 = 0, g1 = 0, s0 = 0, s1 = 0;  // groups [g0, g1), K steps [s0, s1)
+  };
+  auto parts_of = [&](const Unit& u) {
+    const int64_t groups = groups_of(u);
+    std::vector<Part> parts;
+    if (groups >= kMaxBlockParts) {
+      for (int64_t k = 0; k < kMaxBlockParts; ++k)
+        parts.push_back(
+            Part{groups * k / kMaxBlockParts, groups * (k + 1) / kMaxBlockParts, 0, k_steps});
+      return parts;
+    }
+    const int64_t slices = std::min<int64_t>(k_steps, kMaxBlockParts - (groups - 1));
+    for (int64_t k = 0; k < slices; ++k)
+      parts.push_back(Part{0, 1, k_steps * k / slices, k_steps * (k + 1) / slices});
+    for (int64_t g = 1; g < groups; ++g) parts.push_back(Part{g, g + 1, 0, k_steps});
+    return parts;
+  };
+
+  // Runs of consecutive K steps with the same outer K offset: contiguous along K in HBM
+  // and in VMEM, so one copy each.
+  auto for_runs = [&](int64_t s0, int64_t s1,
+                      const std::function<void(int64_t, int64_t, int64_t)>& f) {
+    for (int64_t r0 = s0; r0 < s1;) {
+      int64_t r1 = r0 + 1, depth = ksteps[static_cast<size_t>(r0)].k;
+      while (r1 < s1 && ksteps[static_cast<size_t>(r1)].ko == ksteps[static_cast<size_t>(r0)].ko)
+        depth += ksteps[static_cast<size_t>(r1++)].k;
+      f(r0, r1, depth);
+      r0 = r1;
+    }
+  };
+
+  auto emit_part = [&](int64_t first_row, int64_t last_row) {
+    const std::string& step = l.step_name();
+    auto sub_regions = [&](int32_t whole, int64_t count, int64_t stride, std::string_view what) {
+      std::vector<int32_t> subs;
+      const isa::Region base = pb.region(whole);
+      for (int64_t k = 0; k < count; ++k)
+        subs.push_back(pb.add_region(fmt::format("{}.{}.{}", step, what, k),
+                                     isa::MemorySpace::kVmem, base.offset + k * stride,
+                                     base.size - k * stride));
+      return subs;
+    };
+    std::vector<int32_t> o_region, a_region, b_region;
+    std::vector<std::vector<int32_t>> o_sub, a_sub, b_sub;  // per MXU column / K step
+    for (int k = 0; k < out_slots; ++k) {
+      o_region.push_back(l.vmem(fmt::format("out.{}", k), out_slot));
+      // Tile-major (each MXU's tile contiguous), so that the pops of a group touch
+      // disjoint byte ranges and run side by side.
+      o_sub.push_back(sub_regions(o_region.back(), G, MT * NT * eo, fmt::format("out{}", k)));
+    }
+    for (int k = 0; k < a_slots; ++k) {
+      a_region.push_back(l.vmem(fmt::format("lhs.{}", k), a_slot));
+      a_sub.push_back(sub_regions(a_region.back(), C, KT * ea, fmt::format("lhs{}", k)));
+    }
+    for (int k = 0; k < bufs; ++k) {
+      b_region.push_back(l.vmem(fmt::format("rhs.{}", k), b_bytes));
+      b_sub.push_back(sub_regions(b_region.back(), k_steps, KT * BN * eb, fmt::format("rhs{}", k)));
+    }
+
+    // The LHS loads, in the order the MXUs use them: a row panel serves every group of
+    // its row; a chunk one group's K steps [s0, s1).
+    struct Load {
+      int64_t row = 0, group = -1, s0 = 0, s1 = 0;
+    };
+    std::vector<Load> loads;
+    for (int64_t r = first_row; r < last_row; ++r) {
+      if (panel) {
+        loads.push_back(Load{r, -1, 0, k_steps});
+        continue;
+      }
+      for (int64_t g = 0;
+           g < groups_of(units[static_cast<size_t>(rows[static_cast<size_t>(r)].unit)]); ++g)
+        for (int64_t s0 = 0; s0 < k_steps; s0 += C)
+          loads.push_back(Load{r, g, s0, std::min(s0 + C, k_steps)});
+    }
+
+    // Weight blocks, each in parts waited for one by one.
+    struct Block {
+      std::vector<Part> parts;
+      std::vector<int64_t> dmas;  // per part, not yet waited for
+    };
+    auto issue_part = [&](int64_t unit, int buf, Block& block, size_t index) {
+      const Unit& u = units[static_cast<size_t>(unit)];
+      const Offsets& job = p.jobs[static_cast<size_t>(u.job)];
+      const Part& part = block.parts[index];
+      const int64_t c0 = part.g0 * G * NT, c1 = std::min(part.g1 * G * NT, u.cols);
+      for_runs(part.s0, part.s1, [&](int64_t r0, int64_t, int64_t depth) {
+        const KStep& ks = ksteps[static_cast<size_t>(r0)];
+        block.dmas[index] += issue_copy(
+            pb, p.rb, (p.B.offset + job.b + (u.n0 + c0) * ni.b[0] + ks.b) * eb,
+            b_region[static_cast<size_t>(buf)], (r0 * KT * BN + c0) * eb, eb, {depth, c1 - c0},
+            {ki.b[0], ni.b[0]}, {BN, 1}, kSemBlock + static_cast<int>(index));
+      });
+    };
+    auto new_block = [&](int64_t unit) {
+      Block b;
+      b.parts = parts_of(units[static_cast<size_t>(unit)]);
+      b.dmas.assign(b.parts.size(), 0);
+      return b;
+    };
+    int64_t unit = rows[static_cast<size_t>(first_row)].unit;
+    int buf = 0;
+    size_t waited = 0;
+    Block block = new_block(unit), next_block;
+    bool prefetched = false;  // the next unit's block is on its way
+    auto next_unit = [&]() -> int64_t {
+      for (int64_t r = first_row; r < last_row; ++r)
+        if (rows[static_cast<size_t>(r)].unit > unit) return rows[static_cast<size_t>(r)].unit;
+      return -1;
+    };
+    auto issue_block = [&](int64_t to, int into, Block& b) {
+      b = new_block(to);
+      for (size_t k = 0; k < b.parts.size(); ++k) issue_part(to, into, b, k);
+    };
+    // Before group g's K step s: the parts up to the one holding it.
+    auto wait_parts = [&](int64_t g, int64_t s) {
+      size_t need = 0;
+      while (need < block.parts.size() && !(block.parts[need].g0 <= g && g < block.parts[need].g1 &&
+                                            block.parts[need].s0 <= s && s < block.parts[need].s1))
+        ++need;
+      for (; waited <= need && waited < block.parts.size(); ++waited) {
+        pb.wait(kSemBlock + static_cast<int>(waited), block.dmas[waited]);
+        block.dmas[waited] = 0;
+      }
+      if (waited == block.parts.size() && bufs == 2 && !prefetched) {
+        if (int64_t next = next_unit(); next >= 0) {
+          issue_block(next, 1 - buf, next_block);
+          prefetched = true;
+        }
+      }
+    };
+    auto switch_unit = [&](int64_t to) {
+      unit = to;
+      if (bufs == 2) buf = 1 - buf;
+      if (bufs == 1 || !prefetched) issue_block(unit, buf, next_block);
+      block = std::move(next_block);
+      waited = 0;
+      prefetched = false;
+    };
+
+    // Accumulators popped after the next group's weights were requested, and their
+    // copy back after its passes were issued (so neither holds up issue).
+    OutputRing ring(pb, out_slots);
+    struct Popped {
+      int64_t row = -1, group = 0;
+      int slot = -1;
+    };
+    Popped to_pop, to_copy;
+    auto tiles_of = [&](const Row& r, int64_t g) {
+      const Unit& u = units[static_cast<size_t>(r.unit)];
+      return std::min(G, ceil_div(u.cols, NT) - g * G);
+    };
+    auto pop = [&] {
+      if (to_pop.row < 0) return;
+      const Row& r = rows[static_cast<size_t>(to_pop.row)];
+      to_pop.slot = ring.acquire();
+      for (int64_t j = 0; j < tiles_of(r, to_pop.group); ++j)
+        pb.emit(isa::Opcode::kMpop, p.dout,
+                {j, o_sub[static_cast<size_t>(to_pop.slot)][static_cast<size_t>(j)], 0,
+                 pb.sreg(NT * eo)});
+      to_copy = to_pop;
+      to_pop = Popped{};
+    };
+    auto copy_back = [&] {
+      if (to_copy.row < 0) return;
+      const Row& r = rows[static_cast<size_t>(to_copy.row)];
+      const Unit& u = units[static_cast<size_t>(r.unit)];
+      const Offsets& job = p.jobs[static_cast<size_t>(u.job)];
+      int count = 0;
+      for (int64_t j = 0; j < tiles_of(r, to_copy.group); ++j) {
+        const int64_t n0 = u.n0 + (to_copy.group * G + j) * NT;
+        count += issue_copy(pb, o_region[static_cast<size_t>(to_copy.slot)], j * MT * NT * eo, p.ro,
+                            (job.o + r.m0 * mi.o[0] + n0 * ni.o[0]) * eo, eo,
+                            {r.m, std::min(NT, u.n0 + u.cols - n0)}, {NT, 1}, {mi.o[0], ni.o[0]},
+                            kSemOutput + to_copy.slot);
+      }
+      ring.release(to_copy.slot, count);
+      to_copy = Popped{};
+    };
+
+    auto issue = [&](int64_t t, int slot) {
+      const Load& ld = loads[static_cast<size_t>(t)];
+      const Row& r = rows[static_cast<size_t>(ld.row)];
+      const Offsets& job = p.jobs[static_cast<size_t>(units[static_cast<size_t>(r.unit)].job)];
+      int count = 0;
+      for_runs(ld.s0, ld.s1, [&](int64_t r0, int64_t, int64_t depth) {
+        const KStep& ks = ksteps[static_cast<size_t>(r0)];
+        count += issue_copy(pb, p.ra, (p.A.offset + job.a + r.m0 * mi.a[0] + ks.a) * ea,
+                            a_region[static_cast<size_t>(slot)], (r0 - ld.s0) * KT * ea, ea,
+                            {r.m, depth}, {mi.a[0], ki.a[0]}, {C * KT, 1}, kSemInput + slot);
+      });
+      // The first block's later parts queue behind the first LHS load.
+      if (t == 0)
+        for (size_t k = 1; k < block.parts.size(); ++k) issue_part(unit, buf, block, k);
+      return count;
+    };
+    // Each MXU's weights for the next K step are requested right after its pass of this
+    // one (the shadow buffer is free once the pass has latched them), so that they are in
+    // when the pass ends.
+    auto load_weights = [&](const Row& r, int64_t g, int64_t s) {
+      wait_parts(g, s);
+      const KStep& ks = ksteps[static_cast<size_t>(s)];
+      return [&, g, s, tiles = tiles_of(r, g), k = ks.k](int64_t j) {
+        if (j < tiles)
+          pb.emit(isa::Opcode::kMldw, p.db,
+                  {j, b_sub[static_cast<size_t>(buf)][static_cast<size_t>(s)],
+                   pb.sreg((g * G + j) * NT * eb), pb.sreg(BN * eb), pb.sreg(k)});
+      };
+    };
+    // The (group, K step) items of a load, in order.
+    auto items_of = [&](const Load& ld) {
+      const Row& r = rows[static_cast<size_t>(ld.row)];
+      const int64_t g0 = ld.group < 0 ? 0 : ld.group;
+      const int64_t g1 =
+          ld.group < 0 ? groups_of(units[static_cast<size_t>(r.unit)]) : ld.group + 1;
+      std::vector<std::pair<int64_t, int64_t>> items;
+      for (int64_t g = g0; g < g1; ++g)
+        for (int64_t s = ld.s0; s < ld.s1; ++s) items.emplace_back(g, s);
+      return items;
+    };
+    bool preloaded = false;  // the first item's weights were requested by the last load
+    auto compute = [&](int64_t t, int slot) {
+      const Load& ld = loads[static_cast<size_t>(t)];
+      const Row& r = rows[static_cast<size_t>(ld.row)];
+      if (r.unit != unit) switch_unit(r.unit);
+      const std::vector<std::pair<int64_t, int64_t>> items = items_of(ld);
+      if (!preloaded) {
+        auto first = load_weights(r, items[0].first, items[0].second);
+        for (int64_t j = 0; j < G; ++j) first(j);
+      }
+      // The next load's first weights follow this load's last passes when they come
+      // from the same block.
+      const bool next_load =
+          t + 1 < static_cast<int64_t>(loads.size()) &&
+          rows[static_cast<size_t>(loads[static_cast<size_t>(t) + 1].row)].unit == unit;
+      preloaded = false;
+      for (size_t i = 0; i < items.size(); ++i) {
+        const auto [g, s] = items[i];
+        pop();
+        const int64_t tiles = tiles_of(r, g);
+        std::function<void(int64_t)> next = [](int64_t) {};
+        if (i + 1 < items.size()) {
+          next = load_weights(r, items[i + 1].first, items[i + 1].second);
+        } else if (next_load) {
+          const Load& following = loads[static_cast<size_t>(t) + 1];
+          const auto [ng, ns] = items_of(following)[0];
+          next = load_weights(rows[static_cast<size_t>(following.row)], ng, ns);
+          preloaded = true;
+        }
+        for (int64_t j = 0; j < G; ++j) {
+          if (j < tiles)
+            pb.emit(isa::Opcode::kMmul, p.da,
+                    {j, a_sub[static_cast<size_t>(slot)][static_cast<size_t>(s - ld.s0)], 0,
+                     pb.sreg(C * KT * ea), s == 0 ? 0 : 1});
+          next(j);
+        }
+        copy_back();
+        if (s == k_steps - 1) to_pop = Popped{ld.row, g, -1};
+      }
+    };
+
+    issue_part(unit, buf, block, 0);
+    stream_tiles(pb, static_cast<int64_t>(loads.size()), a_slots, issue, compute);
+    pop();
+    copy_back();
+    ring.drain();
+  };
+
+  l.begin_parallel(cores);
+  for (int c = 0; c < cores; ++c) {
+    pb.set_core(l.options().core + c);
+    if (split[static_cast<size_t>(c)] < split[static_cast<size_t>(c) + 1])
+      emit_part(split[static_cast<size_t>(c)], split[static_cast<size_t>(c) + 1]);
+  }
+  l.end_parallel();
+  return true;
+}
+
 }  // namespace
 
 Value lower_dot(Lowerer& l, const Instruction& i, Scope& s) {
   const Instruction& lhs = *i.operand(0);
   const Instruction& rhs = *i.operand(1);
   const PrimitiveType lt = lhs.shape().type(), rt = rhs.shape().type(), ot = i.shape().type();
-  auto mxu_input = [](PrimitiveType t) { return t == PrimitiveType::kF32 || t == PrimitiveType::kBF16; };
+  auto mxu_input = [](PrimitiveType t) {
+    return t == PrimitiveType::kF32 || t == PrimitiveType::kBF16;
+  };
   if (!mxu_input(lt) || !mxu_input(rt) ||
       !(ot == PrimitiveType::kF32 || ot == PrimitiveType::kBF16 || ot == PrimitiveType::kF16))
-    unsupported_what(i, fmt::format("dot of {} x {} -> {}", ir::type_name(lt), ir::type_name(rt), ir::type_name(ot)),
+    unsupported_what(i,
+                     fmt::format("dot of {} x {} -> {}", ir::type_name(lt), ir::type_name(rt),
+                                 ir::type_name(ot)),
                      "the MXU multiplies bf16 (or f32 rounded to bf16) and accumulates in f32");
   const auto& precision = i.attrs().operand_precision;
   for (size_t k = 0; k < 2; ++k) {
     PrimitiveType t = k == 0 ? lt : rt;
     if (t == PrimitiveType::kF32 && k < precision.size() && precision[k] != ir::Precision::kDefault)
-      unsupported_what(i, fmt::format("dot with precision {}", upper(ir::precision_name(precision[k]))),
-                       "f32 operands are lowered at DEFAULT precision only (one bf16 pass of the MXU)");
+      unsupported_what(
+          i, fmt::format("dot with precision {}", upper(ir::precision_name(precision[k]))),
+          "f32 operands are lowered at DEFAULT precision only (one bf16 pass of the MXU)");
   }
 
   const Leaf A = view_of(l, s, lhs);
   const Leaf B = view_of(l, s, rhs);
   const ir::DotDimNumbers& dn = i.attrs().dot_dims;
   const std::vector<int64_t> out_strides = ir::row_major_strides(i.shape().dims());
-  auto listed = [](const std::vector<int64_t>& v, int64_t d) { return std::find(v.begin(), v.end(), d) != v.end(); };
+  auto listed = [](const std::vector<int64_t>& v, int64_t d) {
+    return std::find(v.begin(), v.end(), d) != v.end();
+  };
 
   DimClass batch, m, n, k;
   size_t out_dim = 0;
@@ -130,7 +652,8 @@ Value lower_dot(Lowerer& l, const Instruction& i, Scope& s) {
     if (!listed(dn.rhs_batch, d) && !listed(dn.rhs_contracting, d))
       n.add(rhs.shape().dim(d), 0, B.strides[static_cast<size_t>(d)], out_strides[out_dim++]);
   for (size_t j = 0; j < dn.lhs_contracting.size(); ++j)
-    k.add(lhs.shape().dim(dn.lhs_contracting[j]), A.strides[static_cast<size_t>(dn.lhs_contracting[j])],
+    k.add(lhs.shape().dim(dn.lhs_contracting[j]),
+          A.strides[static_cast<size_t>(dn.lhs_contracting[j])],
           B.strides[static_cast<size_t>(dn.rhs_contracting[j])], 0);
   m = m.collapsed();
   n = n.collapsed();
@@ -156,89 +679,24 @@ Value lower_dot(Lowerer& l, const Instruction& i, Scope& s) {
 
   l.begin_step(i, s);
   const int32_t out = l.new_buffer(i.name(), i.shape());
-  const int32_t ra = l.use(A.buffer), rb = l.use(B.buffer), ro = l.use(out);
-  const int64_t ea = ir::type_byte_size(lt), eb = ir::type_byte_size(rt), eo = ir::type_byte_size(ot);
-  const isa::DType da = memory_dtype(lt), db = memory_dtype(rt), dout = memory_dtype(ot);
-
-  const topology::ChipConfig& chip = l.chip();
-  const int64_t MT = chip.mxu_rows, KT = chip.mxu_rows, NT = chip.mxu_cols;
-  const std::vector<Offsets> k_offsets = offsets_of(k_outer);
-  const int64_t k_steps = static_cast<int64_t>(k_offsets.size()) * ceil_div(ki.sizes[0], KT);
-  // The LHS row panel (all K tiles of MT rows) stays in VMEM while the weights of every
-  // N tile stream past it, when two panels fit in a quarter of VMEM; otherwise each
-  // step loads its LHS tile too.
-  const int64_t panel_bytes = MT * k_steps * KT * ea;
-  const bool panel = ni.sizes[0] > NT && 2 * panel_bytes <= l.vmem_free() / 4;
-
-  std::vector<Step> steps;
-  int tile = 0, group = 0;
-  for (const Offsets& job : offsets_of(jobs))
-    for (int64_t m0 = 0; m0 < mi.sizes[0]; m0 += MT, ++group)
-      for (int64_t n0 = 0; n0 < ni.sizes[0]; n0 += NT) {
-        int mxu = tile++ % chip.mxus_per_core;
-        size_t first = steps.size();
-        int64_t kstep = 0;
-        for (const Offsets& ko : k_offsets)
-          for (int64_t k0 = 0; k0 < ki.sizes[0]; k0 += KT) {
-            Step st;
-            st.a = A.offset + job.a + ko.a + m0 * mi.a[0] + k0 * ki.a[0];
-            st.b = B.offset + job.b + ko.b + n0 * ni.b[0] + k0 * ki.b[0];
-            st.o = job.o + m0 * mi.o[0] + n0 * ni.o[0];
-            st.m = std::min(MT, mi.sizes[0] - m0);
-            st.n = std::min(NT, ni.sizes[0] - n0);
-            st.k = std::min(KT, ki.sizes[0] - k0);
-            st.mxu = mxu;
-            st.kstep = kstep++;
-            st.group = group;
-            st.load_panel = panel && n0 == 0 && st.kstep == 0;
-            steps.push_back(st);
-          }
-        steps[first].first = true;
-        steps.back().last = true;
-      }
-
-  // LHS tiles MT x KT (the MXU streams MT rows) or panels MT x (k_steps KT), weights
-  // KT x NT, results MT x NT.
-  std::array<int32_t, 2> a_slot{}, b_slot{}, o_slot{};
-  for (int slot = 0; slot < 2; ++slot) {
-    a_slot[slot] = l.vmem(fmt::format("lhs.{}", slot), panel ? panel_bytes : MT * KT * ea);
-    b_slot[slot] = l.vmem(fmt::format("rhs.{}", slot), KT * NT * eb);
-    o_slot[slot] = l.vmem(fmt::format("out.{}", slot), MT * NT * eo);
-  }
-  const int64_t a_stride = panel ? k_steps * KT : KT;  // elements between LHS rows in VMEM
-  ProgramBuilder& pb = l.pb();
-  OutputRing ring(pb);
-  auto issue = [&](int64_t index, int slot) {
-    const Step& st = steps[static_cast<size_t>(index)];
-    int count = issue_copy(pb, rb, st.b * eb, b_slot[slot], 0, eb, {st.k, st.n}, {ki.b[0], ni.b[0]}, {NT, 1},
-                           kSemInput + slot);
-    if (!panel)
-      return count + issue_copy(pb, ra, st.a * ea, a_slot[slot], 0, ea, {st.m, st.k}, {mi.a[0], ki.a[0]}, {KT, 1},
-                                kSemInput + slot);
-    if (!st.load_panel) return count;
-    // The whole row: the K steps of this (first) N tile, side by side.
-    for (int64_t j = 0; j < k_steps; ++j) {
-      const Step& kj = steps[static_cast<size_t>(index + j)];
-      count += issue_copy(pb, ra, kj.a * ea, a_slot[static_cast<size_t>(st.group % 2)], j * KT * ea, ea, {kj.m, kj.k},
-                          {mi.a[0], ki.a[0]}, {a_stride, 1}, kSemInput + slot);
-    }
-    return count;
-  };
-  auto compute = [&](int64_t index, int slot) {
-    const Step& st = steps[static_cast<size_t>(index)];
-    int32_t lhs = panel ? a_slot[static_cast<size_t>(st.group % 2)] : a_slot[static_cast<size_t>(slot)];
-    int64_t lhs_offset = panel ? st.kstep * KT * ea : 0;
-    pb.emit(isa::Opcode::kMldw, db, {st.mxu, b_slot[slot], 0, pb.sreg(NT * eb), pb.sreg(st.k)});
-    pb.emit(isa::Opcode::kMmul, da, {st.mxu, lhs, pb.sreg(lhs_offset), pb.sreg(a_stride * ea), st.first ? 0 : 1});
-    if (!st.last) return;
-    int o = ring.acquire();
-    pb.emit(isa::Opcode::kMpop, dout, {st.mxu, o_slot[o], 0, pb.sreg(NT * eo)});
-    int count = issue_copy(pb, o_slot[o], 0, ro, st.o * eo, eo, {st.m, st.n}, {NT, 1}, {mi.o[0], ni.o[0]},
-                           kSemOutput + o);
-    ring.release(o, count);
-  };
-  stream_tiles(pb, static_cast<int64_t>(steps.size()), issue, compute);
-  ring.drain();
+  DotProblem p;
+  p.A = A;
+  p.B = B;
+  p.mi = mi;
+  p.ni = ni;
+  p.ki = ki;
+  p.jobs = offsets_of(jobs);
+  p.k_offsets = offsets_of(k_outer);
+  p.ra = l.use(A.buffer);
+  p.rb = l.use(B.buffer);
+  p.ro = l.use(out);
+  p.ea = ir::type_byte_size(lt);
+  p.eb = ir::type_byte_size(rt);
+  p.eo = ir::type_byte_size(ot);
+  p.da = memory_dtype(lt);
+  p.db = memory_dtype(rt);
+  p.dout = memory_dtype(ot);
+  if (!emit_resident(l, p)) emit_streamed(l, p);
   return Value{out, i.shape(), {}};
 }
 

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "common/error.h"
@@ -73,7 +74,11 @@ isa::DType isa_dtype(const Instruction& i, PrimitiveType t) {
 }
 
 Lowerer::Lowerer(const ir::Module& module, const topology::ChipConfig& chip, const Options& options)
-    : module_(module), chip_(chip), options_(options), pb_(chip, options.core) {
+    : module_(module),
+      chip_(chip),
+      options_(options),
+      pb_(chip, options.core),
+      vmem_used_(static_cast<size_t>(std::max(chip.tensor_cores, 1)), 0) {
   if (options.core < 0 || options.core >= chip.tensor_cores)
     fail("TPU compile: core {} does not exist on chip '{}' ({} TensorCores)", options.core, chip.name,
          chip.tensor_cores);
@@ -116,17 +121,18 @@ int32_t Lowerer::use(int32_t buffer) {
 
 void Lowerer::begin_step(const Instruction& i, const Scope& s) {
   ++step_;
-  vmem_used_ = 0;
+  std::fill(vmem_used_.begin(), vmem_used_.end(), 0);
   step_name_ = i.name();
   pb_.set_source(s.fused && s.origin ? *s.origin : i);
 }
 
 int32_t Lowerer::vmem(std::string_view name, int64_t bytes) {
-  int64_t offset = round_up(vmem_used_, kVmemAlignment);
+  int64_t& used = vmem_used_[static_cast<size_t>(pb_.core())];
+  int64_t offset = round_up(used, kVmemAlignment);
   if (bytes > chip_.vmem_bytes - offset)
     fail("TPU compile: step '{}' needs more than the {} bytes of VMEM of chip '{}' (at buffer '{}' of {} bytes)",
          step_name_, chip_.vmem_bytes, chip_.name, name, bytes);
-  vmem_used_ = offset + bytes;
+  used = offset + bytes;
   return pb_.add_region(fmt::format("{}.{}", step_name_, name), isa::MemorySpace::kVmem, offset, bytes);
 }
 
@@ -194,7 +200,37 @@ Value Lowerer::lower_called(const ir::Computation& callee, const std::vector<Val
   Scope inner;
   inner.computation = &callee;
   for (int64_t k = 0; k < callee.parameter_count(); ++k) inner.values.emplace(callee.parameter(k), args.at(k));
-  return lower_computation(inner);
+  ++called_depth_;
+  try {
+    Value v = lower_computation(inner);
+    --called_depth_;
+    return v;
+  } catch (...) {
+    --called_depth_;
+    throw;
+  }
+}
+
+int Lowerer::step_cores() const { return called_depth_ == 0 ? chip_.tensor_cores - options_.core : 1; }
+
+void Lowerer::begin_parallel(int cores) {
+  parallel_cores_ = cores;
+  if (cores <= 1) return;
+  for (int c = 0; c < cores; ++c) {
+    pb_.set_core(options_.core + c);
+    pb_.emit(isa::Opcode::kBarrier, isa::DType::kF32, {});
+  }
+  pb_.set_core(options_.core);
+}
+
+void Lowerer::end_parallel() {
+  if (parallel_cores_ > 1)
+    for (int c = parallel_cores_; c-- > 0;) {
+      pb_.set_core(options_.core + c);
+      pb_.emit(isa::Opcode::kBarrier, isa::DType::kF32, {});
+    }
+  parallel_cores_ = 1;
+  pb_.set_core(options_.core);
 }
 
 void Lowerer::keep_live_through_loop(int64_t first, int64_t last) {

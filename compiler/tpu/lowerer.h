@@ -19,10 +19,17 @@
 
 namespace podsim::tpu {
 
-// Semaphores of a step: double-buffered inputs, double-buffered outputs, one-off loads.
-inline constexpr int kSemInput = 0;   // and 1
-inline constexpr int kSemOutput = 2;  // and 3
-inline constexpr int kSemOnce = 4;
+// Semaphores of a step: one per slot of the input ring and of the output ring
+// (stream.h: up to kMaxRingSlots each), and one for one-off loads.
+inline constexpr int kMaxRingSlots = 12;
+inline constexpr int kSemInput = 0;  // to kSemInput + kMaxRingSlots - 1
+inline constexpr int kSemOutput = kSemInput + kMaxRingSlots;  // and the next slots - 1
+inline constexpr int kSemOnce = kSemOutput + kMaxRingSlots;
+// An operand block resident in VMEM (a dot's weights), loaded in up to kMaxBlockParts
+// parts that are waited for one by one, so that work starts when the first part is in.
+inline constexpr int kMaxBlockParts = 6;
+inline constexpr int kSemBlock = kSemOnce + 1;  // to kSemBlock + kMaxBlockParts - 1
+static_assert(kSemBlock + kMaxBlockParts <= isa::kSemaphores);
 
 // An array in HBM (a buffer seen with a shape: reshapes alias their operand's buffer),
 // or a tuple of values.
@@ -78,9 +85,23 @@ class Lowerer {
 
   // Starts a step lowering `i` (attributed to s.origin in a fused scope).
   void begin_step(const ir::Instruction& i, const Scope& s);
-  // A VMEM region of the step in progress; podsim::Error when VMEM is exhausted.
+  // A VMEM region of the step in progress, in the VMEM of the core pb() emits for;
+  // podsim::Error when VMEM is exhausted.
   int32_t vmem(std::string_view name, int64_t bytes);
-  int64_t vmem_free() const { return chip_.vmem_bytes - vmem_used_; }
+  int64_t vmem_free() const {
+    return chip_.vmem_bytes - vmem_used_[static_cast<size_t>(pb_.core())];
+  }
+
+  // How many TensorCores the step in progress may split its work over: the chip's cores
+  // from options().core up, in straight-line code (a loop or a branch runs on one core).
+  int step_cores() const;
+  // Splits the step over cores options().core .. + cores - 1: every one passes a barrier
+  // first (so that the others see what earlier steps wrote to HBM); the kernel then
+  // emits each core's part after pb().set_core(core). end_parallel() has every core wait
+  // at a barrier again (so that later steps see what they wrote) and returns emission to
+  // the main core. Each part must have waited for its own DMAs.
+  void begin_parallel(int cores);
+  void end_parallel();
   const std::string& step_name() const { return step_name_; }
 
   // Lowers the instructions of s's computation in order and returns its root's value.
@@ -109,7 +130,9 @@ class Lowerer {
   std::vector<Buffer> buffers_;
   std::unordered_map<std::string, int32_t> iota_buffers_;
   int64_t step_ = -1;
-  int64_t vmem_used_ = 0;
+  std::vector<int64_t> vmem_used_;  // per core
+  int parallel_cores_ = 1;
+  int called_depth_ = 0;  // inside a called computation (a loop, branch or call)
   std::string step_name_;
   int depth_ = 0;
 };

@@ -152,9 +152,35 @@ void ProgramBuilder::vst(int32_t region, int64_t offset, int64_t row_stride, int
 
 void ProgramBuilder::vimm(int vd, uint32_t bits) { emit(isa::Opcode::kVbcasti, isa::DType::kF32, {vd, bits}); }
 
+void ProgramBuilder::set_core(int core) {
+  if (core == program_.core) return;
+  if (core < 0 || core >= exe_.chip.tensor_cores)
+    fail("internal: core {} does not exist on chip '{}'", core, exe_.chip.name);
+  Parked& current = parked_[program_.core];
+  current = Parked{std::move(program_), sreg_value_, sreg_valid_, sreg_used_, sreg_held_};
+  Parked next;
+  next.program.core = core;
+  if (auto it = parked_.find(core); it != parked_.end()) {
+    next = std::move(it->second);
+    parked_.erase(it);
+  }
+  program_ = std::move(next.program);
+  sreg_value_ = next.sreg_value;
+  sreg_valid_ = next.sreg_valid;
+  sreg_used_ = next.sreg_used;
+  sreg_held_ = next.sreg_held;
+}
+
 isa::Executable ProgramBuilder::finish() {
+  // Programs in core order, the main one (where finish() was called) included.
+  std::map<int, isa::Program> programs;
   emit(isa::Opcode::kHalt, isa::DType::kF32, {});
-  exe_.programs.push_back(std::move(program_));
+  programs.emplace(program_.core, std::move(program_));
+  for (auto& [core, parked] : parked_) {
+    parked.program.instructions.push_back(isa::Instruction{isa::Opcode::kHalt, isa::DType::kF32, {}, source_});
+    programs.emplace(core, std::move(parked.program));
+  }
+  for (auto& [core, program] : programs) exe_.programs.push_back(std::move(program));
   return std::move(exe_);
 }
 

@@ -59,10 +59,24 @@ class ProgramBuilder {
   void vst(int32_t region, int64_t offset, int64_t row_stride, int vs, isa::DType t);
   void vimm(int vd, uint32_t bits);
 
-  // Appends halt and returns the executable (the builder is spent).
+  // Emission (and VMEM regions added) go to TensorCore `core`'s program from now on,
+  // created on first use; each program keeps its own scalar register cache. A step that
+  // splits its work over cores uses it (Lowerer::begin_parallel).
+  void set_core(int core);
+
+  // Appends halt to every program and returns the executable (the builder is spent).
   isa::Executable finish();
 
  private:
+  // The emission state of a program other than the current one.
+  struct Parked {
+    isa::Program program;
+    std::array<int64_t, isa::kScalarRegisters> sreg_value{};
+    std::array<bool, isa::kScalarRegisters> sreg_valid{};
+    std::array<uint64_t, isa::kScalarRegisters> sreg_used{};
+    std::array<bool, isa::kScalarRegisters> sreg_held{};
+  };
+
   isa::Executable exe_;
   isa::Program program_;
   std::unordered_set<std::string> region_names_;
@@ -75,6 +89,7 @@ class ProgramBuilder {
   std::array<uint64_t, isa::kScalarRegisters> sreg_used_{};
   std::array<bool, isa::kScalarRegisters> sreg_held_{};
   uint64_t tick_ = 0;
+  std::map<int, Parked> parked_;  // by core
 };
 
 }  // namespace podsim::tpu
