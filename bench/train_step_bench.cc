@@ -6,16 +6,22 @@
 // marks the step: the whole step is one compiled graph. Prints ms per step, steps/s,
 // the speed-up over torch (goal >= 1.5x), and the compilations (1 after warm-up: the
 // first step, which creates the optimizer state, is a graph of its own).
-//   build/bin/bench/train_step_bench [steps]
+// threads (default: TBB's default concurrency) bounds podsim's TBB workers and is
+// torch's thread count: on a shared machine, 1 compares the two without either
+// runtime's spinning worker threads competing for the cores.
+//   build/bin/bench/train_step_bench [steps] [threads]
 #include <fmt/core.h>
+#include <tbb/global_control.h>
 #include <tbb/info.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "runtime/autograd.h"
 #include "runtime/metrics.h"
@@ -33,7 +39,13 @@ struct Measured {
   int64_t compilations_total = 0;
 };
 
-// Warm-up steps (compiling), then `steps` timed steps, waiting once at the end.
+// Warm-up steps (compiling), then `steps` timed steps in kSegments segments, waiting
+// at the end of each: the median segment's time per step. Steps overlap (tracing the
+// next while the device runs the last), so single steps are not timed; the median of
+// segments, like the reference's median step, discounts the segments another process
+// preempted on a shared machine.
+constexpr int kSegments = 5;
+
 Measured measure(const std::function<void()>& step, int steps) {
   using Clock = std::chrono::steady_clock;
   const int64_t before = podsim::runtime::counter_value("UncachedCompile");
@@ -43,14 +55,21 @@ Measured measure(const std::function<void()>& step, int steps) {
   }
   podsim::wait_device_ops();
   const int64_t warm = podsim::runtime::counter_value("UncachedCompile");
-  auto start = Clock::now();
-  for (int k = 0; k < steps; ++k) {
-    step();
-    podsim::mark_step();
+  std::vector<double> per_step;
+  for (int s = 0; s < kSegments; ++s) {
+    const int count = steps / kSegments + (s < steps % kSegments ? 1 : 0);
+    if (count == 0) continue;
+    auto start = Clock::now();
+    for (int k = 0; k < count; ++k) {
+      step();
+      podsim::mark_step();
+    }
+    podsim::wait_device_ops();
+    per_step.push_back(std::chrono::duration<double>(Clock::now() - start).count() / count);
   }
-  podsim::wait_device_ops();
+  std::sort(per_step.begin(), per_step.end());
   Measured m;
-  m.seconds_per_step = std::chrono::duration<double>(Clock::now() - start).count() / steps;
+  m.seconds_per_step = per_step[per_step.size() / 2];
   m.compilations_warm = podsim::runtime::counter_value("UncachedCompile") - warm;
   m.compilations_total = podsim::runtime::counter_value("UncachedCompile") - before;
   return m;
@@ -124,7 +143,13 @@ void report(const char* name, const Measured& m, double torch_seconds) {
 
 int main(int argc, char** argv) {
   const int steps = argc > 1 ? std::stoi(argv[1]) : 50;
-  const int threads = tbb::info::default_concurrency();
+  const int threads = argc > 2 ? std::stoi(argv[2]) : tbb::info::default_concurrency();
+  if (steps < 1 || threads < 1) {
+    std::fprintf(stderr, "usage: train_step_bench [steps >= 1] [threads >= 1]\n");
+    return 2;
+  }
+  tbb::global_control parallelism(tbb::global_control::max_allowed_parallelism,
+                                  static_cast<size_t>(threads));
   podsim::runtime::Device& device = podsim::device();
   std::printf("train_step_bench: %d timed steps on %s, %d threads\n", steps, device.name().c_str(),
               threads);
@@ -151,7 +176,9 @@ int main(int argc, char** argv) {
   Tensor hx = podsim::randn({16, 32, 64}).to(device);
   Measured block_m = measure(
       [&] {
-        (*block)(hx).pow(2).mean().backward();
+        // The reference's square(): torch computes pow(x, 2) as x * x.
+        Tensor out = (*block)(hx);
+        (out * out).mean().backward();
         block_opt.step();
         block_opt.zero_grad();
       },

@@ -45,7 +45,31 @@ PODSIM_CPU_SIMD void blend(const std::byte* v, const uint8_t* mask, int64_t n, s
   for (int64_t i = 0; i < n; ++i) o[i] = mask[i] ? x[i] : o[i];
 }
 
+template <size_t W>
+PODSIM_CPU_SIMD void fill(const std::byte* value, int64_t n, std::byte* out) {
+  using U = std::conditional_t<
+      W == 1, uint8_t,
+      std::conditional_t<W == 2, uint16_t, std::conditional_t<W == 4, uint32_t, uint64_t>>>;
+  U v;
+  std::memcpy(&v, value, W);
+  U* o = reinterpret_cast<U*>(out);
+  for (int64_t i = 0; i < n; ++i) o[i] = v;
+}
+
 }  // namespace
+
+void fill_bytes(const std::byte* value, int64_t n, size_t width, std::byte* out) {
+  switch (width) {
+    case 1:
+      return fill<1>(value, n, out);
+    case 2:
+      return fill<2>(value, n, out);
+    case 4:
+      return fill<4>(value, n, out);
+    default:
+      return fill<8>(value, n, out);
+  }
+}
 
 void blend_bytes(const std::byte* v, const uint8_t* mask, int64_t n, size_t width, std::byte* out) {
   switch (width) {

@@ -17,6 +17,8 @@ std::byte* thread_scratch(size_t bytes);
 // out[i] = base[indices[i]] for elements of `width` bytes.
 void gather_bytes(const std::byte* base, const int64_t* indices, int64_t n, size_t width,
                   std::byte* out);
+// out[i] = *value for n elements of `width` bytes.
+void fill_bytes(const std::byte* value, int64_t n, size_t width, std::byte* out);
 // out[i] = mask[i] ? v[i] : out[i] for elements of `width` bytes.
 void blend_bytes(const std::byte* v, const uint8_t* mask, int64_t n, size_t width, std::byte* out);
 // iota values (k / stride) % size of `type` at n indices k (consecutive from start when

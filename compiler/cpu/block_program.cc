@@ -70,6 +70,9 @@ struct BlockProgram::Context {
   bool invariant = false;  // a single index known when the program is built
   int64_t fixed_index = 0;
   bool fixed_valid = true;
+  // Whether a derived context or an iota reads its indices; otherwise reads in it may
+  // walk the map directly (AffineMap::gather) without an index array.
+  bool needs_indices = false;
   size_t array_offset = 0;  // scratch offsets of its index array and mask (per-block contexts)
   size_t mask_offset = 0;
 };
@@ -283,15 +286,16 @@ class BlockProgram::Builder {
     t.type = p_.tasks_[static_cast<size_t>(task)].type;
     t.operands = {task};
     t.invariant = true;
-    t.invariant_count = kBlockElements;
+    t.invariant_count = p_.block_elements_;
     const int id = add_task(std::move(t));
     fills_[task] = id;
     return id;
   }
 
+  // An invariant task in a per-block context is already spread over a block.
   bool one_element(int task) const {
     const Task& t = p_.tasks_[static_cast<size_t>(task)];
-    return t.invariant && t.invariant_count == 1;
+    return t.invariant && invariant_context(t.context);
   }
 
   int make_task(const Instruction& node, int ctx, const std::vector<int>& operands) {
@@ -336,7 +340,7 @@ class BlockProgram::Builder {
     }
     if (all_invariant && !invariant_context(ctx)) {
       task.invariant = true;
-      task.invariant_count = kBlockElements;
+      task.invariant_count = p_.block_elements_;
     }
     return add_task(std::move(task));
   }
@@ -369,6 +373,8 @@ class BlockProgram::Builder {
 BlockProgram::BlockProgram(const Instruction& root, const SourceIndex& source_index)
     : root_shape_(root.shape()) {
   if (!root_shape_.is_array()) fail("internal: block program root {} is not an array", root.name());
+  // No evaluation covers more indices than the root has: spread invariants no wider.
+  block_elements_ = std::clamp<int64_t>(root_shape_.num_elements(), 1, kBlockElements);
   const int root_task = Builder(*this, source_index).build(&root);
   // The root task goes last, so that eval can write it straight into dest.
   if (root_task != static_cast<int>(tasks_.size()) - 1) {
@@ -382,6 +388,11 @@ BlockProgram::BlockProgram(const Instruction& root, const SourceIndex& source_in
     copy.context = tasks_[static_cast<size_t>(root_task)].context;
     tasks_.push_back(std::move(copy));
   }
+
+  for (size_t c = 2; c < contexts_.size(); ++c)
+    contexts_[static_cast<size_t>(contexts_[c].parent)].needs_indices = true;
+  for (const Task& t : tasks_)
+    if (t.kind == TaskKind::kIota) contexts_[static_cast<size_t>(t.context)].needs_indices = true;
 
   // Scratch: per-block context index arrays, then task slots reused by liveness, then
   // the table of task result pointers.
@@ -422,11 +433,18 @@ BlockProgram::BlockProgram(const Instruction& root, const SourceIndex& source_in
   }
   scratch_slots_ = slots;
   scratch_bytes_ = offset + slots * kSlotBytes +
-                   align_up(sizeof(const std::byte*) * contexts_.size() * 2) +
+                   align_up(sizeof(const std::byte*) * contexts_.size() * 3) +
                    align_up(sizeof(const std::byte*) * tasks_.size());
 }
 
 BlockProgram::~BlockProgram() = default;
+
+bool BlockProgram::worth_parallel(int64_t indices) const {
+  int64_t per_index = 1;
+  for (const Task& t : tasks_)
+    if (!t.invariant) ++per_index;
+  return indices > kBlockElements && indices * per_index >= kParallelWork;
+}
 
 std::vector<std::byte> BlockProgram::prepare(std::span<const std::byte* const> inputs) const {
   std::vector<std::byte> values(invariant_bytes_);
@@ -447,12 +465,10 @@ std::vector<std::byte> BlockProgram::prepare(std::span<const std::byte* const> i
       case TaskKind::kFill: {
         const Task& from = tasks_[static_cast<size_t>(t.operands[0])];
         const std::byte* v = values.data() + from.invariant_offset;
-        if (from.invariant_count == n) {
+        if (from.invariant_count == n)
           std::memcpy(out, v, static_cast<size_t>(n) * t.width);
-        } else {
-          for (int64_t i = 0; i < n; ++i)
-            std::memcpy(out + static_cast<size_t>(i) * t.width, v, t.width);
-        }
+        else
+          fill_bytes(v, n, t.width, out);
         break;
       }
       case TaskKind::kElementwise: {
@@ -482,18 +498,30 @@ const std::byte* BlockProgram::eval(std::span<const std::byte* const> inputs,
   const int64_t n = at.n;
   // Per-context state: first index when consecutive (indices null), else the indices.
   const size_t pointer_area = scratch_bytes_ - align_up(sizeof(const std::byte*) * tasks_.size()) -
-                              align_up(sizeof(const std::byte*) * contexts_.size() * 2);
+                              align_up(sizeof(const std::byte*) * contexts_.size() * 3);
   auto** ctx_indices = reinterpret_cast<const int64_t**>(scratch + pointer_area);
   auto* ctx_start = reinterpret_cast<int64_t*>(ctx_indices + contexts_.size());
+  // >= 0: the context's indices are map(runs_from + i), read through AffineMap::gather.
+  auto* runs_from = ctx_start + contexts_.size();
   auto** results = reinterpret_cast<const std::byte**>(
-      scratch + pointer_area + align_up(sizeof(const std::byte*) * contexts_.size() * 2));
+      scratch + pointer_area + align_up(sizeof(const std::byte*) * contexts_.size() * 3));
   ctx_indices[kRootContext] = at.indices;
   ctx_start[kRootContext] = at.start;
+  runs_from[kRootContext] = -1;
   for (size_t c = 2; c < contexts_.size(); ++c) {
     const Context& ctx = contexts_[c];
     if (ctx.invariant) continue;
-    auto* buffer = reinterpret_cast<int64_t*>(scratch + ctx.array_offset);
     const auto parent = static_cast<size_t>(ctx.parent);
+    runs_from[c] = -1;
+    if (!ctx.masked && !ctx.needs_indices && ctx_indices[parent] == nullptr) {
+      ctx_indices[c] = nullptr;
+      if (ctx.map.linear_stride() == 1)
+        ctx_start[c] = ctx.map.at(ctx_start[parent]);
+      else
+        runs_from[c] = ctx_start[parent];
+      continue;
+    }
+    auto* buffer = reinterpret_cast<int64_t*>(scratch + ctx.array_offset);
     if (ctx.masked)
       ctx.masked_map.map(ctx_start[parent], ctx_indices[parent], n, buffer,
                          reinterpret_cast<uint8_t*>(scratch + ctx.mask_offset));
@@ -518,6 +546,10 @@ const std::byte* BlockProgram::eval(std::span<const std::byte* const> inputs,
     switch (t.kind) {
       case TaskKind::kRead: {
         const std::byte* base = t.constant ? t.constant : inputs[static_cast<size_t>(t.source)];
+        if (runs_from[c] >= 0) {
+          contexts_[c].map.gather(runs_from[c], n, base, t.width, out);
+          break;
+        }
         if (ctx_indices[c] == nullptr) {
           results[k] = base + static_cast<size_t>(ctx_start[c]) * t.width;
           continue;
@@ -580,8 +612,8 @@ void BlockProgram::run(std::span<const std::byte* const> inputs, std::byte* out)
     }
     if (streaming) stream_fence();
   };
-  if (blocks == 1) {
-    body(0, 1);
+  if (blocks == 1 || !worth_parallel(total)) {
+    body(0, blocks);
     return;
   }
   tbb::parallel_for(tbb::blocked_range<int64_t>(0, blocks),

@@ -9,9 +9,11 @@
 // Index remapping: the indices a block needs are a "context". The root's context is
 // the block itself; an elementwise op evaluates its operands in its own context; a
 // broadcast/transpose/slice/reverse evaluates its operand in a derived context (the
-// remapped indices, computed per block by an AffineMap); reshape and copy keep the
-// context (row-major linear indices are unchanged). A value of one element is
-// evaluated once per run and repeated where needed ("invariant").
+// remapped indices, computed per block by an AffineMap; where only reads use them and
+// the parent's indices are consecutive, the reads walk the map a row at a time
+// instead); reshape and copy keep the context (row-major linear indices are
+// unchanged). A value of one element is evaluated once per run and repeated where
+// needed ("invariant"), over at most as many indices as the root has.
 #pragma once
 
 #include <cstddef>
@@ -34,6 +36,9 @@ namespace podsim::cpu {
 // than 4096 on a 10-op f32 chain held in cache).
 inline constexpr int64_t kBlockElements = 2048;
 inline constexpr size_t kStreamingBytes = size_t{8} << 20;
+// Element-operations (indices x per-block tasks) below which a run stays on the
+// calling thread.
+inline constexpr int64_t kParallelWork = int64_t{1} << 17;
 
 // The root indices of one evaluation: n consecutive indices from start, or the n
 // indices listed (n <= kBlockElements).
@@ -62,6 +67,9 @@ class BlockProgram {
   static bool block_evaluable(const ir::Instruction& instruction);
 
   const ir::Shape& shape() const { return root_shape_; }
+  // Whether evaluating `indices` root indices is enough work to be worth handing to
+  // TBB's workers: waking them costs microseconds, as much as a few small blocks.
+  bool worth_parallel(int64_t indices) const;
   size_t scratch_bytes() const { return scratch_bytes_; }
 
   // Values that do not depend on the block, computed once per run.
@@ -82,6 +90,7 @@ class BlockProgram {
   class Builder;
 
   ir::Shape root_shape_;
+  int64_t block_elements_ = 1;  // the most indices one evaluation covers
   std::vector<Task> tasks_;
   std::vector<Context> contexts_;
   size_t scratch_slots_ = 0;

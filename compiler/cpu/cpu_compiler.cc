@@ -9,6 +9,8 @@
 #include <mutex>
 
 #include "common/error.h"
+#include "compiler/cpu/concat_distribution.h"
+#include "compiler/cpu/dot_folding.h"
 #include "compiler/cpu/plan.h"
 #include "compiler/ir/parser.h"
 #include "compiler/ir/printer.h"
@@ -182,6 +184,11 @@ std::unique_ptr<Executable> compile(const ir::Module& module, CompileOptions opt
       ir::parse_module(ir::print_module(module), "<cpu compile: " + module.name() + ">");
   if (options.run_passes) {
     passes::default_pipeline().run(*copy);
+    passes::Pipeline()
+        .add(make_dot_folding())
+        .add(make_concat_distribution())
+        .add(passes::make_dce())
+        .run(*copy);
     ir::verify_module(*copy, "<cpu compile: after the default pipeline>");
   }
   return std::make_unique<CpuExecutable>(std::move(copy), options);

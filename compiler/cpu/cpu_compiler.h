@@ -1,6 +1,7 @@
 // The host-CPU target: compiles an IR module into an executable plan. Each fusion runs
 // as one vectorized, TBB-parallel pass over memory without per-op intermediate
-// buffers; dot and convolution call OpenBLAS (16-bit floats converted in tiles);
+// buffers; dot and convolution call OpenBLAS (16-bit floats converted in tiles), which
+// reads transposed or batch-broadcast dot operands in place (dot_folding.h);
 // while / conditional / call bodies run as nested plans; intermediate buffers are
 // reused by liveness. Every other op runs through the reference evaluator's
 // implementation, so the CPU target runs every op the evaluator runs. Computes in f32
@@ -10,7 +11,7 @@
 // by reassociation (compiler/cpu/reduce_kernel.h documents the order; dots accumulate
 // in the GEMM type). Fusion and reduce results never depend on the thread count.
 // Threads: TBB runs the fusions and reductions (CompileOptions::threads bounds it);
-// OpenBLAS uses its own pool, called from the thread that runs the plan.
+// OpenBLAS runs single-threaded inside TBB tasks (large products split into panels).
 #pragma once
 
 #include <cstdint>
@@ -26,11 +27,11 @@
 namespace podsim::cpu {
 
 // Bumped whenever generated plans could change: part of every compile-cache key.
-inline constexpr std::string_view kCompilerVersion = "podsim-cpu-1";
+inline constexpr std::string_view kCompilerVersion = "podsim-cpu-2";
 
 struct CompileOptions {
-  bool run_passes = true;   // the default pipeline of compiler/passes
-  int threads = 0;          // 0: TBB's default
+  bool run_passes = true;  // the default pipeline of compiler/passes, then the CPU's own
+  int threads = 0;         // 0: TBB's default
 };
 
 struct ExecutableStats {
@@ -67,6 +68,7 @@ class Executable {
 
 std::unique_ptr<Executable> compile(const ir::Module& module, CompileOptions options = {});
 // Rebuilds an executable from serialize()'s output without running the passes again.
-std::unique_ptr<Executable> compile_serialized(std::string_view serialized, CompileOptions options = {});
+std::unique_ptr<Executable> compile_serialized(std::string_view serialized,
+                                               CompileOptions options = {});
 
 }  // namespace podsim::cpu

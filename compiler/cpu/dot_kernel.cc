@@ -10,6 +10,8 @@
 //
 // Accuracy: SGEMM accumulates in float where the evaluator accumulates f32 results in
 // double, so results differ by at most about K * 2^-24 * sum|a*b| per element.
+#include <tbb/parallel_for.h>
+
 #include <algorithm>
 #include <optional>
 #include <vector>
@@ -23,6 +25,10 @@ namespace {
 
 using ir::Instruction;
 using ir::PrimitiveType;
+
+// Batched products of at least this many multiply-adds run their batch elements as
+// TBB tasks (each product is computed exactly as on one thread).
+constexpr int64_t kParallelBatchMacs = int64_t{1} << 19;
 
 // Offsets (row-major strides of dims) of every combination of the listed dimensions.
 std::vector<int64_t> offsets_of(const std::vector<int64_t>& list,
@@ -125,6 +131,18 @@ class DotKernel final : public Kernel {
                                                     1, std::max<int64_t>(m_, 1));
     if (!lhs_.direct) packed_a.resize(static_cast<size_t>(panel * k_) * gw);
     if (!out_direct) result.resize(static_cast<size_t>(m_ * n_) * gw);
+    if (lhs_.direct && rhs_.direct && out_direct && batch_ > 1 &&
+        batch_ * m_ * n_ * k_ >= kParallelBatchMacs) {
+      // Independent products on operands in place: one task per batch element.
+      tbb::parallel_for(int64_t{0}, batch_, [&](int64_t b) {
+        gemm(f64_, lhs_.direct->trans, rhs_.direct->trans, m_, n_, k_,
+             operands[0] + static_cast<size_t>(lhs_.batch[static_cast<size_t>(b)]) * lhs_.width,
+             lhs_.direct->ld,
+             operands[1] + static_cast<size_t>(rhs_.batch[static_cast<size_t>(b)]) * rhs_.width,
+             rhs_.direct->ld, outputs[0] + static_cast<size_t>(b * m_ * n_) * gw, n_);
+      });
+      return;
+    }
     for (int64_t b = 0; b < batch_; ++b) {
       const std::byte* lhs =
           operands[0] + static_cast<size_t>(lhs_.batch[static_cast<size_t>(b)]) * lhs_.width;

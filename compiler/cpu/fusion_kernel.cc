@@ -8,8 +8,8 @@
 //    materialized: its operands are computed into temporary buffers and its own
 //    kernel (BLAS or the evaluator) runs on them; later stages read the result.
 // The root (or each element of a tuple root) is written straight into the fusion's
-// output buffers. Fused computations that pass tuples around internally run through
-// the evaluator as a whole.
+// output buffers; a concatenate root piece by piece, each piece over its own indices. Fused
+// computations that pass tuples around internally run through the evaluator as a whole.
 #include <algorithm>
 #include <cstring>
 #include <memory>
@@ -34,10 +34,20 @@ struct Dest {
   int output = -1;
 };
 
+// One operand of a concatenate root, computed on its own and copied into its place.
+struct ConcatPiece {
+  std::unique_ptr<BlockProgram> block;
+  int temp = -1;
+  int64_t begin = 0;  // along the concatenated dimension
+  int64_t extent = 0;
+};
+
 struct Stage {
-  enum class Kind : uint8_t { kBlock, kReduce, kKernel, kCopy };
+  enum class Kind : uint8_t { kBlock, kReduce, kKernel, kCopy, kConcat };
   Kind kind = Kind::kCopy;
   std::unique_ptr<BlockProgram> block;
+  std::vector<ConcatPiece> pieces;                     // kConcat
+  int64_t outer = 0, inner_bytes = 0, row_extent = 0;  // kConcat: rows of the result
   std::unique_ptr<ReduceKernel> reduce;
   std::unique_ptr<Kernel> kernel;
   std::vector<int> operands;  // kKernel: source of each operand; kCopy: the source copied
@@ -110,6 +120,11 @@ class FusionKernel final : public Kernel {
         stages_.push_back(std::move(copy));
         continue;
       }
+      if (e->opcode() == Opcode::kConcatenate && e->operand_count() > 1 &&
+          BlockProgram::block_evaluable(*e)) {
+        add_concat_stage(*e, leaf);
+        continue;
+      }
       Stage block;
       block.kind = Stage::Kind::kBlock;
       block.block = std::make_unique<BlockProgram>(*e, lookup());
@@ -138,6 +153,17 @@ class FusionKernel final : public Kernel {
           break;
         case Stage::Kind::kReduce:
           stage.reduce->run(inputs, dest);
+          break;
+        case Stage::Kind::kConcat:
+          for (const ConcatPiece& piece : stage.pieces) {
+            std::byte* values = temps[static_cast<size_t>(piece.temp)].get();
+            piece.block->run(inputs, values);
+            const auto row = static_cast<size_t>(piece.extent * stage.inner_bytes);
+            for (int64_t o = 0; o < stage.outer; ++o)
+              std::memcpy(dest + static_cast<size_t>((o * stage.row_extent + piece.begin) *
+                                                     stage.inner_bytes),
+                          values + static_cast<size_t>(o) * row, row);
+          }
           break;
         case Stage::Kind::kCopy:
           if (stage.bytes > 0)
@@ -205,6 +231,33 @@ class FusionKernel final : public Kernel {
       return;
     }
     add_kernel_stage(node, output, false);
+  }
+
+  // A concatenate root: each piece evaluated over its own indices (the block engine
+  // would evaluate every piece at every index and pick), then copied row by row.
+  void add_concat_stage(const Instruction& concat, int leaf) {
+    Stage stage;
+    stage.kind = Stage::Kind::kConcat;
+    stage.dests = {Dest{-1, leaf}};
+    const auto dim = static_cast<size_t>(concat.attrs().dimensions[0]);
+    const std::vector<int64_t>& dims = concat.shape().dims();
+    stage.outer = 1;
+    for (size_t d = 0; d < dim; ++d) stage.outer *= dims[d];
+    stage.inner_bytes = ir::type_byte_size(concat.shape().type());
+    for (size_t d = dim + 1; d < dims.size(); ++d) stage.inner_bytes *= dims[d];
+    stage.row_extent = dims[dim];
+    int64_t begin = 0;
+    for (const Instruction* operand : concat.operands()) {
+      ConcatPiece piece;
+      piece.begin = begin;
+      piece.extent = operand->shape().dim(static_cast<int64_t>(dim));
+      begin += piece.extent;
+      if (operand->shape().num_elements() == 0) continue;
+      piece.block = std::make_unique<BlockProgram>(*operand, lookup());
+      piece.temp = new_temp(operand->shape()).temp;
+      stage.pieces.push_back(std::move(piece));
+    }
+    stages_.push_back(std::move(stage));
   }
 
   // node through its own kernel; a tuple-shaped root writes every output leaf.

@@ -1,9 +1,9 @@
 // Internal to the CPU target: row-major GEMM through OpenBLAS in f32 or f64, and the
 // conversions that bring 16-bit (or mixed) float operands into the GEMM type.
 //
-// Threads: OpenBLAS keeps its own thread pool. The CPU target calls it from the
-// thread that runs the plan (one GEMM at a time per run, never from inside a TBB
-// task), so a run never has TBB workers and OpenBLAS threads computing at once.
+// Threads: OpenBLAS runs single-threaded (its own pool would spin next to TBB's
+// workers on the same cores); large products are split into panels of rows or columns,
+// fixed by the shape, each one OpenBLAS call in a TBB task.
 #pragma once
 
 #include <cstddef>

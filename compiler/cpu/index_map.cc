@@ -1,5 +1,8 @@
 #include "compiler/cpu/index_map.h"
 
+#include <algorithm>
+#include <cstring>
+
 #include "compiler/ir/shape.h"
 
 namespace podsim::cpu {
@@ -73,6 +76,90 @@ void AffineMap::fill(int64_t start, int64_t n, int64_t* out) const {
   }
 }
 
+namespace {
+
+// out[k] = in[k * stride] for k < n.
+template <size_t W>
+void strided_run(const std::byte* in, int64_t stride, int64_t n, std::byte* out) {
+  struct Unit {
+    std::byte b[W];
+  };
+  const Unit* s = reinterpret_cast<const Unit*>(in);
+  Unit* o = reinterpret_cast<Unit*>(out);
+  if (stride == 1) {
+    std::memcpy(o, s, static_cast<size_t>(n) * W);
+  } else if (stride == 0) {
+    for (int64_t k = 0; k < n; ++k) o[k] = s[0];
+  } else {
+    for (int64_t k = 0; k < n; ++k) o[k] = s[k * stride];
+  }
+}
+
+template <size_t W>
+void gather_runs(const std::vector<int64_t>& dims, const std::vector<int64_t>& coefs,
+                 int64_t base_offset, int64_t start, int64_t n, const std::byte* base,
+                 std::byte* out) {
+  const size_t rank = dims.size();
+  if (rank == 0) {
+    strided_run<W>(base + static_cast<size_t>(base_offset) * W, 0, n, out);
+    return;
+  }
+  if (rank == 1) {
+    strided_run<W>(base + static_cast<size_t>(base_offset + start * coefs[0]) * W, coefs[0], n,
+                   out);
+    return;
+  }
+  int64_t coord[8];
+  int64_t t = start, offset = base_offset;
+  for (size_t d = rank; d-- > 0;) {
+    coord[d] = d == 0 ? t : t % dims[d];
+    if (d != 0) t /= dims[d];
+    offset += coord[d] * coefs[d];
+  }
+  const int64_t inner = dims[rank - 1], c = coefs[rank - 1];
+  int64_t i = 0;
+  while (i < n) {
+    const int64_t run = std::min(n - i, inner - coord[rank - 1]);
+    strided_run<W>(base + static_cast<size_t>(offset) * W, c, run,
+                   out + static_cast<size_t>(i) * W);
+    i += run;
+    if (i == n) break;
+    offset += (run - inner) * c;
+    coord[rank - 1] = 0;
+    for (size_t d = rank - 1; d-- > 0;) {
+      offset += coefs[d];
+      if (++coord[d] < dims[d] || d == 0) break;
+      offset -= dims[d] * coefs[d];
+      coord[d] = 0;
+    }
+  }
+}
+
+}  // namespace
+
+void AffineMap::gather(int64_t start, int64_t n, const std::byte* base, size_t width,
+                       std::byte* out) const {
+  if (n <= 0) return;
+  if (dims_.size() > 8) {  // rare: offsets first
+    std::vector<int64_t> offsets(static_cast<size_t>(n));
+    fill(start, n, offsets.data());
+    for (int64_t i = 0; i < n; ++i)
+      std::memcpy(out + static_cast<size_t>(i) * width,
+                  base + static_cast<size_t>(offsets[static_cast<size_t>(i)]) * width, width);
+    return;
+  }
+  switch (width) {
+    case 1:
+      return gather_runs<1>(dims_, coefs_, base_, start, n, base, out);
+    case 2:
+      return gather_runs<2>(dims_, coefs_, base_, start, n, base, out);
+    case 4:
+      return gather_runs<4>(dims_, coefs_, base_, start, n, base, out);
+    default:
+      return gather_runs<8>(dims_, coefs_, base_, start, n, base, out);
+  }
+}
+
 void AffineMap::map(const int64_t* in, int64_t n, int64_t* out) const {
   const size_t rank = dims_.size();
   if (rank == 0) {
@@ -80,11 +167,26 @@ void AffineMap::map(const int64_t* in, int64_t n, int64_t* out) const {
   } else if (rank == 1) {
     const int64_t c = coefs_[0];
     for (int64_t i = 0; i < n; ++i) out[i] = base_ + in[i] * c;
-  } else if (rank == 2) {
-    const int64_t d1 = dims_[1], c0 = coefs_[0], c1 = coefs_[1];
-    for (int64_t i = 0; i < n; ++i) out[i] = base_ + (in[i] / d1) * c0 + (in[i] % d1) * c1;
   } else {
-    for (int64_t i = 0; i < n; ++i) out[i] = at(in[i]);
+    // Index lists are mostly runs (rows of a transpose, the pieces of a concatenate,
+    // the repeated index 0 where a masked map's mask is clear): map each run with the
+    // odometer of fill() or one division instead of divisions per element.
+    int64_t i = 0;
+    while (i < n) {
+      int64_t j = i + 1;
+      if (j < n && in[j] == in[i]) {
+        while (j < n && in[j] == in[i]) ++j;
+        const int64_t v = at(in[i]);
+        for (int64_t k = i; k < j; ++k) out[k] = v;
+      } else {
+        while (j < n && in[j] == in[j - 1] + 1) ++j;
+        if (j - i >= 4)
+          fill(in[i], j - i, out + i);
+        else
+          for (int64_t k = i; k < j; ++k) out[k] = at(in[k]);
+      }
+      i = j;
+    }
   }
 }
 
@@ -183,6 +285,24 @@ std::pair<int64_t, bool> MaskedMap::at(int64_t t) const {
 
 void MaskedMap::map(int64_t start, const int64_t* indices, int64_t n, int64_t* out,
                     uint8_t* mask) const {
+  if (concat_ && indices == nullptr && n > 0) {
+    // Consecutive result indices: step the coordinates instead of dividing.
+    int64_t outer = start / (size_ * stride_), x = (start / stride_) % size_,
+            inner = start % stride_;
+    for (int64_t i = 0; i < n; ++i) {
+      const bool valid = x >= begin_ && x < begin_ + extent_;
+      out[i] = valid ? (outer * extent_ + (x - begin_)) * stride_ + inner : 0;
+      mask[i] = valid;
+      if (++inner == stride_) {
+        inner = 0;
+        if (++x == size_) {
+          x = 0;
+          ++outer;
+        }
+      }
+    }
+    return;
+  }
   for (int64_t i = 0; i < n; ++i) {
     const auto [index, valid] = at(indices ? indices[i] : start + i);
     out[i] = index;

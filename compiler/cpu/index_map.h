@@ -6,6 +6,7 @@
 // merged away at construction, which makes the common maps cheap to evaluate.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <utility>
@@ -21,6 +22,9 @@ class AffineMap {
   int64_t at(int64_t t) const;
   // out[i] = offset(start + i) for i < n.
   void fill(int64_t start, int64_t n, int64_t* out) const;
+  // out[i] = base[offset(start + i)] for i < n, elements of `width` bytes: the reads of
+  // fill() + a gather without the offsets, a run of the innermost dimension at a time.
+  void gather(int64_t start, int64_t n, const std::byte* base, size_t width, std::byte* out) const;
   // out[i] = offset(in[i]) for i < n.
   void map(const int64_t* in, int64_t n, int64_t* out) const;
   // s where offset(t) == base + t * s for every t (a map with one merged dimension,

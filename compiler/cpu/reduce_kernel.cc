@@ -132,6 +132,9 @@ struct ReduceKernel::Ops {
   void (*fold)(const std::byte* values, int64_t n, std::byte* acc);     // in order
   void (*finish_lanes)(std::byte* lanes, std::byte* acc);               // acc = acc op tree(lanes)
   void (*columns)(const std::byte* values, int64_t nb, int64_t nr, std::byte* acc);
+  // acc[j] = acc[j] op tree(lanes of row j) for nb rows of r values: identity, lanes and
+  // finish_lanes per row, in one call.
+  void (*rows)(const std::byte* values, int64_t nb, int64_t r, std::byte* acc);
   void (*combine)(std::byte* acc, const std::byte* part, int64_t n);
   void (*identity)(std::byte* out, int64_t n);
 };
@@ -154,6 +157,22 @@ PODSIM_CPU_SIMD void columns_loop(const T* __restrict v, int64_t nb, int64_t nr,
                                   T* __restrict acc) {
   for (int64_t k = 0; k < nr; ++k)
     for (int64_t j = 0; j < nb; ++j) acc[j] = O::apply(acc[j], v[k * nb + j]);
+}
+
+template <typename T, typename O>
+PODSIM_CPU_SIMD void rows_loop(const T* __restrict v, int64_t nb, int64_t r, T* __restrict acc) {
+  for (int64_t j = 0; j < nb; ++j) {
+    const T* row = v + j * r;
+    T lanes[kLanes];
+    for (int64_t l = 0; l < kLanes; ++l) lanes[l] = O::identity();
+    int64_t k = 0;
+    for (; k + kLanes <= r; k += kLanes)
+      for (int64_t l = 0; l < kLanes; ++l) lanes[l] = O::apply(lanes[l], row[k + l]);
+    for (int64_t l = 0; k + l < r; ++l) lanes[l] = O::apply(lanes[l], row[k + l]);
+    for (int64_t w = kLanes / 2; w >= 1; w /= 2)
+      for (int64_t l = 0; l < w; ++l) lanes[l] = O::apply(lanes[l], lanes[l + w]);
+    acc[j] = O::apply(acc[j], lanes[0]);
+  }
 }
 
 template <typename T, FastOp kOp>
@@ -179,6 +198,9 @@ struct TypedOps {
   static void columns(const std::byte* values, int64_t nb, int64_t nr, std::byte* acc_bytes) {
     columns_loop<T, O>(reinterpret_cast<const T*>(values), nb, nr, reinterpret_cast<T*>(acc_bytes));
   }
+  static void rows(const std::byte* values, int64_t nb, int64_t r, std::byte* acc_bytes) {
+    rows_loop<T, O>(reinterpret_cast<const T*>(values), nb, r, reinterpret_cast<T*>(acc_bytes));
+  }
   static void combine(std::byte* acc_bytes, const std::byte* part_bytes, int64_t n) {
     T* acc = reinterpret_cast<T*>(acc_bytes);
     const T* part = reinterpret_cast<const T*>(part_bytes);
@@ -188,8 +210,8 @@ struct TypedOps {
     T* o = reinterpret_cast<T*>(out);
     for (int64_t j = 0; j < n; ++j) o[j] = O::identity();
   }
-  static constexpr ReduceKernel::Ops kOps{&lanes,   &fold,    &finish_lanes,
-                                          &columns, &combine, &identity};
+  static constexpr ReduceKernel::Ops kOps{&lanes, &fold,    &finish_lanes, &columns,
+                                          &rows,  &combine, &identity};
 };
 
 template <typename T>
@@ -338,17 +360,13 @@ void ReduceKernel::run_tile(int64_t task, std::span<const std::byte* const> inpu
       at.indices = indices;
     }
     const std::byte* values = input_->eval(inputs, invariants, at, scratch, nullptr);
-    for (int64_t j = 0; j < nb; ++j) {
-      const std::byte* row = values + static_cast<size_t>(j * r) * width_;
-      std::byte* acc = dest + static_cast<size_t>(j) * width_;
-      if (exact_) {
-        ops_->fold(row, r, acc);
-      } else {
-        ops_->identity(lanes, kLanes);
-        ops_->lanes(row, r, lanes);
-        ops_->finish_lanes(lanes, acc);
-      }
+    if (!exact_) {
+      ops_->rows(values, nb, r, dest);
+      return;
     }
+    for (int64_t j = 0; j < nb; ++j)
+      ops_->fold(values + static_cast<size_t>(j * r) * width_, r,
+                 dest + static_cast<size_t>(j) * width_);
     return;
   }
   // Column mode: consecutive outputs side by side, reduced elements in order.
@@ -390,8 +408,8 @@ void ReduceKernel::run(std::span<const std::byte* const> inputs, std::byte* out)
       run_tile(t, inputs, invariants.data(), init.data(),
                out + static_cast<size_t>(t * tile_outputs_) * width_);
     };
-    if (tasks == 1)
-      body(0);
+    if (tasks == 1 || !input_->worth_parallel(outputs_ * reduced_))
+      for (int64_t t = 0; t < tasks; ++t) body(t);
     else
       tbb::parallel_for(int64_t{0}, tasks, body);
     return;
@@ -401,12 +419,16 @@ void ReduceKernel::run(std::span<const std::byte* const> inputs, std::byte* out)
   ops_->identity(identity.data(), 1);
   const size_t group_bytes = static_cast<size_t>(outputs_) * width_;
   std::vector<std::byte> partials(group_bytes * static_cast<size_t>(groups_));
-  tbb::parallel_for(int64_t{0}, tasks, [&](int64_t t) {
+  auto body = [&](int64_t t) {
     const int64_t tile = t / groups_, group = t % groups_;
     std::byte* dest = partials.data() + static_cast<size_t>(group) * group_bytes +
                       static_cast<size_t>(tile * tile_outputs_) * width_;
     run_tile(t, inputs, invariants.data(), identity.data(), dest);
-  });
+  };
+  if (input_->worth_parallel(outputs_ * reduced_))
+    tbb::parallel_for(int64_t{0}, tasks, body);
+  else
+    for (int64_t t = 0; t < tasks; ++t) body(t);
   for (int64_t o = 0; o < outputs_; ++o)
     std::memcpy(out + static_cast<size_t>(o) * width_, init.data(), width_);
   for (int64_t g = 0; g < groups_; ++g)
