@@ -1,8 +1,11 @@
 // Speed of the timed chip model (sim/timing) in simulated cycles per host second, on a
 // GEMM-heavy and an elementwise-heavy module compiled for the tiny and v4 chips, with
-// the functional model's own time on the same executable alongside (the timed run
-// includes it: the numbers are computed for real, there is no timing-only mode yet).
+// the functional model's own time on the same executable alongside. Each runs in both
+// modes: full (the data computed for real, as the functional model does) and
+// timing_only (TimingOptions::timing_only: the same cycles without the data).
 // Counters: sim_cycles/s (the figure the project's goal is stated in: >= 2M per chip),
+// instructions/s (executed instructions per host second, which does not move when the
+// compiler's schedule does),
 // timing_overhead (timed run time / functional run time), host_MiB (simulated memories
 // plus the profile, per chip).
 //   build/bin/bench/timing_speed_bench
@@ -54,18 +57,21 @@ struct Workload {
   std::vector<std::vector<uint8_t>> params;
 };
 
-const Workload& workload(const std::string& kind, const std::string& chip) {
+// large: a GEMM of 2048^3 and elementwise ops on 4096^2, run timing-only (no
+// parameters are made: a timing-only run needs none).
+const Workload& workload(const std::string& kind, const std::string& chip, bool large) {
   static std::map<std::string, Workload> cache;
-  std::string key = kind + "/" + chip;
+  std::string key = kind + "/" + chip + (large ? "/large" : "");
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;
   bool tiny = chip == "tiny";
-  std::string hlo = kind == "gemm" ? gemm_hlo(tiny ? 128 : 512)
-                                   : elementwise_hlo(tiny ? 256 : 1024, tiny ? 256 : 1024);
+  int gemm = large ? 2048 : tiny ? 128 : 512, side = large ? 4096 : tiny ? 256 : 1024;
+  std::string hlo = kind == "gemm" ? gemm_hlo(gemm) : elementwise_hlo(side, side);
   auto module = podsim::ir::parse_module(hlo);
   podsim::passes::default_pipeline().run(*module);
   Workload w{podsim::tpu::compile(*module, podsim::topology::preset(chip)), {}};
   for (const auto& b : w.exe.parameters) {
+    if (large) break;
     int64_t n = podsim::isa::dtype_bytes(b.dtype);
     for (int64_t d : b.dims) n *= d;
     std::vector<uint8_t> bytes(static_cast<size_t>(n));
@@ -110,24 +116,28 @@ size_t profile_bytes(const podsim::traces::Profile& p) {
 }
 
 void BM_Timed(benchmark::State& state, const std::string& kind, const std::string& chip,
-              bool profile) {
-  const Workload& w = workload(kind, chip);
+              bool profile, bool timing_only = false, bool large = false) {
+  const Workload& w = workload(kind, chip, large);
   podsim::sim::timing::TimingOptions options;
   options.profile = profile;
+  options.timing_only = timing_only;
   uint64_t cycles = 0;
-  int64_t memory = 0;
+  int64_t memory = 0, instructions = 0;
   for (auto _ : state) {
     auto r = podsim::sim::timing::run_timed(w.exe, w.params, options);
     cycles += r.cycles;
+    instructions += r.instructions;
     memory = r.host_memory_bytes + static_cast<int64_t>(profile_bytes(r.profile));
     benchmark::DoNotOptimize(r.outputs);
   }
   double timed = best_seconds([&] { podsim::sim::timing::run_timed(w.exe, w.params, options); });
   state.counters["sim_cycles/s"] =
       benchmark::Counter(static_cast<double>(cycles), benchmark::Counter::kIsRate);
+  // Independent of how good the compiled schedule is: the model's cost per instruction.
+  state.counters["instructions/s"] =
+      benchmark::Counter(static_cast<double>(instructions), benchmark::Counter::kIsRate);
   state.counters["cycles"] = static_cast<double>(cycles) / static_cast<double>(state.iterations());
-  double functional = functional_seconds(w);
-  state.counters["timing_overhead"] = timed / functional;
+  if (!large) state.counters["timing_overhead"] = timed / functional_seconds(w);
   state.counters["best_sim_cycles/s"] =
       static_cast<double>(cycles) / static_cast<double>(state.iterations()) / timed;
   state.counters["host_MiB"] = static_cast<double>(memory) / (1 << 20);
@@ -150,6 +160,29 @@ BENCHMARK_CAPTURE(BM_Timed, gemm_v4, std::string("gemm"), std::string("v4"), tru
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK_CAPTURE(BM_Timed, elementwise_v4, std::string("elementwise"), std::string("v4"), true)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_Timed, gemm_v4_timing_only, std::string("gemm"), std::string("v4"), true, true)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_Timed, elementwise_v4_timing_only, std::string("elementwise"),
+                  std::string("v4"), true, true)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_Timed, gemm2048_v4_timing_only, std::string("gemm"), std::string("v4"), true,
+                  true, true)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_Timed, elementwise4096_v4_timing_only, std::string("elementwise"),
+                  std::string("v4"), true, true, true)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_Timed, gemm_v4_timing_only_no_profile, std::string("gemm"), std::string("v4"),
+                  false, true)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_Timed, elementwise_v4_timing_only_no_profile, std::string("elementwise"),
+                  std::string("v4"), false, true)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

@@ -51,6 +51,23 @@ struct ChipConfig {
   iciLinkBandwidthBytesPerS @17 :Float64;
   iciLatencyNs @18 :Float64;
   hostLinkBandwidthBytesPerS @19 :Float64;
+  # Timing-model assumptions (added later: older files read ChipConfig's defaults).
+  scalarLatencyCycles @20 :Int64 = 1;
+  vmemLatencyCycles @21 :Int64 = 2;
+  vectorLatencyCycles @22 :Int64 = 2;
+  transcendentalLatencyCycles @23 :Int64 = 8;
+  transcendentalIssueCycles @24 :Int64 = 4;
+  crossLaneLatencyCycles @25 :Int64 = 4;
+  mxuFillDrainCycles @26 :Int64 = 0;
+  dmaSetupCycles @27 :Int64 = 16;
+  dmaBurstBytes @28 :Int64 = 2048;
+  hbmTurnaroundCycles @29 :Int64 = 8;
+  vmemDmaBytesPerCycle @30 :Int64 = 0;
+  vmemPorts @31 :Int64 = 2;
+  vmemBanks @32 :Int64 = 0;
+  vmemBankBytes @33 :Int64 = 0;
+  barrierCycles @34 :Int64 = 8;
+  hostLinkLatencyNs @35 :Float64 = 1000;
 }
 
 struct OpcodeInfo {

@@ -63,6 +63,22 @@ void write_chip(schema::ChipConfig::Builder b, const topology::ChipConfig& c) {
   b.setIciLinkBandwidthBytesPerS(c.ici_link_bandwidth_bytes_per_s);
   b.setIciLatencyNs(c.ici_latency_ns);
   b.setHostLinkBandwidthBytesPerS(c.host_link_bandwidth_bytes_per_s);
+  b.setScalarLatencyCycles(c.scalar_latency_cycles);
+  b.setVmemLatencyCycles(c.vmem_latency_cycles);
+  b.setVectorLatencyCycles(c.vector_latency_cycles);
+  b.setTranscendentalLatencyCycles(c.transcendental_latency_cycles);
+  b.setTranscendentalIssueCycles(c.transcendental_issue_cycles);
+  b.setCrossLaneLatencyCycles(c.cross_lane_latency_cycles);
+  b.setMxuFillDrainCycles(c.mxu_fill_drain_cycles);
+  b.setDmaSetupCycles(c.dma_setup_cycles);
+  b.setDmaBurstBytes(c.dma_burst_bytes);
+  b.setHbmTurnaroundCycles(c.hbm_turnaround_cycles);
+  b.setVmemDmaBytesPerCycle(c.vmem_dma_bytes_per_cycle);
+  b.setVmemPorts(c.vmem_ports);
+  b.setVmemBanks(c.vmem_banks);
+  b.setVmemBankBytes(c.vmem_bank_bytes);
+  b.setBarrierCycles(c.barrier_cycles);
+  b.setHostLinkLatencyNs(c.host_link_latency_ns);
 }
 
 topology::ChipConfig read_chip(schema::ChipConfig::Reader r) {
@@ -87,6 +103,22 @@ topology::ChipConfig read_chip(schema::ChipConfig::Reader r) {
   c.ici_link_bandwidth_bytes_per_s = r.getIciLinkBandwidthBytesPerS();
   c.ici_latency_ns = r.getIciLatencyNs();
   c.host_link_bandwidth_bytes_per_s = r.getHostLinkBandwidthBytesPerS();
+  c.scalar_latency_cycles = r.getScalarLatencyCycles();
+  c.vmem_latency_cycles = r.getVmemLatencyCycles();
+  c.vector_latency_cycles = r.getVectorLatencyCycles();
+  c.transcendental_latency_cycles = r.getTranscendentalLatencyCycles();
+  c.transcendental_issue_cycles = r.getTranscendentalIssueCycles();
+  c.cross_lane_latency_cycles = r.getCrossLaneLatencyCycles();
+  c.mxu_fill_drain_cycles = r.getMxuFillDrainCycles();
+  c.dma_setup_cycles = r.getDmaSetupCycles();
+  c.dma_burst_bytes = r.getDmaBurstBytes();
+  c.hbm_turnaround_cycles = r.getHbmTurnaroundCycles();
+  c.vmem_dma_bytes_per_cycle = r.getVmemDmaBytesPerCycle();
+  c.vmem_ports = r.getVmemPorts();
+  c.vmem_banks = r.getVmemBanks();
+  c.vmem_bank_bytes = r.getVmemBankBytes();
+  c.barrier_cycles = r.getBarrierCycles();
+  c.host_link_latency_ns = r.getHostLinkLatencyNs();
   return c;
 }
 

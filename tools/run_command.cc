@@ -44,6 +44,8 @@ struct RunOptions {
   std::string profile;
   std::string trace_instructions;
   bool check_hazards = false;
+  bool timing_only = false;
+  bool host_link = false;
 };
 
 // Random values that exercise an op without overflowing ordinary arithmetic: floats
@@ -192,9 +194,13 @@ std::vector<ir::Literal> run_sim_timed(ir::Module& module, const std::vector<ir:
   sim::timing::TimingOptions timing;
   timing.instruction_trace = !options.trace_instructions.empty();
   timing.check_hazards = timing.hazards_are_errors = options.check_hazards;
-  sim::timing::TimedRunResult result = sim::timing::run_timed(exe, parameter_bytes(args), timing);
+  timing.timing_only = options.timing_only;
+  timing.profile_host_link = options.host_link;
+  sim::timing::TimedRunResult result =
+      sim::timing::run_timed(exe, options.timing_only ? std::vector<std::vector<uint8_t>>{} : parameter_bytes(args), timing);
   result.profile.program = module.name();
   report = traces::format_summary(traces::summarize(result.profile));
+  report += sim::timing::format_host_link(result, exe.chip);
   if (!options.profile.empty()) {
     traces::write_chrome_trace(result.profile, options.profile);
     report += fmt::format("wrote the profile to {} (open it in Perfetto UI)\n", options.profile);
@@ -208,6 +214,7 @@ std::vector<ir::Literal> run_sim_timed(ir::Module& module, const std::vector<ir:
     if (!ok) fail("writing the instruction trace to {} failed", options.trace_instructions);
     report += fmt::format("wrote {} trace records to {}\n", result.trace.size(), options.trace_instructions);
   }
+  if (options.timing_only) return {};  // no data was computed
   return output_literals(module, result.outputs);
 }
 
@@ -226,8 +233,14 @@ int run(const RunOptions& options) {
   if (options.inputs != "random")
     for (auto& [name, value] : ir::read_safetensors(options.inputs)) named.emplace(name, std::move(value));
   std::vector<std::vector<ir::Literal>> args;
-  for (int64_t d = 0; d < devices; ++d) args.push_back(device_arguments(*module->entry(), options, named, d, devices));
+  // A timing-only run reads no inputs: none are made.
+  for (int64_t d = 0; d < devices && !options.timing_only; ++d)
+    args.push_back(device_arguments(*module->entry(), options, named, d, devices));
 
+  if (options.timing_only && options.backend != "sim")
+    fail("--timing-only needs --backend sim (it skips the data of a timed run)");
+  if (options.timing_only && !options.output.empty())
+    fail("--timing-only computes no outputs; drop --output, or run without --timing-only");
   if (devices > 1 && options.backend != "eval")
     fail("--backend {} runs one device; several replicas or partitions need --backend eval", options.backend);
   auto start = std::chrono::steady_clock::now();
@@ -242,17 +255,18 @@ int run(const RunOptions& options) {
       for (const ir::Literal& a : args[0]) pointers.push_back(&a);
       flat = cpu::compile(*module)->run(pointers);
     } else if (options.backend == "sim") {
-      flat = run_sim_timed(*module, args[0], options, sim_report);
+      flat = run_sim_timed(*module, options.timing_only ? std::vector<ir::Literal>{} : args[0], options, sim_report);
     } else {
       flat = run_sim_functional(*module, args[0], options.chip);
     }
-    results.push_back(module->entry()->root()->shape().is_tuple() ? ir::Literal::tuple(std::move(flat))
+    if (!options.timing_only)
+      results.push_back(module->entry()->root()->shape().is_tuple() ? ir::Literal::tuple(std::move(flat))
                                                                    : std::move(flat.at(0)));
   }
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   ir::NamedLiterals outputs;
-  for (int64_t d = 0; d < devices; ++d) {
+  for (int64_t d = 0; d < static_cast<int64_t>(results.size()); ++d) {
     std::string prefix = devices == 1 ? "" : fmt::format("r{}.", d);
     const ir::Literal& r = results[static_cast<size_t>(d)];
     if (r.shape().is_tuple())
@@ -264,6 +278,7 @@ int run(const RunOptions& options) {
              options.backend.starts_with("sim") ? options.backend + ", chip " + options.chip : options.backend, devices,
              devices == 1 ? "" : "s", seconds);
   for (const auto& [name, value] : outputs) fmt::print("  {}: {}\n", name, summary(value));
+  if (options.timing_only) fmt::print("  (--timing-only: no outputs computed)\n");
   if (!sim_report.empty()) fmt::print("{}", sim_report);
   if (!options.output.empty()) {
     ir::write_safetensors(options.output, outputs);
@@ -303,6 +318,12 @@ Command add_run_command(CLI::App& app) {
                   "(CSV) here");
   cmd->add_flag("--check-hazards", options->check_hazards,
                 "--backend sim: fail if a DMA races with an access no synchronisation orders");
+  cmd->add_flag("--host-link", options->host_link,
+                "--backend sim: show the parameters' and outputs' transfers over the host link in the "
+                "profile and summary (a Host link track before and after the program)");
+  cmd->add_flag("--timing-only", options->timing_only,
+                "--backend sim: model the cycles without computing any data (much faster; no outputs; "
+                "a loop whose condition is computed data runs as if it were zero)");
   return {cmd, [options]() { return run(*options); }};
 }
 

@@ -43,6 +43,27 @@ struct ChipConfig {
 
   double host_link_bandwidth_bytes_per_s = 0;  // host <-> chip (PCIe)
 
+  // Microarchitectural figures of the timing model (sim/timing) that no TPU publishes:
+  // assumptions, the same in every preset, optional in TOML files (these defaults) and
+  // in executables written before they existed. Cycles of the clock unless named; 0
+  // where "derived" is written means: derive as said.
+  int64_t scalar_latency_cycles = 1;          // scalar ALU, branch, sem.signal
+  int64_t vmem_latency_cycles = 2;            // vld/vst/sld/sst load-to-use
+  int64_t vector_latency_cycles = 2;          // VPU arithmetic result
+  int64_t transcendental_latency_cycles = 8;  // exp, log, sqrt, rsqrt, tanh, logistic, pow, div
+  int64_t transcendental_issue_cycles = 4;    // VPU issue cycles those occupy
+  int64_t cross_lane_latency_cycles = 4;      // vredl, vreds, vxpose
+  int64_t mxu_fill_drain_cycles = 0;          // derived: mxu_rows + mxu_cols
+  int64_t dma_setup_cycles = 16;              // descriptor processing before the first burst
+  int64_t dma_burst_bytes = 2048;             // DMA traffic unit; HBM channel interleave
+  int64_t hbm_turnaround_cycles = 8;          // a channel switching between read and write
+  int64_t vmem_dma_bytes_per_cycle = 0;       // derived: one vector register a cycle
+  int64_t vmem_ports = 2;                     // VMEM accesses a cycle (vld/vst/sld/sst, DMA)
+  int64_t vmem_banks = 0;                     // derived: vpu_sublanes
+  int64_t vmem_bank_bytes = 0;                // derived: vpu_lanes * 4
+  int64_t barrier_cycles = 8;                 // the last core's arrival to release
+  double host_link_latency_ns = 1000;         // a host transfer's start to its first byte
+
   // Derived figures.
   // Peak dense bf16 multiply-accumulate throughput in FLOP/s (2 FLOPs per MAC).
   double peak_bf16_flops() const;

@@ -21,6 +21,9 @@ struct ChipField {
   double min;
   double max;
   std::string_view doc;
+  // Optional in a TOML file without `base` (and in older executables): the default of
+  // ChipConfig stands.
+  bool has_default = false;
 
   double get(const ChipConfig& c) const;
   void set(ChipConfig& c, double value) const;  // value already range-checked

@@ -88,7 +88,7 @@ ChipConfig parse_chip_config(std::string_view toml_text, std::string_view source
   }
   std::vector<std::string_view> missing;
   for (const ChipField& f : chip_fields())
-    if (!from_preset && !table.contains(f.name)) missing.push_back(f.name);
+    if (!from_preset && !f.has_default && !table.contains(f.name)) missing.push_back(f.name);
   if (!missing.empty())
     fail("{}: missing {} (give every field, or `base = \"v4\"` to start from a preset)", source,
          fmt::join(missing, ", "));

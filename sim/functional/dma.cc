@@ -53,6 +53,13 @@ void FunctionalModel::complete_dma(uint64_t id) {
   const DmaTransfer t = *it;
   in_flight_.erase(it);
 
+  if (compute_data_) copy_dma(t);
+  int64_t& sem = state_.core(t.core).semaphores[static_cast<size_t>(t.semaphore)];
+  if (__builtin_add_overflow(sem, int64_t{1}, &sem))
+    fail("DMA issued by core {} at pc {} overflows semaphore q{}", t.core, t.pc, t.semaphore);
+}
+
+void FunctionalModel::copy_dma(const DmaTransfer& t) {
   const isa::DmaDescriptor& desc = executable_.descriptors[static_cast<size_t>(t.descriptor)];
   const SparseMemory& src = state_.memory(t.src.space, t.src.core);
   SparseMemory& dst = state_.memory(t.dst.space, t.dst.core);
@@ -83,9 +90,6 @@ void FunctionalModel::complete_dma(uint64_t id) {
     while (k > 0 && ++index[k - 1] == desc.sizes[k - 1]) index[--k] = 0;
     if (k == 0) break;
   }
-  int64_t& sem = state_.core(t.core).semaphores[static_cast<size_t>(t.semaphore)];
-  if (__builtin_add_overflow(sem, int64_t{1}, &sem))
-    fail("DMA issued by core {} at pc {} overflows semaphore q{}", t.core, t.pc, t.semaphore);
 }
 
 }  // namespace podsim::sim

@@ -42,7 +42,7 @@ void FunctionalModel::set_parameter(int index, std::span<const uint8_t> bytes) {
   if (static_cast<int64_t>(bytes.size()) != expected)
     fail("set_parameter: parameter {} ('{}', {}[{}]) takes {} bytes, got {}", index, b.name,
          isa::dtype_name(b.dtype), fmt::join(b.dims, ","), expected, bytes.size());
-  write_region(b.region, 0, bytes);
+  if (compute_data_) write_region(b.region, 0, bytes);
 }
 
 std::vector<uint8_t> FunctionalModel::read_output(int index) const {

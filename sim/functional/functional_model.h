@@ -30,6 +30,13 @@
 //   when complete_dma() runs (reading the source then), and adds 1 to the issuing
 //   core's semaphore. Source and destination of one transfer may not overlap.
 //   dma.remote needs a pod and is an error on a single chip.
+// - Timing-only (set_compute_data(false)): vector, MXU and DMA instructions resolve and
+//   check their ranges, keep the MXU's weight / accumulator row counts and signal
+//   semaphores exactly, but move and compute no data; scalars, sld/sst, control flow,
+//   semaphores and barriers execute as always; set_parameter checks the size and writes
+//   nothing. Memory and vector registers keep what they held (zeros, constants), and
+//   control flow that depends on computed data (a while loop's condition, an index read
+//   with sld) follows that.
 // - sem.wait blocks (the core does not advance) until the semaphore reaches imm, then
 //   subtracts it. barrier blocks until every core with a program has arrived; a halted
 //   core never arrives.
@@ -114,6 +121,10 @@ class FunctionalModel {
   std::vector<uint8_t> read_region(int region, int64_t offset, int64_t bytes) const;
   void write_region(int region, int64_t offset, std::span<const uint8_t> bytes);
 
+  // On by default; off gives the timing-only semantics above (see the header comment).
+  void set_compute_data(bool on) { compute_data_ = on; }
+  bool computes_data() const { return compute_data_; }
+
   int core_count() const { return static_cast<int>(state_.cores().size()); }
   // A core with a program that has not halted.
   bool is_live(int core) const;
@@ -160,6 +171,7 @@ class FunctionalModel {
   void vector_store(int core, const isa::Instruction& in, Effect& effect);
   void execute_mxu(int core, const isa::Instruction& in, Effect& effect);
   void issue_dma(int core, const isa::Instruction& in, Effect& effect);
+  void copy_dma(const DmaTransfer& transfer);
   bool complete_waited_dmas(int core, int semaphore, int64_t needed, RunStats& stats);
 
   isa::Executable executable_;
@@ -167,6 +179,7 @@ class FunctionalModel {
   std::vector<Code> code_;
   std::vector<DmaTransfer> in_flight_;
   uint64_t next_dma_id_ = 0;
+  bool compute_data_ = true;
   static constexpr int64_t kDmaChunkBytes = int64_t{1} << 20;
   std::vector<uint8_t> row_buffer_;    // one tile or MXU row in memory form
   std::vector<uint32_t> lane_buffer_;  // the same in lane form; the vxpose block

@@ -59,6 +59,9 @@ void FunctionalModel::execute_mxu(int core, const isa::Instruction& in, Effect& 
       e.read = resolve(core, in, region, s[o[2]], sizes, strides, cols * element_bytes,
                        "loads weights from");
       e.has_read = true;
+      mxu.weight_rows = k;
+      e.rows = k;
+      if (!compute_data_) return;
       for (int64_t r = 0; r < k; ++r) {
         c.vmem.read(base + r * stride, bytes, cols * element_bytes);
         lanes::load_row(in.dtype, bytes, row, cols);
@@ -66,8 +69,6 @@ void FunctionalModel::execute_mxu(int core, const isa::Instruction& in, Effect& 
         for (int64_t j = 0; j < cols; ++j) w[j] = lanes::round_to_bf16(lanes::to_float(row[j]));
       }
       std::fill(mxu.weights.begin() + k * cols, mxu.weights.end(), 0.0f);
-      mxu.weight_rows = k;
-      e.rows = k;
       return;
     }
     case isa::Opcode::kMmul: {
@@ -85,6 +86,11 @@ void FunctionalModel::execute_mxu(int core, const isa::Instruction& in, Effect& 
       e.read = resolve(core, in, region, s[o[2]], sizes, strides, k * element_bytes,
                        "streams its LHS from");
       e.has_read = true;
+      e.rows = m;
+      if (!compute_data_) {
+        mxu.accumulator_rows = m;
+        return;
+      }
       if (!accumulate) {
         mxu.accumulator.assign(static_cast<size_t>(m * cols), 0.0f);
         mxu.accumulator_rows = m;
@@ -97,7 +103,6 @@ void FunctionalModel::execute_mxu(int core, const isa::Instruction& in, Effect& 
         for (int64_t kk = 0; kk < k; ++kk) lhs[kk] = lanes::round_to_bf16(lanes::to_float(row[kk]));
         multiply_row(lhs, w, k, cols, mxu.accumulator.data() + i * cols);
       }
-      e.rows = m;
       return;
     }
     case isa::Opcode::kMpop: {
@@ -108,13 +113,14 @@ void FunctionalModel::execute_mxu(int core, const isa::Instruction& in, Effect& 
       e.write = resolve(core, in, region, s[o[2]], sizes, strides, cols * element_bytes,
                         "pops the accumulator to");
       e.has_write = true;
+      e.rows = m;
+      if (!compute_data_) return;
       for (int64_t i = 0; i < m; ++i) {
         std::memcpy(row, mxu.accumulator.data() + i * cols,
                     static_cast<size_t>(cols) * sizeof(float));
         lanes::store_row(in.dtype, row, bytes, cols);
         c.vmem.write(base + i * stride, bytes, cols * element_bytes);
       }
-      e.rows = m;
       return;
     }
     default:

@@ -282,6 +282,8 @@ void FunctionalModel::execute_vector(int core, const isa::Instruction& in, Effec
   const int64_t* s = state_.core(core).scalar.data();
   auto v = [&](int i) { return state_.vreg(core, o[static_cast<size_t>(i)]); };
   Kind kind = lanes::kind(in.dtype);
+  // Timing-only: loads and stores still resolve (and check) their ranges.
+  if (!compute_data_ && in.opcode != Opcode::kVld && in.opcode != Opcode::kVst) return;
 
   switch (in.opcode) {
     case Opcode::kVld:
@@ -417,6 +419,7 @@ void FunctionalModel::vector_load(int core, const isa::Instruction& in, Effect& 
   e.read =
       resolve(core, in, static_cast<int32_t>(o[1]), s[o[2]], sizes, strides, row_bytes, "loads");
   e.has_read = true;
+  if (!compute_data_) return;
   const SparseMemory& memory = state_.core(core).vmem;
   int64_t row0 = executable_.regions[static_cast<size_t>(o[1])].offset + s[o[2]];
   uint32_t* d = state_.vreg(core, o[0]);
@@ -439,6 +442,7 @@ void FunctionalModel::vector_store(int core, const isa::Instruction& in, Effect&
   e.write =
       resolve(core, in, static_cast<int32_t>(o[0]), s[o[1]], sizes, strides, row_bytes, "stores");
   e.has_write = true;
+  if (!compute_data_) return;
   SparseMemory& memory = state_.core(core).vmem;
   int64_t row0 = executable_.regions[static_cast<size_t>(o[0])].offset + s[o[1]];
   const uint32_t* src = state_.vreg(core, o[3]);

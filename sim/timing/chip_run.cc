@@ -5,26 +5,42 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "common/error.h"
 
 namespace podsim::sim::timing {
+namespace {
+
+int64_t binding_bytes(const isa::Binding& b) {
+  int64_t bytes = isa::dtype_bytes(b.dtype);
+  for (int64_t d : b.dims) bytes *= d;
+  return bytes;
+}
+
+}  // namespace
 
 ChipRun::ChipRun(const isa::Executable& executable,
                  const std::vector<std::vector<uint8_t>>& parameters, const TimingOptions& options)
     : model_(executable),
       options_(options),
-      chip_context_{model_.executable().chip, options_.latencies, 0, 0},
+      latencies_(unit_latencies(model_.executable().chip)),
+      chip_context_{model_.executable().chip, latencies_, 0, 0},
       base_(now_cycles()),
       recorder_(model_.executable(), base_, options.profile, options.instruction_trace) {
   const isa::Executable& exe = model_.executable();
   const topology::ChipConfig& chip = exe.chip;
-  if (parameters.size() != exe.parameters.size())
+  bool omitted = options.timing_only && parameters.empty();
+  if (!omitted && parameters.size() != exe.parameters.size())
     fail("the executable takes {} parameter(s), {} given", exe.parameters.size(),
          parameters.size());
-  for (size_t k = 0; k < parameters.size(); ++k)
-    model_.set_parameter(static_cast<int>(k), parameters[k]);
+  model_.set_compute_data(!options.timing_only);
+  for (size_t k = 0; k < parameters.size() && !omitted; ++k)
+    model_.set_parameter(static_cast<int>(k), parameters[k]);  // timing-only: checked only
   if (options.check_hazards) hazards_ = std::make_unique<HazardChecker>(exe, base_);
+  if (options.profile_host_link) host_track_ = recorder_.add_track("Host link", "host", 0);
+  host_in_ = host_transfers(exe.parameters, true, 0);
+  if (options.profile_host_link) recorder_.set_profile_shift(host_in_);
 
   hbm_ = hbm_models().make(options.hbm_model, chip_context_);
   hbm_track_ = recorder_.add_track("HBM", "hbm", 0, true);
@@ -37,7 +53,7 @@ ChipRun::ChipRun(const isa::Executable& executable,
     for (const isa::Program& p : exe.programs)
       if (p.core == c) core->program = &p;
     std::string prefix = fmt::format("TensorCore {} / ", c);
-    UnitContext context{chip, options_.latencies, c, 0};
+    UnitContext context{chip, latencies_, c, 0};
     core->scalar_track = recorder_.add_track(prefix + "scalar issue", "scalar", 16);
     core->vpu_track = recorder_.add_track(prefix + "VPU", "vpu", 16);
     core->vpu = vpu_models().make(options.vpu_model, context);
@@ -55,7 +71,9 @@ ChipRun::ChipRun(const isa::Executable& executable,
       core->dma_tracks.push_back(recorder_.add_track(fmt::format("{}DMA {}", prefix, d), "dma", 0));
     }
     context.index = 0;
-    core->vmem_port = make_vmem_dma_port(context);
+    core->vmem_ports = std::make_unique<VmemPorts>(latencies_.vmem_ports);
+    core->vmem_banks = std::make_unique<VmemBanks>(context);
+    core->vmem_port = make_vmem_dma_port(context, *core->vmem_ports);
     core->vreg_ready.assign(static_cast<size_t>(std::max(chip.vector_registers, 1)), 0);
     cores_.push_back(std::move(core));
   }
@@ -114,6 +132,30 @@ void ChipRun::dma_completed(const DmaJob& job, int engine_core, int engine,
   }
 }
 
+Cycle ChipRun::host_transfers(const std::vector<isa::Binding>& bindings, bool to_device,
+                              Cycle from) {
+  const isa::Executable& exe = model_.executable();
+  double bytes_per_cycle = exe.chip.host_link_bandwidth_bytes_per_s / exe.chip.clock_hz;
+  auto latency = static_cast<Cycle>(std::max<int64_t>(latencies_.host_link_latency, 0));
+  Cycle t = from;
+  for (const isa::Binding& b : bindings) {
+    int64_t bytes = binding_bytes(b);
+    auto transfer =
+        static_cast<Cycle>(std::ceil(static_cast<double>(bytes) / bytes_per_cycle - 1e-9));
+    Cycle end = t + latency + std::max<Cycle>(transfer, 1);
+    if (host_track_ >= 0) {
+      bool hbm = exe.regions[static_cast<size_t>(b.region)].space == isa::MemorySpace::kHbm;
+      std::string memory = hbm ? "hbm" : "vmem";
+      recorder_.profile_span(
+          host_track_,
+          fmt::format("{} {}", to_device ? "host->" + memory : memory + "->host", b.name), t, end,
+          static_cast<double>(bytes));
+    }
+    t = end;
+  }
+  return t;
+}
+
 void ChipRun::notify_all() {
   for (auto& core : cores_) {
     core->sem_event.notify(sc_core::SC_ZERO_TIME);
@@ -165,10 +207,16 @@ TimedRunResult ChipRun::finish() {
   r.seconds = static_cast<double>(r.cycles) / exe.chip.clock_hz;
   r.instructions = instructions_;
   r.dmas = dmas_;
-  for (size_t k = 0; k < exe.outputs.size(); ++k)
+  for (size_t k = 0; k < exe.outputs.size() && !options_.timing_only; ++k)
     r.outputs.push_back(model_.read_output(static_cast<int>(k)));
   r.host_memory_bytes = model_.state().memory_host_bytes();
-  if (options_.profile) r.profile = recorder_.finish_profile(exe, end);
+  r.host_to_device_cycles = host_in_;
+  Cycle program_end = host_track_ >= 0 ? host_in_ + r.cycles : 0;
+  r.device_to_host_cycles = host_transfers(exe.outputs, false, program_end) - program_end;
+  for (const isa::Binding& b : exe.parameters) r.host_to_device_bytes += binding_bytes(b);
+  for (const isa::Binding& b : exe.outputs) r.device_to_host_bytes += binding_bytes(b);
+  if (options_.profile)
+    r.profile = recorder_.finish_profile(exe, end, host_track_ >= 0 ? r.device_to_host_cycles : 0);
   if (options_.instruction_trace) r.trace = recorder_.finish_trace();
   if (hazards_) {
     r.hazards = hazards_->take();

@@ -17,6 +17,7 @@
 #include "sim/timing/recorder.h"
 #include "sim/timing/timed_chip.h"
 #include "sim/timing/unit_models.h"
+#include "sim/timing/vmem.h"
 
 namespace podsim::sim::timing {
 
@@ -56,7 +57,9 @@ class ChipRun final : public DmaHost {
     std::vector<Mxu> mxus;
     std::vector<std::unique_ptr<DmaEngineModel>> engines;
     size_t next_engine = 0;
-    std::unique_ptr<MemoryTarget> vmem_port;
+    std::unique_ptr<VmemPorts> vmem_ports;
+    std::unique_ptr<VmemBanks> vmem_banks;
+    std::unique_ptr<MemoryTarget> vmem_port;  // the DMA engines' path into VMEM
     std::vector<Cycle> vreg_ready;
     std::array<Cycle, isa::kScalarRegisters> sreg_ready{};
     std::vector<Pending> pending;  // unit accesses to VMEM still under way
@@ -74,20 +77,26 @@ class ChipRun final : public DmaHost {
   void sync_to(Cycle t);
   // The earliest cycle >= t at which `range` may be read (write = false) or written
   // without overtaking an earlier unit access of the core.
-  Cycle interlock(Core& core, const MemoryRange& range, bool write, Cycle t);
+  Cycle interlock(const Core& core, const MemoryRange& range, bool write, Cycle t);
   void core_done(Core& core);
   // The bytes an instruction's access touches (rows of a tile or of MXU operands).
   Footprint footprint(const Core& core, const Effect& effect, const MemoryRange& hull) const;
   void notify_all();
+  // The host link's transfers of the bindings, one after another from cycle `from`
+  // (profile time); returns when the last ends.
+  Cycle host_transfers(const std::vector<isa::Binding>& bindings, bool to_device, Cycle from);
 
   FunctionalModel model_;
   TimingOptions options_;
+  UnitLatencies latencies_;  // from the executable's ChipConfig
   UnitContext chip_context_;
   Cycle base_ = 0;
   Recorder recorder_;
   std::unique_ptr<HazardChecker> hazards_;
   std::unique_ptr<MemoryTarget> hbm_;
   int hbm_track_ = 0;
+  int host_track_ = -1;  // with profile_host_link
+  Cycle host_in_ = 0;    // the parameters' upload, before the program
   std::vector<std::unique_ptr<Core>> cores_;
   sc_core::sc_event barrier_event_;
   std::unordered_map<uint64_t, size_t> dma_trace_;  // DMA id -> trace record

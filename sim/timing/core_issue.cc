@@ -110,9 +110,8 @@ void ChipRun::sync_to(Cycle t) {
   if (t > now) sc_core::wait(cycles(t - now));
 }
 
-Cycle ChipRun::interlock(Core& core, const MemoryRange& range, bool write, Cycle t) {
+Cycle ChipRun::interlock(const Core& core, const MemoryRange& range, bool write, Cycle t) {
   Cycle ready = t;
-  std::erase_if(core.pending, [t](const Pending& p) { return p.end <= t; });
   for (const Pending& p : core.pending)
     if ((write || p.write) && overlaps(p.range, range)) ready = std::max(ready, p.end);
   return ready;
@@ -162,16 +161,19 @@ void ChipRun::run_core(Core& core) {
 void ChipRun::issue_loop(Core& c) {
   const std::vector<OpInfo>& infos = op_infos();
   const topology::ChipConfig& chip = model_.executable().chip;
-  const UnitLatencies& lat = options_.latencies;
+  const UnitLatencies& lat = latencies_;
   const int64_t xpose_registers = std::max(1, chip.vpu_lanes / std::max(chip.vpu_sublanes, 1));
   const isa::Program& program = *c.program;
   const auto vregs = static_cast<int64_t>(c.vreg_ready.size());
   Cycle t = now_cycles();
+  // SystemC time only moves while this process waits: `now` is refreshed after each wait.
+  Cycle now = t;
   Effect e;
   for (;;) {
     if (aborted_) return;
-    if (t > now_cycles() + options_.quantum_cycles) {
+    if (t > now + options_.quantum_cycles) {
       sync_to(t);
+      now = now_cycles();
       if (aborted_) return;
     }
     Cycle issue = t;
@@ -179,6 +181,7 @@ void ChipRun::issue_loop(Core& c) {
     if (pc >= 0 && pc < static_cast<int32_t>(program.instructions.size()) &&
         program.instructions[static_cast<size_t>(pc)].opcode == Opcode::kBarrier) {
       sync_to(t);  // arrive at the barrier in simulated time, so the last arrival is the latest
+      now = now_cycles();
       if (aborted_) return;
     }
     model_.step(c.index, e);
@@ -191,7 +194,8 @@ void ChipRun::issue_loop(Core& c) {
         if (!e.blocked) break;
         sc_core::wait(e.instruction->opcode == Opcode::kBarrier ? barrier_event_ : c.sem_event);
       }
-      t = std::max(t, now_cycles());
+      now = now_cycles();
+      t = std::max(t, now);
     }
     const isa::Instruction& in = *e.instruction;
     const OpInfo& info = infos[static_cast<size_t>(in.opcode)];
@@ -211,6 +215,9 @@ void ChipRun::issue_loop(Core& c) {
         for (int64_t r = lo; r < hi; ++r)
           ready = std::max(ready, c.vreg_ready[static_cast<size_t>(r)]);
       }
+    // Unit accesses that ended by the time this one could start order nothing any more.
+    if (!c.pending.empty())
+      std::erase_if(c.pending, [ready](const Pending& p) { return p.end <= ready; });
     if (e.has_read) ready = interlock(c, e.read, false, ready);
     if (e.has_write) ready = interlock(c, e.write, true, ready);
 
@@ -222,13 +229,21 @@ void ChipRun::issue_loop(Core& c) {
       case isa::Unit::kScalar: {
         bool memory = e.has_read || e.has_write;
         u.done = ready + static_cast<Cycle>(std::max<int64_t>(memory ? lat.vmem : lat.scalar, 1));
+        if (memory) c.vmem_ports->book(ready, 1);
         break;
       }
-      case isa::Unit::kVector:
-        u = c.vpu->issue(ready, info.vector_class,
-                         in.opcode == Opcode::kVxpose ? xpose_registers : 1);
+      case isa::Unit::kVector: {
+        int64_t registers = in.opcode == Opcode::kVxpose ? xpose_registers : 1;
+        bool memory = info.vector_class == VectorClass::kMemory;
+        if (memory) {
+          Footprint f = footprint(c, e, e.has_read ? e.read : e.write);
+          registers = c.vmem_banks->cycles(f.base, f.rows, f.row_bytes, f.stride);
+        }
+        u = c.vpu->issue(ready, info.vector_class, registers);
+        if (memory) c.vmem_ports->book(u.start, registers);
         track = c.vpu_track;
         break;
+      }
       case isa::Unit::kMxu: {
         Mxu& mxu = c.mxus[static_cast<size_t>(o[0])];
         if (in.opcode == Opcode::kMldw) {

@@ -2,9 +2,8 @@
 // chip's bandwidth equally, interleaved every dma_burst_bytes of address. Each channel
 // serves its bursts in the order they arrive (first come, first served), busy for
 // bytes / (its bandwidth) cycles, plus hbm_turnaround when it switches between reads
-// and writes; a burst's data is there hbm_latency_ns after its service ends. The VMEM
-// DMA port (make_vmem_dma_port) is the same model with one channel, the VMEM latency and
-// no turnaround; VMEM bank conflicts are not modelled.
+// and writes; a burst's data is there hbm_latency_ns after its service ends. (VMEM's
+// side of DMA traffic is in vmem.cc.)
 #include <algorithm>
 #include <cmath>
 
@@ -31,8 +30,7 @@ class ChannelMemory final : public MemoryTarget {
     bool write = p.get_command() == tlm::TLM_WRITE_COMMAND;
     Cycle start = std::max(request, ch.free);
     if (ch.used && ch.last_write != write) start = std::max(start, ch.free + turnaround_);
-    auto service = static_cast<Cycle>(std::ceil(p.get_data_length() * cycles_per_byte_ - 1e-9));
-    service = std::max<Cycle>(service, 1);
+    Cycle service = service_cycles(p.get_data_length());
     ch.free = start + service;
     ch.used = true;
     ch.last_write = write;
@@ -42,6 +40,16 @@ class ChannelMemory final : public MemoryTarget {
   }
 
  private:
+  // Bursts mostly have one length: remember the last one's service time.
+  Cycle service_cycles(unsigned length) {
+    if (length != last_length_) {
+      last_length_ = length;
+      last_service_ =
+          std::max<Cycle>(static_cast<Cycle>(std::ceil(length * cycles_per_byte_ - 1e-9)), 1);
+    }
+    return last_service_;
+  }
+
   struct Channel {
     Cycle free = 0;
     bool used = false;
@@ -52,6 +60,8 @@ class ChannelMemory final : public MemoryTarget {
   int64_t interleave_;
   Cycle latency_;
   Cycle turnaround_;
+  unsigned last_length_ = 0;
+  Cycle last_service_ = 1;
 };
 
 Cycle ns_to_cycles(double ns, double clock_hz) {
@@ -67,15 +77,6 @@ void register_channel_hbm(HbmRegistry& registry) {
         c.latencies.dma_burst_bytes, ns_to_cycles(c.chip.hbm_latency_ns, c.chip.clock_hz),
         static_cast<Cycle>(std::max<int64_t>(c.latencies.hbm_turnaround, 0)));
   });
-}
-
-std::unique_ptr<MemoryTarget> make_vmem_dma_port(const UnitContext& c) {
-  int64_t width = c.latencies.vmem_dma_bytes_per_cycle > 0
-                      ? c.latencies.vmem_dma_bytes_per_cycle
-                      : int64_t{c.chip.vpu_sublanes} * c.chip.vpu_lanes * 4;
-  return std::make_unique<ChannelMemory>(1, static_cast<double>(width), c.latencies.dma_burst_bytes,
-                                         static_cast<Cycle>(std::max<int64_t>(c.latencies.vmem, 0)),
-                                         0);
 }
 
 }  // namespace podsim::sim::timing

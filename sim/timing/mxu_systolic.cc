@@ -14,9 +14,7 @@ namespace {
 
 class SystolicMxu final : public MxuModel {
  public:
-  explicit SystolicMxu(const UnitContext& c)
-      : fill_drain_(c.latencies.mxu_fill_drain > 0 ? c.latencies.mxu_fill_drain
-                                                   : int64_t{c.chip.mxu_rows} + c.chip.mxu_cols) {}
+  explicit SystolicMxu(const UnitContext& c) : fill_drain_(c.latencies.mxu_fill_drain) {}
 
   UnitTiming load_weights(Cycle t, int64_t k_rows) override {
     // The shadow buffer is free once the previous mmul latched what it held.

@@ -14,10 +14,15 @@ void BinnedSeries::add(uint64_t start, uint64_t end, double amount) {
     bins_ = std::move(merged);
     width_ *= 2;
   }
-  size_t last = static_cast<size_t>((end - 1) / width_);
+  size_t first = static_cast<size_t>(start / width_),
+         last = static_cast<size_t>((end - 1) / width_);
   if (bins_.size() <= last) bins_.resize(last + 1, 0.0);
+  if (first == last) {  // most bursts and spans lie in one bin
+    bins_[first] += amount;
+    return;
+  }
   double per_cycle = amount / static_cast<double>(end - start);
-  for (size_t b = static_cast<size_t>(start / width_); b <= last; ++b) {
+  for (size_t b = first; b <= last; ++b) {
     uint64_t lo = std::max<uint64_t>(start, b * width_),
              hi = std::min<uint64_t>(end, (b + 1) * width_);
     bins_[b] += per_cycle * static_cast<double>(hi - lo);
@@ -44,6 +49,7 @@ int Recorder::add_track(std::string name, std::string category, uint64_t merge_g
   TrackState t;
   t.track.name = std::move(name);
   t.track.category = std::move(category);
+  t.merged_name = t.track.category + " ops";
   t.merge_gap = merge_gap;
   t.union_track = union_track;
   tracks_.push_back(std::move(t));
@@ -54,14 +60,14 @@ void Recorder::span(int track, std::string_view name, uint64_t start, uint64_t e
                     int32_t source_op, double flops, double bytes) {
   if (!profile_) return;
   TrackState& t = tracks_[static_cast<size_t>(track)];
-  start -= base_;
-  end -= base_;
+  start = start - base_ + shift_;
+  end = end - base_ + shift_;
   if (end <= start) end = start + 1;
   std::vector<traces::Span>& spans = t.track.spans;
   if (!t.union_track && !spans.empty()) {
     traces::Span& last = spans.back();
     if (last.source_op == source_op && start >= last.end && start - last.end <= t.merge_gap) {
-      if (last.name != name) last.name = t.track.category + " ops";
+      if (last.name != name && last.name != t.merged_name) last.name = t.merged_name;
       last.end = end;
       last.flops += flops;
       last.bytes += bytes;
@@ -69,6 +75,13 @@ void Recorder::span(int track, std::string_view name, uint64_t start, uint64_t e
     }
   }
   spans.push_back({std::string(name), start, end, source_op, flops, bytes});
+}
+
+void Recorder::profile_span(int track, std::string name, uint64_t start, uint64_t end,
+                            double bytes) {
+  if (!profile_) return;
+  tracks_[static_cast<size_t>(track)].track.spans.push_back(
+      {std::move(name), start, std::max(end, start + 1), traces::kNoSourceOp, 0, bytes});
 }
 
 size_t Recorder::trace_instruction(int core, int pc, isa::Opcode opcode, std::string unit,
@@ -79,7 +92,8 @@ size_t Recorder::trace_instruction(int core, int pc, isa::Opcode opcode, std::st
   return trace_records_.size() - 1;
 }
 
-traces::Profile Recorder::finish_profile(const isa::Executable& executable, uint64_t end) {
+traces::Profile Recorder::finish_profile(const isa::Executable& executable, uint64_t end,
+                                         uint64_t tail) {
   traces::Profile p;
   p.program =
       executable.programs.empty() ? std::string("(empty)") : executable.chip.name + " executable";
@@ -92,7 +106,7 @@ traces::Profile Recorder::finish_profile(const isa::Executable& executable, uint
   c.peaks.flops_per_cycle =
       2.0 * chip.mxu_rows * chip.mxu_cols * chip.mxus_per_core * chip.tensor_cores;
   c.peaks.hbm_bytes_per_cycle = chip.hbm_bandwidth_bytes_per_s / chip.clock_hz;
-  c.total_cycles = end - base_;
+  c.total_cycles = end - base_ + shift_ + tail;
   for (TrackState& t : tracks_) {
     if (t.track.spans.empty()) continue;
     if (!t.union_track) {

@@ -32,6 +32,9 @@ class Recorder {
  public:
   Recorder(const isa::Executable& executable, uint64_t base, bool profile, bool trace);
 
+  // Profile times are run-relative plus this shift (the host link's uploads come first
+  // when they are profiled); the instruction trace is not shifted. Set before any span.
+  void set_profile_shift(uint64_t cycles) { shift_ = cycles; }
   bool profiling() const { return profile_; }
   bool tracing() const { return trace_; }
   uint64_t base() const { return base_; }
@@ -43,28 +46,34 @@ class Recorder {
                 bool union_track = false);
   void span(int track, std::string_view name, uint64_t start, uint64_t end, int32_t source_op,
             double flops = 0, double bytes = 0);
+  // A span in profile time (already relative and shifted): the host link's transfers.
+  void profile_span(int track, std::string name, uint64_t start, uint64_t end, double bytes);
   void hbm_traffic(uint64_t start, uint64_t end, double bytes) {
-    hbm_.add(start - base_, end - base_, bytes);
+    hbm_.add(start - base_ + shift_, end - base_ + shift_, bytes);
   }
   void mxu_work(uint64_t start, uint64_t end, double flops) {
-    mxu_.add(start - base_, end - base_, flops);
+    mxu_.add(start - base_ + shift_, end - base_ + shift_, flops);
   }
 
   size_t trace_instruction(int core, int pc, isa::Opcode opcode, std::string unit, uint64_t issue,
                            uint64_t start, uint64_t end, int32_t source_op);
   InstructionRecord& traced(size_t index) { return trace_records_[index]; }
 
-  // The profile of a run that ended at `end` (absolute), and the sorted trace.
-  traces::Profile finish_profile(const isa::Executable& executable, uint64_t end);
+  // The profile of a run whose program ended at `end` (absolute) and whose profile goes
+  // on for `tail` cycles after it (the host link's downloads), and the sorted trace.
+  traces::Profile finish_profile(const isa::Executable& executable, uint64_t end,
+                                 uint64_t tail = 0);
   std::vector<InstructionRecord> finish_trace();
 
  private:
   struct TrackState {
     traces::Track track;
+    std::string merged_name;  // of a span merging ops of different names
     uint64_t merge_gap = 0;
     bool union_track = false;
   };
   uint64_t base_;
+  uint64_t shift_ = 0;
   bool profile_, trace_;
   std::vector<TrackState> tracks_;
   BinnedSeries hbm_, mxu_;

@@ -18,16 +18,27 @@
 
 #include "isa/isa.h"
 #include "sim/functional/functional_model.h"
-#include "sim/timing/unit_latencies.h"
 #include "traces/profile.h"
 
 namespace podsim::sim::timing {
 
 struct TimingOptions {
-  bool profile = true;                          // fill TimedRunResult::profile
-  bool instruction_trace = false;               // fill TimedRunResult::trace
-  bool check_hazards = false;                   // fill TimedRunResult::hazards
-  bool hazards_are_errors = false;              // with check_hazards: podsim::Error if any is found
+  bool profile = true;              // fill TimedRunResult::profile
+  bool instruction_trace = false;   // fill TimedRunResult::trace
+  bool check_hazards = false;       // fill TimedRunResult::hazards
+  bool hazards_are_errors = false;  // with check_hazards: podsim::Error if any is found
+  // Timing-only: the run computes no vector, MXU or DMA data (FunctionalModel's
+  // set_compute_data(false)); scalars, control flow, semaphores and addresses execute
+  // exactly, so cycles, trace, profile and hazards are those of a full run for any program
+  // whose control flow does not depend on computed data (see README.md). Parameters may be
+  // omitted (an empty vector) and are not written; TimedRunResult::outputs is empty.
+  bool timing_only = false;
+  // The host link: the parameters go host -> device before the program and the outputs
+  // device -> host after it (TimedRunResult::host_*). With this, the profile shows them on
+  // a "Host link" track: its timeline starts with the uploads, then the program (every
+  // program span shifted by host_to_device_cycles), then the downloads. The instruction
+  // trace and TimedRunResult::cycles stay the program's alone.
+  bool profile_host_link = false;
   int64_t max_instructions = int64_t{1} << 40;  // runaway guard (podsim::Error past it)
   // A core's issue runs at most this many cycles ahead of SystemC time before it
   // synchronises (temporal decoupling); larger is faster, smaller orders shared-HBM
@@ -39,7 +50,9 @@ struct TimingOptions {
   std::string vpu_model = "inorder";
   std::string dma_model = "pipelined";
   std::string hbm_model = "channels";
-  UnitLatencies latencies;  // microarchitectural figures ChipConfig does not carry
+  // Every figure of the model comes from the executable's ChipConfig (its timing fields
+  // included: latencies, DMA burst, VMEM ports and banks, host link latency); to vary
+  // one, run a copy of the executable with that field changed.
 };
 
 // One executed instruction (or DMA transfer), in cycles from the start of the run.
@@ -77,12 +90,20 @@ struct Hazard {
 };
 
 struct TimedRunResult {
-  std::vector<std::vector<uint8_t>> outputs;  // as FunctionalModel::read_output
-  uint64_t cycles = 0;                        // until the last core halted and the last DMA landed
-  double seconds = 0;                         // cycles at the chip's clock
-  int64_t instructions = 0;                   // executed (blocked retries not counted)
+  std::vector<std::vector<uint8_t>>
+      outputs;               // as FunctionalModel::read_output; none if timing_only
+  uint64_t cycles = 0;       // until the last core halted and the last DMA landed
+  double seconds = 0;        // cycles at the chip's clock
+  int64_t instructions = 0;  // executed (blocked retries not counted)
   int64_t dmas = 0;
-  int64_t host_memory_bytes = 0;         // simulated memories' host footprint at the end
+  int64_t host_memory_bytes = 0;  // simulated memories' host footprint at the end
+  // Host transfers over ChipConfig::host_link_bandwidth_bytes_per_s, one at a time, each
+  // UnitLatencies::host_link_latency then its bytes: the parameters before the program,
+  // the outputs after it. Not part of `cycles`.
+  uint64_t host_to_device_cycles = 0;
+  uint64_t device_to_host_cycles = 0;
+  int64_t host_to_device_bytes = 0;
+  int64_t device_to_host_bytes = 0;
   traces::Profile profile;               // with TimingOptions::profile
   std::vector<InstructionRecord> trace;  // with instruction_trace; sorted by issue, core, pc
   std::vector<Hazard> hazards;           // with check_hazards; at most kMaxHazards
@@ -105,6 +126,10 @@ std::string format_instruction_trace(const std::vector<InstructionRecord>& trace
 // A few lines: cycles, time, MXU utilisation, HBM bandwidth (for when traces' summary is
 // not wanted).
 std::string format_timing_summary(const TimedRunResult& result, const topology::ChipConfig& chip);
+
+// One line: the host link's transfers (bytes, cycles, time), which format_timing_summary
+// ends with.
+std::string format_host_link(const TimedRunResult& result, const topology::ChipConfig& chip);
 
 // Registered unit model names, for help texts and errors.
 std::vector<std::string> registered_unit_models(

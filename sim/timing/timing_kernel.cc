@@ -130,6 +130,15 @@ std::string format_instruction_trace(const std::vector<InstructionRecord>& trace
   return out;
 }
 
+std::string format_host_link(const TimedRunResult& r, const topology::ChipConfig& chip) {
+  auto seconds = [&](uint64_t c) { return static_cast<double>(c) / chip.clock_hz * 1e6; };
+  return fmt::format(
+      "host link (apart from the program): parameters {} bytes in {} cycles ({:.3f} us), "
+      "outputs {} bytes in {} cycles ({:.3f} us)\n",
+      r.host_to_device_bytes, r.host_to_device_cycles, seconds(r.host_to_device_cycles),
+      r.device_to_host_bytes, r.device_to_host_cycles, seconds(r.device_to_host_cycles));
+}
+
 std::string format_timing_summary(const TimedRunResult& r, const topology::ChipConfig& chip) {
   double mxu_flops = 0, hbm_bytes = 0;
   for (const traces::ChipProfile& c : r.profile.chips)
@@ -142,11 +151,13 @@ std::string format_timing_summary(const TimedRunResult& r, const topology::ChipC
   double peak_flops = 2.0 * chip.mxu_rows * chip.mxu_cols * chip.mxus_per_core * chip.tensor_cores;
   return fmt::format(
       "cycles: {} ({:.3f} us at {:.3g} GHz), {} instructions, {} DMAs\n"
-      "MXU utilisation: {:.1f}% ({:.3g} TFLOP/s)\nHBM bandwidth: {:.3g} GB/s ({:.1f}% of peak)\n",
+      "MXU utilisation: {:.1f}% ({:.3g} TFLOP/s)\nHBM bandwidth: {:.3g} GB/s ({:.1f}% of peak)\n"
+      "{}",
       r.cycles, r.seconds * 1e6, chip.clock_hz / 1e9, r.instructions, r.dmas,
       100.0 * mxu_flops / (peak_flops * cycles), mxu_flops / std::max(r.seconds, 1e-30) / 1e12,
       hbm_bytes / std::max(r.seconds, 1e-30) / 1e9,
-      100.0 * hbm_bytes / (chip.hbm_bandwidth_bytes_per_s / chip.clock_hz * cycles));
+      100.0 * hbm_bytes / (chip.hbm_bandwidth_bytes_per_s / chip.clock_hz * cycles),
+      format_host_link(r, chip));
 }
 
 }  // namespace podsim::sim::timing

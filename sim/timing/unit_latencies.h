@@ -1,11 +1,15 @@
-// Microarchitectural figures of the timing model that topology::ChipConfig does not
-// carry (no TPU publishes them). All are assumptions, in cycles of the chip clock unless
-// named otherwise; a value of 0 where "derived" is written means "derive from the
-// ChipConfig" as the comment says. They live here rather than in ChipConfig because
-// ChipConfig is part of the executable file format; see sim/timing/README.md.
+// The timing model's microarchitectural figures, in cycles of the chip clock, resolved
+// from the ChipConfig's timing fields (topology/chip_config.h: assumptions no TPU
+// publishes, the same in every preset): the "0: derive" ones worked out, the ns ones
+// converted. Internal to sim/timing; to change a figure for a run, change the
+// executable's ChipConfig (or the chip's TOML file).
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
+
+#include "topology/chip_config.h"
 
 namespace podsim::sim::timing {
 
@@ -16,13 +20,40 @@ struct UnitLatencies {
   int64_t transcendental = 8;            // exp, log, sqrt, rsqrt, tanh, logistic, pow, div
   int64_t transcendental_issue = 4;      // VPU issue cycles they occupy (1 for other ops)
   int64_t cross_lane = 4;                // vredl, vreds, vxpose latency
-  int64_t mxu_fill_drain = 0;            // derived: mxu_rows + mxu_cols
+  int64_t mxu_fill_drain = 0;            // mxu_rows + mxu_cols unless set
   int64_t dma_setup = 16;                // descriptor processing before the first burst
-  int64_t dma_burst_bytes = 2048;        // a transfer's unit of HBM / VMEM traffic, and
-                                         // the HBM channel interleave
+  int64_t dma_burst_bytes = 2048;        // a transfer's unit of traffic; HBM channel interleave
   int64_t hbm_turnaround = 8;            // extra cycles when a channel switches read/write
-  int64_t vmem_dma_bytes_per_cycle = 0;  // derived: one vector register per cycle
+  int64_t vmem_dma_bytes_per_cycle = 0;  // one vector register unless set
+  int64_t vmem_ports = 2;                // VMEM accesses per cycle (vld/vst/sld/sst, DMA)
+  int64_t vmem_banks = 0;                // vpu_sublanes unless set
+  int64_t vmem_bank_bytes = 0;           // vpu_lanes * 4 unless set
   int64_t barrier = 8;                   // from the last core's arrival to release
+  int64_t host_link_latency = 1000;      // a host transfer's start to its first byte
 };
+
+inline UnitLatencies unit_latencies(const topology::ChipConfig& c) {
+  auto derived = [](int64_t value, int64_t otherwise) { return value > 0 ? value : otherwise; };
+  UnitLatencies l;
+  l.scalar = c.scalar_latency_cycles;
+  l.vmem = c.vmem_latency_cycles;
+  l.vector = c.vector_latency_cycles;
+  l.transcendental = c.transcendental_latency_cycles;
+  l.transcendental_issue = c.transcendental_issue_cycles;
+  l.cross_lane = c.cross_lane_latency_cycles;
+  l.mxu_fill_drain = derived(c.mxu_fill_drain_cycles, int64_t{c.mxu_rows} + c.mxu_cols);
+  l.dma_setup = c.dma_setup_cycles;
+  l.dma_burst_bytes = std::max<int64_t>(c.dma_burst_bytes, 1);
+  l.hbm_turnaround = c.hbm_turnaround_cycles;
+  l.vmem_dma_bytes_per_cycle =
+      derived(c.vmem_dma_bytes_per_cycle, int64_t{c.vpu_sublanes} * c.vpu_lanes * 4);
+  l.vmem_ports = std::clamp<int64_t>(c.vmem_ports, 1, 255);
+  l.vmem_banks = derived(c.vmem_banks, std::max(c.vpu_sublanes, 1));
+  l.vmem_bank_bytes = derived(c.vmem_bank_bytes, int64_t{std::max(c.vpu_lanes, 1)} * 4);
+  l.barrier = c.barrier_cycles;
+  l.host_link_latency =
+      static_cast<int64_t>(std::ceil(c.host_link_latency_ns * c.clock_hz / 1e9 - 1e-9));
+  return l;
+}
 
 }  // namespace podsim::sim::timing

@@ -69,7 +69,7 @@ class VpuModel {
  public:
   virtual ~VpuModel() = default;
   // An op whose operands are ready at t; `registers` is how many vector registers it
-  // moves (vxpose moves a block).
+  // moves (vxpose moves a block), or for loads and stores the cycles VMEM's banks need.
   virtual UnitTiming issue(Cycle t, VectorClass kind, int64_t registers) = 0;
 };
 
@@ -177,9 +177,5 @@ void register_pipelined_dma(DmaRegistry& registry);
 DmaTiming run_bursts(DmaHost& host, const DmaTransfer& transfer, Cycle start, Cycle now,
                      int64_t burst_bytes);
 void register_channel_hbm(HbmRegistry& registry);
-
-// VMEM as seen by DMA engines: one port per core moving vmem_dma_bytes_per_cycle, with
-// the VMEM latency; bank conflicts are not modelled.
-std::unique_ptr<MemoryTarget> make_vmem_dma_port(const UnitContext& context);
 
 }  // namespace podsim::sim::timing

@@ -1,6 +1,7 @@
 // The built-in VPU model "inorder": one vector instruction enters the VPU per cycle
 // (vector loads and stores use the same issue slot); transcendental ops occupy it for
-// transcendental_issue cycles and vxpose for one cycle per register it moves. Results
+// transcendental_issue cycles, vxpose one cycle per register it moves, and a load or
+// store as many cycles as VMEM's banks need to serve it (vmem.h). Results
 // are there a fixed latency after issue: vmem for loads and stores, vector for
 // arithmetic, transcendental and cross_lane for those. Register dependencies are the
 // issuing core's business (it waits for its operands before calling).
@@ -19,6 +20,7 @@ class InOrderVpu final : public VpuModel {
     int64_t occupancy = 1, latency = l_.vector;
     switch (kind) {
       case VectorClass::kMemory:
+        occupancy = std::max<int64_t>(1, registers);
         latency = l_.vmem;
         break;
       case VectorClass::kSimple:

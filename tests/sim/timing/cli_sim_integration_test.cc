@@ -69,6 +69,36 @@ TEST(CliSim, RunPrintsTheFunctionalResultsASummaryAndWritesTheProfileAndTrace) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(CliSim, TimingOnlyPrintsTheSameCyclesAndNoOutputs) {
+  auto dir = std::filesystem::temp_directory_path() /
+             ("podsim_cli_timing_only_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::string hlo = std::string(PODSIM_SOURCE_DIR) + "/examples/hlo/mlp_forward.hlo";
+  std::string full_trace = (dir / "full.csv").string(), fast_trace = (dir / "fast.csv").string();
+  Result full =
+      podsim("run " + hlo + " --backend sim --chip tiny --trace-instructions " + full_trace);
+  Result fast = podsim("run " + hlo + " --backend sim --chip tiny --timing-only " +
+                       "--trace-instructions " + fast_trace);
+  ASSERT_EQ(full.exit_code, 0) << full.output;
+  ASSERT_EQ(fast.exit_code, 0) << fast.output;
+  EXPECT_TRUE(output_lines(fast.output).empty()) << fast.output;
+  EXPECT_NE(fast.output.find("no outputs computed"), std::string::npos) << fast.output;
+  // The summary (from "profile of" to the line naming the trace file) and the trace are
+  // the same.
+  auto summary = [](const std::string& text) {
+    size_t from = text.find("profile of");
+    return from == std::string::npos ? text : text.substr(from, text.find("wrote ") - from);
+  };
+  EXPECT_EQ(summary(full.output), summary(fast.output));
+  EXPECT_EQ(read_text(full_trace), read_text(fast_trace));
+
+  Result wrong = podsim("run " + hlo + " --backend eval --timing-only");
+  EXPECT_NE(wrong.exit_code, 0);
+  EXPECT_NE(wrong.output.find("--timing-only needs --backend sim"), std::string::npos)
+      << wrong.output;
+  std::filesystem::remove_all(dir);
+}
+
 TEST(CliSim, BadChipIsAnError) {
   std::string hlo = std::string(PODSIM_SOURCE_DIR) + "/examples/hlo/mlp_forward.hlo";
   Result r = podsim("run " + hlo + " --backend sim --chip no-such-chip");

@@ -5,6 +5,7 @@
 // timing_fidelity_bench figures.)
 #include <gtest/gtest.h>
 
+#include "sim/timing/unit_latencies.h"
 #include "tests/sim/timing/timing_test_util.h"
 
 namespace podsim::sim::timing::testing {
@@ -69,7 +70,7 @@ TEST(TimingFidelity, SmallCopyCostsTheLatencyFloor) {
       ".descriptor d0 src=src dst=dst elem=4 sizes=[16] src_strides=[4] dst_strides=[4]\n"
       ".program core 0\n  dma d0, s0, s0, q0\n  sem.wait q0, 1\n  halt\n");
   TimedRunResult r = run_timed(exe, {});
-  const UnitLatencies l;
+  const UnitLatencies l = unit_latencies(exe.chip);
   uint64_t floor = 100 + static_cast<uint64_t>(l.dma_setup + 2 + l.vmem + 2);
   EXPECT_GE(r.cycles, 100u + static_cast<uint64_t>(l.dma_setup));
   EXPECT_LE(r.cycles, floor + 2);
