@@ -2,7 +2,8 @@
 // cblas_sgemm called directly, measured alternately in this run. Prints GFLOP/s of
 // both and their ratio for 1024 and 2048 square matrices. The CPU target's time is for
 // run_into() (result reused); run() additionally allocates and zero-fills the result.
-// OpenBLAS uses its own thread pool in both (called from one thread at a time).
+// The CPU target runs OpenBLAS single-threaded and splits large products into panels on
+// its TBB workers; the direct cblas_sgemm calls share that process-wide setting.
 // Usage: cpu_gemm_bench [size ...]
 #include <cblas.h>
 

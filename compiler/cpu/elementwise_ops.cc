@@ -5,6 +5,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "common/tanh.h"
 #include "compiler/cpu/simd.h"
 #include "compiler/ir/evaluator_internal.h"
 #include "compiler/ir/native_types.h"
@@ -186,7 +187,7 @@ OpPtr float_op(Opcode opcode) {
     case Opcode::kCbrt:
       return float_unary<T>([](C x) { return std::cbrt(x); });
     case Opcode::kTanh:
-      return float_unary<T>([](C x) { return std::tanh(x); });
+      return float_unary<T>([](C x) { return tanh_op(x); });
     case Opcode::kLogistic:
       return float_unary<T>([](C x) { return C{1} / (C{1} + std::exp(-x)); });
     case Opcode::kSin:

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "common/tanh.h"
 #include "compiler/ir/evaluator_elementwise.h"
 #include "compiler/ir/native_types.h"
 
@@ -217,7 +218,7 @@ Literal unary_float(const Instruction& instruction, const Literal& a) {
     case Opcode::kSqrt: return apply([](C x) { return std::sqrt(x); });
     case Opcode::kRsqrt: return apply([](C x) { return C{1} / std::sqrt(x); });
     case Opcode::kCbrt: return apply([](C x) { return std::cbrt(x); });
-    case Opcode::kTanh: return apply([](C x) { return std::tanh(x); });
+    case Opcode::kTanh: return apply([](C x) { return tanh_op(x); });
     case Opcode::kLogistic: return apply([](C x) { return C{1} / (C{1} + std::exp(-x)); });
     case Opcode::kSin: return apply([](C x) { return std::sin(x); });
     case Opcode::kCos: return apply([](C x) { return std::cos(x); });

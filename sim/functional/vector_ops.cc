@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "common/error.h"
+#include "common/tanh.h"
 #include "sim/functional/functional_model.h"
 #include "sim/functional/lanes.h"
 
@@ -180,7 +181,7 @@ void unary_float(Opcode op, uint32_t* d, const uint32_t* a, int64_t n) {
       map_float1(d, a, n, [](float x) { return 1.0f / std::sqrt(x); });
       return;
     case Opcode::kVtanh:
-      map_float1(d, a, n, [](float x) { return std::tanh(x); });
+      map_float1(d, a, n, [](float x) { return tanh_op(x); });
       return;
     case Opcode::kVlogistic:
       map_float1(d, a, n, [](float x) { return 1.0f / (1.0f + std::exp(-x)); });
