@@ -84,9 +84,21 @@ inline RooflineTime roofline_elementwise(const topology::ChipConfig& c, double b
   return roofline_time(c, 0, bytes);
 }
 
-// A small op: the latency floor (one HBM round trip).
+// A small op (each operand and the result at most one DMA burst per HBM channel): the
+// latency floor. Its operands must arrive before it computes and its result must land
+// before it completes, so two dependent HBM transfers, each a DMA's descriptor setup,
+// the HBM latency and a burst's time through one channel (a burst is served by one
+// channel, at hbm_bandwidth / hbm_channels). The arithmetic is negligible.
 inline RooflineTime roofline_small_op(const topology::ChipConfig& c) {
-  return roofline_time(c, 0, 0);
+  RooflineTime t = roofline_time(c, 0, 0);
+  const double burst_seconds =
+      static_cast<double>(c.dma_burst_bytes) * c.hbm_channels / c.hbm_bandwidth_bytes_per_s;
+  const double transfer = static_cast<double>(c.dma_setup_cycles) / c.clock_hz +
+                          c.hbm_latency_ns * 1e-9 + burst_seconds;
+  t.latency_seconds = 2 * transfer;
+  t.seconds = t.latency_seconds;
+  t.cycles = t.seconds * c.clock_hz;
+  return t;
 }
 
 // The fraction of a peak a simulated time achieves for the work the roofline counts:
