@@ -8,12 +8,6 @@
 #include "compiler/passes/pass_util.h"
 
 namespace podsim::cpu {
-namespace {
-
-using ir::Instruction;
-using ir::Opcode;
-
-constexpr int kMaxRewritesPerDot = 16;
 
 std::vector<int64_t> free_dims(int64_t rank, const std::vector<int64_t>& batch,
                                const std::vector<int64_t>& contracting) {
@@ -24,6 +18,13 @@ std::vector<int64_t> free_dims(int64_t rank, const std::vector<int64_t>& batch,
       result.push_back(d);
   return result;
 }
+
+namespace {
+
+using ir::Instruction;
+using ir::Opcode;
+
+constexpr int kMaxRewritesPerDot = 16;
 
 bool plain_array(const Instruction& i) { return i.shape().is_array() && is_row_major(i.shape()); }
 

@@ -18,12 +18,18 @@
 // summation order) may differ, within the documented dot accuracy.
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "compiler/passes/pass.h"
 
 namespace podsim::cpu {
 
 std::unique_ptr<passes::Pass> make_dot_folding();
+
+// The dimensions of a dot operand of `rank` that are neither batch nor contracting, in order.
+std::vector<int64_t> free_dims(int64_t rank, const std::vector<int64_t>& batch,
+                               const std::vector<int64_t>& contracting);
 
 }  // namespace podsim::cpu

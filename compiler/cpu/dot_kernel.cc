@@ -16,6 +16,7 @@
 #include <optional>
 #include <vector>
 
+#include "compiler/cpu/dot_folding.h"
 #include "compiler/cpu/gemm.h"
 #include "compiler/cpu/kernel.h"
 #include "compiler/ir/native_types.h"
@@ -44,16 +45,6 @@ std::vector<int64_t> offsets_of(const std::vector<int64_t>& list,
     offsets.push_back(offset);
   });
   return offsets;
-}
-
-std::vector<int64_t> free_dims(int64_t rank, const std::vector<int64_t>& batch,
-                               const std::vector<int64_t>& contracting) {
-  std::vector<int64_t> result;
-  for (int64_t d = 0; d < rank; ++d)
-    if (std::find(batch.begin(), batch.end(), d) == batch.end() &&
-        std::find(contracting.begin(), contracting.end(), d) == contracting.end())
-      result.push_back(d);
-  return result;
 }
 
 // The uniform stride of an offset table; 0 ("any") for tables of at most one entry.
