@@ -9,25 +9,13 @@
 
 #include <limits>
 
+#include "tests/compiler/tpu/reduce_test_util.h"
 #include "tests/compiler/tpu/tpu_test_util.h"
 
 namespace podsim::tpu::testing {
 namespace {
 
 using ir::PrimitiveType;
-
-std::string join(const std::vector<int64_t>& v) {
-  std::string s;
-  for (size_t k = 0; k < v.size(); ++k) s += (k ? "," : "") + std::to_string(v[k]);
-  return s;
-}
-
-std::vector<int64_t> kept_dims(const std::vector<int64_t>& dims, const std::vector<int64_t>& reduced) {
-  std::vector<int64_t> kept;
-  for (size_t d = 0; d < dims.size(); ++d)
-    if (std::find(reduced.begin(), reduced.end(), static_cast<int64_t>(d)) == reduced.end()) kept.push_back(dims[d]);
-  return kept;
-}
 
 std::vector<std::vector<int64_t>> subsets(size_t rank) {
   std::vector<std::vector<int64_t>> out;
@@ -219,22 +207,6 @@ ENTRY e {
   check_exact(hlo, "tiny", {tied_values(ir::Shape(PrimitiveType::kF32, {6, 45}), rng, 0)});
 }
 
-std::string single_module(const std::string& type, const std::vector<int64_t>& dims,
-                          const std::vector<int64_t>& reduced, const std::string& op, const std::string& init) {
-  return fmt::format(R"(HloModule m
-f {{
-  a = {0}[] parameter(0)
-  b = {0}[] parameter(1)
-  ROOT c = {0}[] {1}(a, b)
-}}
-ENTRY e {{
-  x = {0}[{2}] parameter(0)
-  i = {0}[] constant({3})
-  ROOT r = {0}[{4}] reduce(x, i), dimensions={{{5}}}, to_apply=f
-}})",
-                     type, op, join(dims), init, join(kept_dims(dims, reduced)), join(reduced));
-}
-
 TEST(TpuReduceGeneral, MultiplyAndBitwiseReducersOverEveryDimSubset) {
   uint64_t seed = 1000;
   for (const auto& dims : kShapes)
@@ -245,13 +217,13 @@ TEST(TpuReduceGeneral, MultiplyAndBitwiseReducersOverEveryDimSubset) {
       const double choices[] = {-2, -1, 1, 2};
       for (int64_t k = 0; k < x.num_elements(); ++k)
         x.set_from_double(k, choices[std::uniform_int_distribution<int>(0, 3)(rng)]);
-      check_exact(single_module("f32", dims, reduced, "multiply", "1"), "tiny", {x});
+      check_exact(reduce_module("f32", dims, reduced, "multiply", "1"), "tiny", {x});
       // Integer products wrap, which is associative.
       ir::Literal n = random_literal(ir::Shape(PrimitiveType::kS32, dims), rng, -1000, 1000);
-      check_exact(single_module("s32", dims, reduced, "multiply", "3"), "tiny", {n});
-      check_exact(single_module("s32", dims, reduced, "and", "-1"), "tiny", {n});
-      check_exact(single_module("s32", dims, reduced, "or", "0"), "tiny", {n});
-      check_exact(single_module("s32", dims, reduced, "xor", "5"), "tiny", {n});
+      check_exact(reduce_module("s32", dims, reduced, "multiply", "3"), "tiny", {n});
+      check_exact(reduce_module("s32", dims, reduced, "and", "-1"), "tiny", {n});
+      check_exact(reduce_module("s32", dims, reduced, "or", "0"), "tiny", {n});
+      check_exact(reduce_module("s32", dims, reduced, "xor", "5"), "tiny", {n});
     }
 }
 

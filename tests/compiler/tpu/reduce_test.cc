@@ -2,35 +2,11 @@
 // f32 (whole numbers, so that any summation order is exact), s32, bf16, fused inputs.
 #include <fmt/format.h>
 
+#include "tests/compiler/tpu/reduce_test_util.h"
 #include "tests/compiler/tpu/tpu_test_util.h"
 
 namespace podsim::tpu::testing {
 namespace {
-
-std::string join(const std::vector<int64_t>& v) {
-  std::string s;
-  for (size_t k = 0; k < v.size(); ++k) s += (k ? "," : "") + std::to_string(v[k]);
-  return s;
-}
-
-std::string reduce_module(const std::string& type, const std::vector<int64_t>& dims, const std::vector<int64_t>& reduced,
-                          const std::string& op, const std::string& init) {
-  std::vector<int64_t> kept;
-  for (size_t d = 0; d < dims.size(); ++d)
-    if (std::find(reduced.begin(), reduced.end(), static_cast<int64_t>(d)) == reduced.end()) kept.push_back(dims[d]);
-  return fmt::format(R"(HloModule m
-f {{
-  a = {0}[] parameter(0)
-  b = {0}[] parameter(1)
-  ROOT c = {0}[] {1}(a, b)
-}}
-ENTRY e {{
-  x = {0}[{2}] parameter(0)
-  i = {0}[] constant({3})
-  ROOT r = {0}[{4}] reduce(x, i), dimensions={{{5}}}, to_apply=f
-}})",
-                     type, op, join(dims), init, join(kept), join(reduced));
-}
 
 // Every subset of the dims of shape.
 std::vector<std::vector<int64_t>> subsets(size_t rank) {
