@@ -17,15 +17,18 @@ inline std::string join(const std::vector<int64_t>& v) {
   return s;
 }
 
-inline std::vector<int64_t> kept_dims(const std::vector<int64_t>& dims, const std::vector<int64_t>& reduced) {
+inline std::vector<int64_t> kept_dims(const std::vector<int64_t>& dims,
+                                      const std::vector<int64_t>& reduced) {
   std::vector<int64_t> kept;
   for (size_t d = 0; d < dims.size(); ++d)
-    if (std::find(reduced.begin(), reduced.end(), static_cast<int64_t>(d)) == reduced.end()) kept.push_back(dims[d]);
+    if (std::find(reduced.begin(), reduced.end(), static_cast<int64_t>(d)) == reduced.end())
+      kept.push_back(dims[d]);
   return kept;
 }
 
 inline std::string reduce_module(const std::string& type, const std::vector<int64_t>& dims,
-                                 const std::vector<int64_t>& reduced, const std::string& op, const std::string& init) {
+                                 const std::vector<int64_t>& reduced, const std::string& op,
+                                 const std::string& init) {
   return fmt::format(R"(HloModule m
 f {{
   a = {0}[] parameter(0)
