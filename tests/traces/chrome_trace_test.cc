@@ -322,10 +322,10 @@ TEST_F(ChromeTraceFile, RoundTripGivesBackTheProfile) {
             1);
 }
 
-// Found by tests/fuzz/profile_fuzz.cc: a file listing a track's spans in another order than
-// the writer's (edited, or merged by another tool) was read in file order, so the profile
-// broke Track's order and read back differently after writing. The reader puts them in the
-// writer's order.
+// Found with the round-trip check of tests/fuzz/profile_fuzz.cc, on a seed with its spans
+// swapped: a file listing a track's spans in another order than the writer's (edited, or
+// merged by another tool) was read in file order, so the profile broke Track's order and
+// read back differently after writing. The reader puts them in the writer's order.
 TEST(ChromeTrace, SpansListedInAnyOrderAreReadInTheWritersOrder) {
   const Profile p = sample_profile();
   Json j = Json::parse(chrome_trace_json(p));
