@@ -129,9 +129,17 @@ for dir in "$build" "$build/ubsan"; do
     --timeout 900 -j "$jobs" || test_failed=1
 done
 
-if [ "$fuzz_failed" -ne 0 ] || [ "$test_failed" -ne 0 ]; then
+# What this job compiled with and ran must come from setup.sh's lists too (its sanitize
+# group included).
+deps_failed=0
+for dir in "$build" "$build/ubsan"; do
+  /usr/bin/python3 scripts/check_deps.py --build-dir "$dir" --group sanitize || deps_failed=1
+done
+
+if [ "$fuzz_failed" -ne 0 ] || [ "$test_failed" -ne 0 ] || [ "$deps_failed" -ne 0 ]; then
   echo "sanitize: FAILED (fuzzing: $([ $fuzz_failed -eq 0 ] && echo ok || echo finding)," \
-    "unit tests: $([ $test_failed -eq 0 ] && echo ok || echo failures))" >&2
+    "unit tests: $([ $test_failed -eq 0 ] && echo ok || echo failures)," \
+    "dependencies: $([ $deps_failed -eq 0 ] && echo ok || echo missing))" >&2
   exit 1
 fi
 echo "sanitize: ${#fuzz_targets[@]} fuzz targets without findings;" \

@@ -21,6 +21,7 @@ packages=(
   libopenblas-dev                           # CPU backend: GEMM and convolution
   libcli11-dev                              # the CLI's argument parsing
   libtomlplusplus-dev                       # chip configuration files (TOML)
+  libboost-dev                              # Boost.Graph: routes and hop counts over pod links
   capnproto libcapnp-dev libssl-dev         # the executable format (Cap'n Proto)
   nlohmann-json3-dev                        # safetensors headers (JSON)
   libgtest-dev libgmock-dev                 # tests (GoogleTest, GoogleMock matchers)
@@ -34,7 +35,7 @@ packages=(
 
 # scripts/sanitize.sh (CI): fuzz targets with libFuzzer, tests under ASan/UBSan.
 sanitize=(
-  clang-14 libclang-rt-14-dev               # clang, libFuzzer and the sanitizer runtimes
+  clang libclang-rt-14-dev                  # clang 14, libFuzzer and the sanitizer runtimes
   llvm-14                                   # llvm-symbolizer: file:line in sanitizer reports
 )
 
