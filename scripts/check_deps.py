@@ -124,6 +124,11 @@ def collect_build(uses, build_dir):
     with open(os.path.join(build_dir, "CMakeCache.txt"), encoding="utf-8") as f:
         for line in f:
             m = re.match(r"([\w\-.]+):FILEPATH=(/.*)$", line.strip())
+            # CMake's own tool probes (CMAKE_NM, CMAKE_LINKER, ...) count only where a build
+            # command runs them; the build tool (ninja) and what the project looks up
+            # (capnp, ccache, Python) count.
+            if m and m.group(1).startswith("CMAKE_") and m.group(1) != "CMAKE_MAKE_PROGRAM":
+                continue
             if m and os.path.isfile(m.group(2)) and os.access(m.group(2), os.X_OK):
                 uses.add("program", m.group(2), f"found by CMake ({m.group(1)})")
 

@@ -36,7 +36,7 @@ packages=(
 # scripts/sanitize.sh (CI): fuzz targets with libFuzzer, tests under ASan/UBSan.
 sanitize=(
   clang libclang-rt-14-dev                  # clang 14, libFuzzer and the sanitizer runtimes
-  llvm-14                                   # llvm-symbolizer: file:line in sanitizer reports
+  llvm-14 llvm                              # llvm-symbolizer (file:line in reports), llvm-ar
 )
 
 mode=install
