@@ -2,10 +2,11 @@
 // v6e, XLA profiler fusion time) against the timing model: every row compiled for the
 // v6e preset and run timing-only; prints simulated vs measured time, the ratio, and the
 // median and worst error and how many rows are within 10%.
-//   build/bin/bench/timing_measured_matmul_bench [--dtype bf16|f16] [--chip v6e|chip.toml]
+//   build/bin/bench/timing_measured_matmul_bench [--dtype bf16|f32] [--chip v6e|chip.toml]
 //                                               [--file measurements.csv]
-// The file does not record the operands' dtype; bf16 is the default (an f16 matmul runs
-// as bf16 MXU passes on a v6e, with its conversions: --dtype f16 models those too).
+// The file does not record the operands' dtype; bf16 is the default (v6e's MXU type; an
+// f16 matmul runs on a v6e as bf16 MXU passes after XLA's conversions, which the TPU
+// target does not lower yet: sim/timing/README.md, "f16").
 #include <fmt/format.h>
 
 #include <chrono>

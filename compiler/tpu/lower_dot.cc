@@ -239,7 +239,9 @@ bool emit_resident(Lowerer& l, const DotProblem& p) {
   // panels, or chunks of C K steps when a panel would take more than an eighth), and
   // the weight blocks with what is left.
   const int64_t V = l.vmem_free();
-  const int out_slots = 3;
+  // With accumulators that drain while the next group computes, a group's copy back is
+  // issued a group later (see emit_part), so the ring holds one more group.
+  const int out_slots = chip.mxu_accumulators > 1 ? 4 : 3;
   const int64_t out_slot = MT * G * NT * eo;
   const int64_t a_step = MT * KT * ea;
   const bool panel = k_steps * a_step <= V / 8;
@@ -330,15 +332,19 @@ bool emit_resident(Lowerer& l, const DotProblem& p) {
   const auto row_count = static_cast<int64_t>(rows.size());
   const int cores = static_cast<int>(std::clamp<int64_t>(row_count / 2, 1, cores_available));
   auto groups_of = [&](const Unit& u) { return ceil_div(ceil_div(u.cols, NT), G); };
-  // Rows shared out by their groups (the work), in contiguous runs.
+  // Rows shared out by their output tiles (the work: rows that load together fill whole
+  // groups), in contiguous runs.
+  auto tiles_of = [&](const Row& r) {
+    return ceil_div(units[static_cast<size_t>(r.unit)].cols, NT);
+  };
   std::vector<int64_t> split(static_cast<size_t>(cores) + 1, row_count);
   split[0] = 0;
   {
     int64_t total = 0, done = 0;
-    for (const Row& r : rows) total += groups_of(units[static_cast<size_t>(r.unit)]);
+    for (const Row& r : rows) total += tiles_of(r);
     int c = 1;
     for (int64_t k = 0; k < row_count && c < cores; ++k) {
-      done += groups_of(units[static_cast<size_t>(rows[static_cast<size_t>(k)].unit)]);
+      done += tiles_of(rows[static_cast<size_t>(k)]);
       while (c < cores && done * cores >= total * c) split[static_cast<size_t>(c++)] = k + 1;
     }
   }

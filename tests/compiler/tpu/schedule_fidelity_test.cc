@@ -155,6 +155,26 @@ TEST(TpuScheduleFidelity, GemmWeightBlocksAndLhsChunksThroughSmallVmem) {
   }
 }
 
+// N = 384 is three 128-wide tiles a row on v4's four MXUs: rows load together so that
+// every group of output tiles is whole and every MXU takes the same share of the passes
+// (one row at a time would leave an MXU idle). Results stay exact, no DMA races.
+TEST(TpuScheduleFidelity, AwkwardNKeepsEveryMxuBusy) {
+  TimedCase c = run_timed_case(
+      "HloModule g\nENTRY e {\n  a = bf16[1024,256] parameter(0)\n  b = bf16[256,384] "
+      "parameter(1)\n  ROOT d = f32[1024,384] dot(a, b), lhs_contracting_dims={1}, "
+      "rhs_contracting_dims={0}\n}\n",
+      -2, 2);
+  EXPECT_TRUE(near(c.outputs.at(0), c.expected.at(0), 0, 0));
+  ASSERT_EQ(c.executable.programs.size(), 2u);
+  for (const isa::Program& program : c.executable.programs) {
+    std::array<int, 4> passes{};
+    for (const isa::Instruction& in : program.instructions)
+      if (in.opcode == isa::Opcode::kMmul) ++passes.at(static_cast<size_t>(in.operands[0]));
+    // 8 rows x 3 tiles x 2 K steps over 2 cores and 4 MXUs each: 6 passes per MXU.
+    EXPECT_EQ(passes, (std::array<int, 4>{6, 6, 6, 6}));
+  }
+}
+
 // Partial tiles, a row-broadcast and a constant leaf, batch dims and a transposed
 // operand, split over both cores: exact results, no hazard.
 TEST(TpuScheduleFidelity, OddShapesSplitOverCoresAreRightAndRaceFree) {
