@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <cmath>
-
 #include "common/error.h"
 #include "topology/chip_fields.h"
 
@@ -16,25 +14,37 @@ constexpr double kTiB = 1099511627776.0;
 const ChipField kFields[] = {
     {"clock_hz", FieldUnit::kHertz, &ChipConfig::clock_hz, 1e6, 1e11, "core clock"},
     {"tensor_cores", FieldUnit::kCount, &ChipConfig::tensor_cores, 1, 64, "TensorCores per chip"},
-    {"mxus_per_core", FieldUnit::kCount, &ChipConfig::mxus_per_core, 1, 64, "matrix units per TensorCore"},
+    {"mxus_per_core", FieldUnit::kCount, &ChipConfig::mxus_per_core, 1, 64,
+     "matrix units per TensorCore"},
     {"mxu_rows", FieldUnit::kCount, &ChipConfig::mxu_rows, 1, 4096, "systolic array rows (MACs)"},
-    {"mxu_cols", FieldUnit::kCount, &ChipConfig::mxu_cols, 1, 4096, "systolic array columns (MACs)"},
-    {"vpu_sublanes", FieldUnit::kCount, &ChipConfig::vpu_sublanes, 1, 1024, "vector register sublanes"},
+    {"mxu_cols", FieldUnit::kCount, &ChipConfig::mxu_cols, 1, 4096,
+     "systolic array columns (MACs)"},
+    {"vpu_sublanes", FieldUnit::kCount, &ChipConfig::vpu_sublanes, 1, 1024,
+     "vector register sublanes"},
     {"vpu_lanes", FieldUnit::kCount, &ChipConfig::vpu_lanes, 1, 4096, "vector register lanes"},
-    {"vector_registers", FieldUnit::kCount, &ChipConfig::vector_registers, 1, 1024, "vector registers per core"},
-    {"vmem_bytes", FieldUnit::kBytes, &ChipConfig::vmem_bytes, 4096, kTiB, "vector memory per TensorCore"},
-    {"hbm_bytes", FieldUnit::kBytes, &ChipConfig::hbm_bytes, 1 << 20, 64 * kTiB, "HBM capacity per chip"},
-    {"hbm_channels", FieldUnit::kCount, &ChipConfig::hbm_channels, 1, 1024, "independent HBM channels"},
-    {"hbm_bandwidth_bytes_per_s", FieldUnit::kBytesPerSecond, &ChipConfig::hbm_bandwidth_bytes_per_s, 1e6, 1e15,
-     "HBM bandwidth per chip, all channels"},
-    {"hbm_latency_ns", FieldUnit::kNanoseconds, &ChipConfig::hbm_latency_ns, 0, 1e6, "HBM access latency"},
-    {"dma_engines", FieldUnit::kCount, &ChipConfig::dma_engines, 1, 256, "DMA engines per TensorCore"},
-    {"ici_ports", FieldUnit::kCount, &ChipConfig::ici_ports, 0, 64, "inter-chip interconnect links"},
-    {"ici_link_bandwidth_bytes_per_s", FieldUnit::kBytesPerSecond, &ChipConfig::ici_link_bandwidth_bytes_per_s, 1e6,
-     1e15, "ICI bandwidth per link, per direction"},
-    {"ici_latency_ns", FieldUnit::kNanoseconds, &ChipConfig::ici_latency_ns, 0, 1e7, "ICI latency per hop"},
-    {"host_link_bandwidth_bytes_per_s", FieldUnit::kBytesPerSecond, &ChipConfig::host_link_bandwidth_bytes_per_s,
-     1e6, 1e15, "host <-> chip bandwidth"},
+    {"vector_registers", FieldUnit::kCount, &ChipConfig::vector_registers, 1, 1024,
+     "vector registers per core"},
+    {"vmem_bytes", FieldUnit::kBytes, &ChipConfig::vmem_bytes, 4096, kTiB,
+     "vector memory per TensorCore"},
+    {"hbm_bytes", FieldUnit::kBytes, &ChipConfig::hbm_bytes, 1 << 20, 64 * kTiB,
+     "HBM capacity per chip"},
+    {"hbm_channels", FieldUnit::kCount, &ChipConfig::hbm_channels, 1, 1024,
+     "independent HBM channels"},
+    {"hbm_bandwidth_bytes_per_s", FieldUnit::kBytesPerSecond,
+     &ChipConfig::hbm_bandwidth_bytes_per_s, 1e6, 1e15, "HBM bandwidth per chip, all channels"},
+    {"hbm_latency_ns", FieldUnit::kNanoseconds, &ChipConfig::hbm_latency_ns, 0, 1e6,
+     "HBM access latency"},
+    {"dma_engines", FieldUnit::kCount, &ChipConfig::dma_engines, 1, 256,
+     "DMA engines per TensorCore"},
+    {"ici_ports", FieldUnit::kCount, &ChipConfig::ici_ports, 0, 64,
+     "inter-chip interconnect links"},
+    {"ici_link_bandwidth_bytes_per_s", FieldUnit::kBytesPerSecond,
+     &ChipConfig::ici_link_bandwidth_bytes_per_s, 1e6, 1e15,
+     "ICI bandwidth per link, per direction"},
+    {"ici_latency_ns", FieldUnit::kNanoseconds, &ChipConfig::ici_latency_ns, 0, 1e7,
+     "ICI latency per hop"},
+    {"host_link_bandwidth_bytes_per_s", FieldUnit::kBytesPerSecond,
+     &ChipConfig::host_link_bandwidth_bytes_per_s, 1e6, 1e15, "host <-> chip bandwidth"},
     // Timing-model assumptions (no TPU publishes them); optional.
     {"scalar_latency_cycles", FieldUnit::kCount, &ChipConfig::scalar_latency_cycles, 1, 1e6,
      "scalar ALU / branch latency (assumed)", true},
@@ -42,10 +52,10 @@ const ChipField kFields[] = {
      "VMEM load-to-use latency (assumed)", true},
     {"vector_latency_cycles", FieldUnit::kCount, &ChipConfig::vector_latency_cycles, 1, 1e6,
      "VPU arithmetic latency (assumed)", true},
-    {"transcendental_latency_cycles", FieldUnit::kCount, &ChipConfig::transcendental_latency_cycles, 1, 1e6,
-     "VPU transcendental latency (assumed)", true},
-    {"transcendental_issue_cycles", FieldUnit::kCount, &ChipConfig::transcendental_issue_cycles, 1, 1e6,
-     "VPU cycles a transcendental op occupies (assumed)", true},
+    {"transcendental_latency_cycles", FieldUnit::kCount, &ChipConfig::transcendental_latency_cycles,
+     1, 1e6, "VPU transcendental latency (assumed)", true},
+    {"transcendental_issue_cycles", FieldUnit::kCount, &ChipConfig::transcendental_issue_cycles, 1,
+     1e6, "VPU cycles a transcendental op occupies (assumed)", true},
     {"cross_lane_latency_cycles", FieldUnit::kCount, &ChipConfig::cross_lane_latency_cycles, 1, 1e6,
      "cross-lane reduce / transpose latency (assumed)", true},
     {"mxu_fill_drain_cycles", FieldUnit::kCount, &ChipConfig::mxu_fill_drain_cycles, 0, 1e6,
@@ -60,12 +70,12 @@ const ChipField kFields[] = {
      "DMA burst and HBM channel interleave (assumed)", true},
     {"hbm_turnaround_cycles", FieldUnit::kCount, &ChipConfig::hbm_turnaround_cycles, 0, 1e6,
      "HBM channel read/write turnaround (assumed)", true},
-    {"vmem_dma_bytes_per_cycle", FieldUnit::kBytes, &ChipConfig::vmem_dma_bytes_per_cycle, 0, 1 << 30,
-     "DMA path into VMEM per cycle; 0: one vector register (assumed)", true},
+    {"vmem_dma_bytes_per_cycle", FieldUnit::kBytes, &ChipConfig::vmem_dma_bytes_per_cycle, 0,
+     1 << 30, "DMA path into VMEM per cycle; 0: one vector register (assumed)", true},
     {"vmem_ports", FieldUnit::kCount, &ChipConfig::vmem_ports, 1, 255,
      "VMEM accesses per cycle, vector unit and DMA together (assumed)", true},
-    {"vmem_banks", FieldUnit::kCount, &ChipConfig::vmem_banks, 0, 4096, "VMEM banks; 0: vpu_sublanes (assumed)",
-     true},
+    {"vmem_banks", FieldUnit::kCount, &ChipConfig::vmem_banks, 0, 4096,
+     "VMEM banks; 0: vpu_sublanes (assumed)", true},
     {"vmem_bank_bytes", FieldUnit::kBytes, &ChipConfig::vmem_bank_bytes, 0, 1 << 20,
      "VMEM bank word; 0: vpu_lanes x 4 bytes (assumed)", true},
     {"barrier_cycles", FieldUnit::kCount, &ChipConfig::barrier_cycles, 0, 1e6,
@@ -74,37 +84,7 @@ const ChipField kFields[] = {
      "host transfer start to first byte (assumed)", true},
 };
 
-std::string with_unit(const ChipField& f, double v) {
-  auto scaled = [&](double base, const char* const* units, int n) {
-    int i = 0;
-    while (i + 1 < n && std::fabs(v) >= base) {
-      v /= base;
-      ++i;
-    }
-    return fmt::format("{:g} {}", v, units[i]);
-  };
-  static const char* const kBytes[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  static const char* const kRate[] = {"B/s", "KB/s", "MB/s", "GB/s", "TB/s"};
-  static const char* const kHz[] = {"Hz", "kHz", "MHz", "GHz"};
-  switch (f.unit) {
-    case FieldUnit::kCount: return fmt::format("{:g}", v);
-    case FieldUnit::kBytes: return scaled(1024, kBytes, 5);
-    case FieldUnit::kBytesPerSecond: return scaled(1000, kRate, 5);
-    case FieldUnit::kHertz: return scaled(1000, kHz, 4);
-    case FieldUnit::kNanoseconds: return fmt::format("{:g} ns", v);
-  }
-  return "";
-}
-
 }  // namespace
-
-double ChipField::get(const ChipConfig& c) const {
-  return std::visit([&](auto m) { return static_cast<double>(c.*m); }, member);
-}
-
-void ChipField::set(ChipConfig& c, double value) const {
-  std::visit([&](auto m) { c.*m = static_cast<std::remove_reference_t<decltype(c.*m)>>(value); }, member);
-}
 
 std::span<const ChipField> chip_fields() { return kFields; }
 
@@ -113,46 +93,30 @@ double ChipConfig::peak_bf16_flops() const {
 }
 
 void ChipConfig::validate() const {
-  std::string problems;
-  for (const ChipField& f : kFields) {
-    double v = f.get(*this);
-    if (!(v >= f.min && v <= f.max))
-      problems += fmt::format("\n  {} = {} is outside [{}, {}] ({})", f.name, v, f.min, f.max, f.doc);
-  }
-  if (!problems.empty()) fail("chip '{}' is invalid:{}", name.empty() ? "<unnamed>" : name, problems);
+  const std::string problems = field_problems<ChipConfig>(*this, kFields);
+  if (!problems.empty())
+    fail("chip '{}' is invalid:{}", name.empty() ? "<unnamed>" : name, problems);
 }
 
 std::string describe(const ChipConfig& c) {
   std::string out = fmt::format("chip {}\n  {}\n", c.name, c.description);
-  for (const ChipField& f : kFields)
-    out += fmt::format("  {:<34} {:>14}   {}\n", f.name, with_unit(f, f.get(c)), f.doc);
-  out += fmt::format("  {:<34} {:>14}   derived: 2 x clock x cores x MXUs x rows x cols\n", "peak_bf16",
-                     fmt::format("{:.4g} TFLOP/s", c.peak_bf16_flops() / 1e12));
+  out += describe_fields<ChipConfig>(c, kFields);
+  out += fmt::format("  {:<34} {:>14}   derived: 2 x clock x cores x MXUs x rows x cols\n",
+                     "peak_bf16", fmt::format("{:.4g} TFLOP/s", c.peak_bf16_flops() / 1e12));
   return out;
-}
-
-// A TOML basic string: quotes, backslashes and control characters escaped.
-static std::string toml_string(std::string_view s) {
-  std::string out = "\"";
-  for (char ch : s) {
-    auto u = static_cast<unsigned char>(ch);
-    if (ch == '"' || ch == '\\') out += fmt::format("\\{}", ch);
-    else if (u < 0x20 || u == 0x7f) out += fmt::format("\\u{:04x}", u);
-    else out += ch;
-  }
-  return out + "\"";
 }
 
 std::string to_toml(const ChipConfig& c) {
-  std::string out = fmt::format("name = {}\ndescription = {}\n", toml_string(c.name), toml_string(c.description));
-  for (const ChipField& f : kFields) out += fmt::format("{} = {}\n", f.name, f.get(c));
-  return out;
+  std::string out =
+      fmt::format("name = {}\ndescription = {}\n", toml_string(c.name), toml_string(c.description));
+  return out + fields_to_toml<ChipConfig>(c, kFields);
 }
 
 ChipConfig chip_config(std::string_view name_or_path) {
   for (const std::string& n : preset_names())
     if (n == name_or_path) return preset(n);
-  if (name_or_path.find('/') == std::string_view::npos && name_or_path.find('.') == std::string_view::npos)
+  if (name_or_path.find('/') == std::string_view::npos &&
+      name_or_path.find('.') == std::string_view::npos)
     return preset(name_or_path);  // not a file name: report the presets
   return load_chip_config(std::string(name_or_path));
 }

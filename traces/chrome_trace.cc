@@ -490,6 +490,17 @@ Profile parse_chrome_trace(const std::string& json_text, const std::string& sour
   } catch (const Error& e) {
     r.corrupt(e.what());
   }
+  // podsim writes each track's spans in nesting order; a file that lists them otherwise
+  // (edited, or concatenated by another tool) is read into that order too, so that every
+  // profile read keeps Track's invariant and reads back as it was written.
+  for (ChipProfile& chip : profile->chips)
+    for (Track& track : chip.tracks) {
+      std::vector<Span> ordered;
+      ordered.reserve(track.spans.size());
+      for (size_t i : nesting_order(*profile, chip, track))
+        ordered.push_back(std::move(track.spans[i]));
+      track.spans = std::move(ordered);
+    }
   return std::move(*profile);
 }
 

@@ -19,6 +19,8 @@ namespace podsim::traces {
 struct SourceOp {
   std::string name;    // "dot.3"
   std::string opcode;  // "dot"
+
+  bool operator==(const SourceOp&) const = default;
 };
 
 inline constexpr int32_t kNoSourceOp = -1;
@@ -31,6 +33,8 @@ struct Span {
   int32_t source_op = kNoSourceOp;  // index into Profile::source_ops
   double flops = 0;                 // arithmetic done (2 per multiply-add)
   double bytes = 0;                 // bytes moved to or from memory
+
+  bool operator==(const Span&) const = default;
 };
 
 // A unit of a chip (an MXU, the VPU, a DMA engine, HBM, an ICI link): its spans sorted
@@ -40,11 +44,15 @@ struct Track {
   std::string name;      // "TensorCore 0 / MXU 1"
   std::string category;  // "mxu", "vpu", "dma", "hbm", "scalar", "ici", "host"
   std::vector<Span> spans;
+
+  bool operator==(const Track&) const = default;
 };
 
 struct CounterSample {
   uint64_t cycle = 0;
   double value = 0;
+
+  bool operator==(const CounterSample&) const = default;
 };
 
 // A value over time (HBM bandwidth in bytes/s, MXU utilisation in [0, 1]).
@@ -52,12 +60,16 @@ struct Counter {
   std::string name;
   std::string unit;
   std::vector<CounterSample> samples;  // sorted by cycle; each value holds until the next
+
+  bool operator==(const Counter&) const = default;
 };
 
 // Peak figures of the chip the run was modelled on, for utilisation figures.
 struct ChipPeaks {
   double flops_per_cycle = 0;      // MXU peak, all cores
   double hbm_bytes_per_cycle = 0;  // HBM peak
+
+  bool operator==(const ChipPeaks&) const = default;
 };
 
 struct ChipProfile {
@@ -67,12 +79,16 @@ struct ChipProfile {
   uint64_t total_cycles = 0;
   std::vector<Track> tracks;
   std::vector<Counter> counters;
+
+  bool operator==(const ChipProfile&) const = default;
 };
 
 struct Profile {
   std::string program;  // what ran (module name)
   std::vector<SourceOp> source_ops;
   std::vector<ChipProfile> chips;
+
+  bool operator==(const Profile&) const = default;
 };
 
 }  // namespace podsim::traces

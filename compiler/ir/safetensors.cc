@@ -139,10 +139,12 @@ Parsed parse_file(std::span<const std::byte> bytes, std::string_view filename) {
   if (covered != data_size) fail("{}: {} trailing bytes after the last tensor", filename, data_size - covered);
 
   NamedLiterals out;
-  const std::byte* data = bytes.data() + 8 + header_len;
+  const std::span<const std::byte> data = bytes.subspan(8 + header_len);
   for (const Entry& e : entries) {
     Literal l(Shape(e.type, e.dims));
-    std::memcpy(l.bytes().data(), data + e.begin, e.end - e.begin);
+    // Not memcpy: an empty tensor's storage has a null data(), which memcpy must not
+    // see even for zero bytes.
+    std::ranges::copy(data.subspan(e.begin, e.end - e.begin), l.bytes().begin());
     if (e.type == PrimitiveType::kPred)
       for (std::byte& b : l.bytes())
         if (std::to_integer<unsigned>(b) > 1) fail("{}: tensor '{}': BOOL byte other than 0 or 1", filename, e.name);
@@ -200,10 +202,8 @@ std::vector<std::byte> serialize_safetensors(const NamedLiterals& tensors) {
   for (int i = 0; i < 8; ++i) out[static_cast<size_t>(i)] = static_cast<std::byte>((len >> (8 * i)) & 0xff);
   std::memcpy(out.data() + 8, text.data(), text.size());
   std::byte* data = out.data() + 8 + text.size();
-  for (const auto& [name, literal] : tensors) {
-    std::memcpy(data, literal.bytes().data(), literal.bytes().size());
-    data += literal.bytes().size();
-  }
+  // ranges::copy, not memcpy: an empty tensor's bytes().data() is null.
+  for (const auto& [name, literal] : tensors) data = std::ranges::copy(literal.bytes(), data).out;
   return out;
 }
 
