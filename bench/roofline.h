@@ -63,16 +63,28 @@ inline RooflineTime roofline_gemm_bf16(const topology::ChipConfig& c, int64_t m,
 }
 
 // The same GEMM with what a weight-stationary MXU cannot avoid: every output tile
-// (mxu_rows x mxu_cols) is accumulated over K / mxu_rows passes, and its accumulator
-// leaves only after the array drains (mxu_rows + mxu_cols cycles) and is popped
-// (mxu_rows cycles) before the MXU takes the next tile, so the MXUs compute at most
-// K / (K + 2 mxu_rows + mxu_cols) of the time. A compiled GEMM is compared with this
-// bound as well as with the peak (sim/timing's "systolic" MXU works this way).
+// (mxu_rows x mxu_cols) is accumulated over K / mxu_rows passes (K cycles), and its
+// accumulator is busy from its first pass until the array has drained (fill/drain,
+// mxu_rows + mxu_cols cycles) and it has been popped (mxu_rows cycles). With A
+// accumulators per MXU (ChipConfig::mxu_accumulators) an MXU takes a tile per
+// max(K, (K + fill/drain + mxu_rows) / A) cycles: with one, every tile waits for the
+// previous one's drain and pop (K / (K + 2 mxu_rows + mxu_cols) of the time computes);
+// with two, the pop overlaps the next tile once K >= fill/drain + mxu_rows. A compiled
+// GEMM is compared with this bound as well as with the peak (sim/timing's "systolic"
+// MXU works this way).
+inline double mxu_tile_cycles(const topology::ChipConfig& c, int64_t k) {
+  const double kd = static_cast<double>(k);
+  const double fill_drain = c.mxu_fill_drain_cycles > 0
+                                ? static_cast<double>(c.mxu_fill_drain_cycles)
+                                : static_cast<double>(c.mxu_rows + c.mxu_cols);
+  const double accumulators = static_cast<double>(std::max<int64_t>(c.mxu_accumulators, 1));
+  return std::max(kd, (kd + fill_drain + c.mxu_rows) / accumulators);
+}
+
 inline RooflineTime roofline_gemm_bf16_mxu(const topology::ChipConfig& c, int64_t m, int64_t k,
                                            int64_t n, int out_bytes = 2) {
   RooflineTime t = roofline_gemm_bf16(c, m, k, n, out_bytes);
-  const double kd = static_cast<double>(k);
-  t.compute_seconds *= (kd + 2.0 * c.mxu_rows + c.mxu_cols) / kd;
+  t.compute_seconds *= mxu_tile_cycles(c, k) / static_cast<double>(k);
   t.seconds = std::max(t.compute_seconds, t.memory_seconds) + t.latency_seconds;
   t.cycles = t.seconds * c.clock_hz;
   return t;

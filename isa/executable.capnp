@@ -68,6 +68,7 @@ struct ChipConfig {
   vmemBankBytes @33 :Int64 = 0;
   barrierCycles @34 :Int64 = 8;
   hostLinkLatencyNs @35 :Float64 = 1000;
+  mxuAccumulators @36 :Int64 = 2;
 }
 
 struct OpcodeInfo {

@@ -79,6 +79,7 @@ void write_chip(schema::ChipConfig::Builder b, const topology::ChipConfig& c) {
   b.setVmemBankBytes(c.vmem_bank_bytes);
   b.setBarrierCycles(c.barrier_cycles);
   b.setHostLinkLatencyNs(c.host_link_latency_ns);
+  b.setMxuAccumulators(c.mxu_accumulators);
 }
 
 topology::ChipConfig read_chip(schema::ChipConfig::Reader r) {
@@ -119,6 +120,7 @@ topology::ChipConfig read_chip(schema::ChipConfig::Reader r) {
   c.vmem_bank_bytes = r.getVmemBankBytes();
   c.barrier_cycles = r.getBarrierCycles();
   c.host_link_latency_ns = r.getHostLinkLatencyNs();
+  c.mxu_accumulators = r.getMxuAccumulators();
   return c;
 }
 

@@ -60,6 +60,10 @@ const ChipField kFields[] = {
      "cross-lane reduce / transpose latency (assumed)", true},
     {"mxu_fill_drain_cycles", FieldUnit::kCount, &ChipConfig::mxu_fill_drain_cycles, 0, 1e6,
      "MXU fill and drain; 0: mxu_rows + mxu_cols (assumed)", true},
+    {"mxu_accumulators", FieldUnit::kCount, &ChipConfig::mxu_accumulators, 1, 64,
+     "accumulator buffers per MXU, one draining while the next tile computes (2: published "
+     "for TPUv1, ISCA 2017; assumed for later TPUs)",
+     true},
     {"dma_setup_cycles", FieldUnit::kCount, &ChipConfig::dma_setup_cycles, 0, 1e6,
      "DMA descriptor processing before the first burst (assumed)", true},
     {"dma_burst_bytes", FieldUnit::kBytes, &ChipConfig::dma_burst_bytes, 1, 1 << 30,

@@ -54,6 +54,7 @@ struct ChipConfig {
   int64_t transcendental_issue_cycles = 4;    // VPU issue cycles those occupy
   int64_t cross_lane_latency_cycles = 4;      // vredl, vreds, vxpose
   int64_t mxu_fill_drain_cycles = 0;          // derived: mxu_rows + mxu_cols
+  int64_t mxu_accumulators = 2;               // accumulator buffers per MXU (see chip_config.cc)
   int64_t dma_setup_cycles = 16;              // descriptor processing before the first burst
   int64_t dma_burst_bytes = 2048;             // DMA traffic unit; HBM channel interleave
   int64_t hbm_turnaround_cycles = 8;          // a channel switching between read and write

@@ -99,11 +99,12 @@ ChipConfig v6e() {
   ChipConfig c = tpu_common();
   c.name = "v6e";
   c.description =
-      "TPU v6e (Trillium). Published: MXUs of 256x256, 918 TFLOP/s bf16, 32 GB HBM at "
-      "1640 GB/s, 4 ICI links (2-D torus), 3584 Gbps ICI per chip. Assumed: 1 TensorCore "
-      "x 4 MXUs at 1.75 GHz (consistent with the peak), 112 GB/s per link per direction, "
-      "128 MiB VMEM, 32 HBM channels, PCIe Gen4 x16 host link (32 GB/s), latencies, 4 "
-      "DMA engines.";
+      "TPU v6e (Trillium). Published: 1 TensorCore, MXUs of 256x256, 918 TFLOP/s bf16, "
+      "128 MiB VMEM (JAX's TPU info), 32 GB HBM at 1640 GB/s, 4 ICI links (2-D torus), "
+      "3584 Gbps ICI per chip. Assumed: 4 MXUs at 1.75 GHz (the published peak; Google "
+      "and JAX count 2 MXUs, which at one MAC per cell per cycle would need 3.5 GHz), "
+      "112 GB/s per link per direction, 32 HBM channels, PCIe Gen4 x16 host link "
+      "(32 GB/s), latencies, 4 DMA engines.";
   c.clock_hz = 1.75e9;
   c.tensor_cores = 1;
   c.mxus_per_core = 4;

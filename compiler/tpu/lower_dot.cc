@@ -23,6 +23,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <numeric>
 
 #include "common/error.h"
 #include "compiler/tpu/lowerings.h"
@@ -238,12 +239,23 @@ bool emit_resident(Lowerer& l, const DotProblem& p) {
   // panels, or chunks of C K steps when a panel would take more than an eighth), and
   // the weight blocks with what is left.
   const int64_t V = l.vmem_free();
-  const int out_slots = 3;
+  // With accumulators that drain while the next group computes, a group's copy back is
+  // issued a group later (see emit_part), so the ring holds one more group.
+  const int out_slots = chip.mxu_accumulators > 1 ? 4 : 3;
   const int64_t out_slot = MT * G * NT * eo;
   const int64_t a_step = MT * KT * ea;
   const bool panel = k_steps * a_step <= V / 8;
   const int64_t C = panel ? k_steps : std::clamp<int64_t>((V / 16) / a_step, 1, k_steps);
-  const int64_t a_slot = C * a_step;
+  // Rows per LHS load: when a row's N tiles leave its last group of MXUs part empty (N
+  // not a whole number of groups), the panels of R rows load together and their tiles
+  // are shared out in groups of G, so that every MXU works (6 tiles on 4 MXUs: 2 rows
+  // make 3 full groups; a single tile: 4 rows make one).
+  const int64_t rows_per_load = [&] {
+    const int64_t left = n_tiles % G;
+    const int64_t r = left == 0 ? 1 : G / std::gcd(left, G);
+    return panel && r * k_steps * a_step <= V / 8 ? r : 1;
+  }();
+  const int64_t a_slot = rows_per_load * C * a_step;
   const int cores_available = l.step_cores();
   const int a_slots = ring_depth(chip, a_slot, cores_available, a_slot + kAlign, V / 4);
   const int64_t b_budget =
@@ -274,8 +286,14 @@ bool emit_resident(Lowerer& l, const DotProblem& p) {
   };
   const double bytes_per_cycle = chip.hbm_bandwidth_bytes_per_s / chip.clock_hz;
   const double K = static_cast<double>(k_steps * KT), Md = static_cast<double>(M);
-  const double mxu_cycles = static_cast<double>(jobs * ceil_div(M, MT) * n_tiles) *
-                            static_cast<double>(k_steps * KT + 2 * MT + NT) /
+  // An MXU takes a tile per max(K, (K + fill/drain + pop) / accumulators) cycles: the
+  // timing model's systolic MXU (sim/timing/mxu_systolic.cc, bench::mxu_tile_cycles).
+  const double fill_drain = static_cast<double>(
+      chip.mxu_fill_drain_cycles > 0 ? chip.mxu_fill_drain_cycles : int64_t{MT} + NT);
+  const double tile_cycles =
+      std::max(K, (K + fill_drain + static_cast<double>(MT)) /
+                      static_cast<double>(std::max<int64_t>(chip.mxu_accumulators, 1)));
+  const double mxu_cycles = static_cast<double>(jobs * ceil_div(M, MT) * n_tiles) * tile_cycles /
                             static_cast<double>(G * cores_available);
   auto cost = [&](int64_t w) {
     const double blocks = static_cast<double>(ceil_div(n_tiles, w));
@@ -314,15 +332,19 @@ bool emit_resident(Lowerer& l, const DotProblem& p) {
   const auto row_count = static_cast<int64_t>(rows.size());
   const int cores = static_cast<int>(std::clamp<int64_t>(row_count / 2, 1, cores_available));
   auto groups_of = [&](const Unit& u) { return ceil_div(ceil_div(u.cols, NT), G); };
-  // Rows shared out by their groups (the work), in contiguous runs.
+  // Rows shared out by their output tiles (the work: rows that load together fill whole
+  // groups), in contiguous runs.
+  auto tiles_of = [&](const Row& r) {
+    return ceil_div(units[static_cast<size_t>(r.unit)].cols, NT);
+  };
   std::vector<int64_t> split(static_cast<size_t>(cores) + 1, row_count);
   split[0] = 0;
   {
     int64_t total = 0, done = 0;
-    for (const Row& r : rows) total += groups_of(units[static_cast<size_t>(r.unit)]);
+    for (const Row& r : rows) total += tiles_of(r);
     int c = 1;
     for (int64_t k = 0; k < row_count && c < cores; ++k) {
-      done += groups_of(units[static_cast<size_t>(rows[static_cast<size_t>(k)].unit)]);
+      done += tiles_of(rows[static_cast<size_t>(k)]);
       while (c < cores && done * cores >= total * c) split[static_cast<size_t>(c++)] = k + 1;
     }
   }
@@ -363,13 +385,14 @@ bool emit_resident(Lowerer& l, const DotProblem& p) {
 
   auto emit_part = [&](int64_t first_row, int64_t last_row) {
     const std::string& step = l.step_name();
-    auto sub_regions = [&](int32_t whole, int64_t count, int64_t stride, std::string_view what) {
+    auto sub_regions = [&](int32_t whole, int64_t count, int64_t stride, std::string_view what,
+                           int64_t from = 0) {
       std::vector<int32_t> subs;
       const isa::Region base = pb.region(whole);
       for (int64_t k = 0; k < count; ++k)
         subs.push_back(pb.add_region(fmt::format("{}.{}.{}", step, what, k),
-                                     isa::MemorySpace::kVmem, base.offset + k * stride,
-                                     base.size - k * stride));
+                                     isa::MemorySpace::kVmem, base.offset + from + k * stride,
+                                     base.size - from - k * stride));
       return subs;
     };
     std::vector<int32_t> o_region, a_region, b_region;
@@ -380,31 +403,69 @@ bool emit_resident(Lowerer& l, const DotProblem& p) {
       // disjoint byte ranges and run side by side.
       o_sub.push_back(sub_regions(o_region.back(), G, MT * NT * eo, fmt::format("out{}", k)));
     }
+    // A slot holds rows_per_load panels (or chunks) one after the other; sub-region
+    // i * C + s is row i's K step s.
     for (int k = 0; k < a_slots; ++k) {
       a_region.push_back(l.vmem(fmt::format("lhs.{}", k), a_slot));
-      a_sub.push_back(sub_regions(a_region.back(), C, KT * ea, fmt::format("lhs{}", k)));
+      std::vector<int32_t> subs;
+      for (int64_t i = 0; i < rows_per_load; ++i) {
+        const std::vector<int32_t> row =
+            sub_regions(a_region.back(), C, KT * ea, fmt::format("lhs{}.{}", k, i), i * C * a_step);
+        subs.insert(subs.end(), row.begin(), row.end());
+      }
+      a_sub.push_back(std::move(subs));
     }
     for (int k = 0; k < bufs; ++k) {
       b_region.push_back(l.vmem(fmt::format("rhs.{}", k), b_bytes));
       b_sub.push_back(sub_regions(b_region.back(), k_steps, KT * BN * eb, fmt::format("rhs{}", k)));
     }
 
-    // The LHS loads, in the order the MXUs use them: a row panel serves every group of
-    // its row; a chunk one group's K steps [s0, s1).
+    // The LHS loads, in the order the MXUs use them: the panels of `rows` consecutive
+    // rows of one unit serve every group of their tiles; a chunk one group's K steps
+    // [s0, s1) of one row.
     struct Load {
-      int64_t row = 0, group = -1, s0 = 0, s1 = 0;
+      int64_t row = 0, rows = 1, group = -1, s0 = 0, s1 = 0;
     };
     std::vector<Load> loads;
-    for (int64_t r = first_row; r < last_row; ++r) {
+    for (int64_t r = first_row; r < last_row;) {
+      const int64_t u = rows[static_cast<size_t>(r)].unit;
       if (panel) {
-        loads.push_back(Load{r, -1, 0, k_steps});
+        // As many rows as make whole groups of this unit's tiles, within the unit.
+        const int64_t left = ceil_div(units[static_cast<size_t>(u)].cols, NT) % G;
+        int64_t n = left == 0 ? 1 : std::min(rows_per_load, G / std::gcd(left, G));
+        n = std::max<int64_t>(n, 1);
+        int64_t end = r + 1;
+        while (end < last_row && end - r < n && rows[static_cast<size_t>(end)].unit == u) ++end;
+        loads.push_back(Load{r, end - r, -1, 0, k_steps});
+        r = end;
         continue;
       }
-      for (int64_t g = 0;
-           g < groups_of(units[static_cast<size_t>(rows[static_cast<size_t>(r)].unit)]); ++g)
+      for (int64_t g = 0; g < groups_of(units[static_cast<size_t>(u)]); ++g)
         for (int64_t s0 = 0; s0 < k_steps; s0 += C)
-          loads.push_back(Load{r, g, s0, std::min(s0 + C, k_steps)});
+          loads.push_back(Load{r, 1, g, s0, std::min(s0 + C, k_steps)});
+      ++r;
     }
+    // The output tiles of a load's groups: (row within the load, N tile within the unit),
+    // G to a group, each on its own MXU.
+    using Tile = std::pair<int64_t, int64_t>;
+    auto groups_in = [&](const Load& ld) {
+      const Unit& u = units[static_cast<size_t>(rows[static_cast<size_t>(ld.row)].unit)];
+      const int64_t t = ceil_div(u.cols, NT);
+      std::vector<Tile> tiles;
+      if (ld.group >= 0) {
+        for (int64_t n = ld.group * G; n < std::min(t, (ld.group + 1) * G); ++n)
+          tiles.emplace_back(0, n);
+      } else {
+        for (int64_t i = 0; i < ld.rows; ++i)
+          for (int64_t n = 0; n < t; ++n) tiles.emplace_back(i, n);
+      }
+      std::vector<std::vector<Tile>> groups;
+      for (size_t k = 0; k < tiles.size(); k += static_cast<size_t>(G))
+        groups.emplace_back(tiles.begin() + static_cast<std::ptrdiff_t>(k),
+                            tiles.begin() + static_cast<std::ptrdiff_t>(std::min(
+                                                tiles.size(), k + static_cast<size_t>(G))));
+      return groups;
+    };
 
     // Weight blocks, each in parts waited for one by one.
     struct Block {
@@ -470,38 +531,43 @@ bool emit_resident(Lowerer& l, const DotProblem& p) {
       prefetched = false;
     };
 
-    // Accumulators popped after the next group's weights were requested, and their
-    // copy back after its passes were issued (so neither holds up issue).
+    // Accumulators popped after the next group's weights were requested. With two or
+    // more accumulators per MXU a pop drains while the next group computes, and the copy
+    // back waits until just before the next group's pops, a whole group of passes later
+    // (a DMA's issue waits until the pops that wrote its bytes have ended, and it must
+    // not hold up the passes behind it); with one, the next passes wait for the pop
+    // anyway and the copy back follows them.
     OutputRing ring(pb, out_slots);
+    const bool overlapped_pops = chip.mxu_accumulators > 1;
     struct Popped {
-      int64_t row = -1, group = 0;
+      int64_t row = -1;  // the load's first row
+      std::vector<Tile> tiles;
       int slot = -1;
     };
     Popped to_pop, to_copy;
-    auto tiles_of = [&](const Row& r, int64_t g) {
-      const Unit& u = units[static_cast<size_t>(r.unit)];
-      return std::min(G, ceil_div(u.cols, NT) - g * G);
-    };
+    std::function<void()> copy_back;
     auto pop = [&] {
       if (to_pop.row < 0) return;
-      const Row& r = rows[static_cast<size_t>(to_pop.row)];
+      if (overlapped_pops) copy_back();
       to_pop.slot = ring.acquire();
-      for (int64_t j = 0; j < tiles_of(r, to_pop.group); ++j)
+      for (size_t j = 0; j < to_pop.tiles.size(); ++j)
         pb.emit(isa::Opcode::kMpop, p.dout,
-                {j, o_sub[static_cast<size_t>(to_pop.slot)][static_cast<size_t>(j)], 0,
+                {static_cast<int64_t>(j), o_sub[static_cast<size_t>(to_pop.slot)][j], 0,
                  pb.sreg(NT * eo)});
-      to_copy = to_pop;
+      to_copy = std::move(to_pop);
       to_pop = Popped{};
     };
-    auto copy_back = [&] {
+    copy_back = [&] {
       if (to_copy.row < 0) return;
-      const Row& r = rows[static_cast<size_t>(to_copy.row)];
-      const Unit& u = units[static_cast<size_t>(r.unit)];
-      const Offsets& job = p.jobs[static_cast<size_t>(u.job)];
       int count = 0;
-      for (int64_t j = 0; j < tiles_of(r, to_copy.group); ++j) {
-        const int64_t n0 = u.n0 + (to_copy.group * G + j) * NT;
-        count += issue_copy(pb, o_region[static_cast<size_t>(to_copy.slot)], j * MT * NT * eo, p.ro,
+      for (size_t j = 0; j < to_copy.tiles.size(); ++j) {
+        const auto [i, n] = to_copy.tiles[j];
+        const Row& r = rows[static_cast<size_t>(to_copy.row + i)];
+        const Unit& u = units[static_cast<size_t>(r.unit)];
+        const Offsets& job = p.jobs[static_cast<size_t>(u.job)];
+        const int64_t n0 = u.n0 + n * NT;
+        count += issue_copy(pb, o_region[static_cast<size_t>(to_copy.slot)],
+                            static_cast<int64_t>(j) * MT * NT * eo, p.ro,
                             (job.o + r.m0 * mi.o[0] + n0 * ni.o[0]) * eo, eo,
                             {r.m, std::min(NT, u.n0 + u.cols - n0)}, {NT, 1}, {mi.o[0], ni.o[0]},
                             kSemOutput + to_copy.slot);
@@ -512,15 +578,18 @@ bool emit_resident(Lowerer& l, const DotProblem& p) {
 
     auto issue = [&](int64_t t, int slot) {
       const Load& ld = loads[static_cast<size_t>(t)];
-      const Row& r = rows[static_cast<size_t>(ld.row)];
-      const Offsets& job = p.jobs[static_cast<size_t>(units[static_cast<size_t>(r.unit)].job)];
       int count = 0;
-      for_runs(ld.s0, ld.s1, [&](int64_t r0, int64_t, int64_t depth) {
-        const KStep& ks = ksteps[static_cast<size_t>(r0)];
-        count += issue_copy(pb, p.ra, (p.A.offset + job.a + r.m0 * mi.a[0] + ks.a) * ea,
-                            a_region[static_cast<size_t>(slot)], (r0 - ld.s0) * KT * ea, ea,
-                            {r.m, depth}, {mi.a[0], ki.a[0]}, {C * KT, 1}, kSemInput + slot);
-      });
+      for (int64_t i = 0; i < ld.rows; ++i) {
+        const Row& r = rows[static_cast<size_t>(ld.row + i)];
+        const Offsets& job = p.jobs[static_cast<size_t>(units[static_cast<size_t>(r.unit)].job)];
+        for_runs(ld.s0, ld.s1, [&](int64_t r0, int64_t, int64_t depth) {
+          const KStep& ks = ksteps[static_cast<size_t>(r0)];
+          count += issue_copy(pb, p.ra, (p.A.offset + job.a + r.m0 * mi.a[0] + ks.a) * ea,
+                              a_region[static_cast<size_t>(slot)],
+                              i * C * a_step + (r0 - ld.s0) * KT * ea, ea, {r.m, depth},
+                              {mi.a[0], ki.a[0]}, {C * KT, 1}, kSemInput + slot);
+        });
+      }
       // The first block's later parts queue behind the first LHS load.
       if (t == 0)
         for (size_t k = 1; k < block.parts.size(); ++k) issue_part(unit, buf, block, k);
@@ -529,25 +598,26 @@ bool emit_resident(Lowerer& l, const DotProblem& p) {
     // Each MXU's weights for the next K step are requested right after its pass of this
     // one (the shadow buffer is free once the pass has latched them), so that they are in
     // when the pass ends.
-    auto load_weights = [&](const Row& r, int64_t g, int64_t s) {
-      wait_parts(g, s);
+    // (The block's parts are waited for in order, up to the one holding the group's
+    // last column group at this K step.)
+    auto load_weights = [&](const std::vector<Tile>& tiles, int64_t s) {
+      int64_t last = 0;
+      for (const Tile& tile : tiles) last = std::max(last, tile.second / G);
+      wait_parts(last, s);
       const KStep& ks = ksteps[static_cast<size_t>(s)];
-      return [&, g, s, tiles = tiles_of(r, g), k = ks.k](int64_t j) {
-        if (j < tiles)
+      return [&, tiles, s, k = ks.k](int64_t j) {
+        if (j < static_cast<int64_t>(tiles.size()))
           pb.emit(isa::Opcode::kMldw, p.db,
                   {j, b_sub[static_cast<size_t>(buf)][static_cast<size_t>(s)],
-                   pb.sreg((g * G + j) * NT * eb), pb.sreg(BN * eb), pb.sreg(k)});
+                   pb.sreg(tiles[static_cast<size_t>(j)].second * NT * eb), pb.sreg(BN * eb),
+                   pb.sreg(k)});
       };
     };
     // The (group, K step) items of a load, in order.
     auto items_of = [&](const Load& ld) {
-      const Row& r = rows[static_cast<size_t>(ld.row)];
-      const int64_t g0 = ld.group < 0 ? 0 : ld.group;
-      const int64_t g1 =
-          ld.group < 0 ? groups_of(units[static_cast<size_t>(r.unit)]) : ld.group + 1;
-      std::vector<std::pair<int64_t, int64_t>> items;
-      for (int64_t g = g0; g < g1; ++g)
-        for (int64_t s = ld.s0; s < ld.s1; ++s) items.emplace_back(g, s);
+      std::vector<std::pair<std::vector<Tile>, int64_t>> items;
+      for (const std::vector<Tile>& group : groups_in(ld))
+        for (int64_t s = ld.s0; s < ld.s1; ++s) items.emplace_back(group, s);
       return items;
     };
     bool preloaded = false;  // the first item's weights were requested by the last load
@@ -555,9 +625,9 @@ bool emit_resident(Lowerer& l, const DotProblem& p) {
       const Load& ld = loads[static_cast<size_t>(t)];
       const Row& r = rows[static_cast<size_t>(ld.row)];
       if (r.unit != unit) switch_unit(r.unit);
-      const std::vector<std::pair<int64_t, int64_t>> items = items_of(ld);
+      const auto items = items_of(ld);
       if (!preloaded) {
-        auto first = load_weights(r, items[0].first, items[0].second);
+        auto first = load_weights(items[0].first, items[0].second);
         for (int64_t j = 0; j < G; ++j) first(j);
       }
       // The next load's first weights follow this load's last passes when they come
@@ -567,27 +637,27 @@ bool emit_resident(Lowerer& l, const DotProblem& p) {
           rows[static_cast<size_t>(loads[static_cast<size_t>(t) + 1].row)].unit == unit;
       preloaded = false;
       for (size_t i = 0; i < items.size(); ++i) {
-        const auto [g, s] = items[i];
+        const auto& [tiles, s] = items[i];
         pop();
-        const int64_t tiles = tiles_of(r, g);
         std::function<void(int64_t)> next = [](int64_t) {};
         if (i + 1 < items.size()) {
-          next = load_weights(r, items[i + 1].first, items[i + 1].second);
+          next = load_weights(items[i + 1].first, items[i + 1].second);
         } else if (next_load) {
-          const Load& following = loads[static_cast<size_t>(t) + 1];
-          const auto [ng, ns] = items_of(following)[0];
-          next = load_weights(rows[static_cast<size_t>(following.row)], ng, ns);
+          const auto following = items_of(loads[static_cast<size_t>(t) + 1]);
+          next = load_weights(following[0].first, following[0].second);
           preloaded = true;
         }
         for (int64_t j = 0; j < G; ++j) {
-          if (j < tiles)
+          if (j < static_cast<int64_t>(tiles.size())) {
+            const int64_t row = tiles[static_cast<size_t>(j)].first;
             pb.emit(isa::Opcode::kMmul, p.da,
-                    {j, a_sub[static_cast<size_t>(slot)][static_cast<size_t>(s - ld.s0)], 0,
-                     pb.sreg(C * KT * ea), s == 0 ? 0 : 1});
+                    {j, a_sub[static_cast<size_t>(slot)][static_cast<size_t>(row * C + s - ld.s0)],
+                     0, pb.sreg(C * KT * ea), s == 0 ? 0 : 1});
+          }
           next(j);
         }
-        copy_back();
-        if (s == k_steps - 1) to_pop = Popped{ld.row, g, -1};
+        if (!overlapped_pops) copy_back();
+        if (s == k_steps - 1) to_pop = Popped{ld.row, tiles, -1};
       }
     };
 

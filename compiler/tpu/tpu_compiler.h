@@ -27,7 +27,7 @@
 namespace podsim::tpu {
 
 // Bumped whenever generated executables could change: part of every compile-cache key.
-inline constexpr std::string_view kCompilerVersion = "podsim-tpu-2";
+inline constexpr std::string_view kCompilerVersion = "podsim-tpu-3";
 
 struct Options {
   int core = 0;                // the main TensorCore; steps may also use the cores after it

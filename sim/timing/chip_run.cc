@@ -63,6 +63,7 @@ ChipRun::ChipRun(const isa::Executable& executable,
       mxu.model = mxu_models().make(options.mxu_model, context);
       mxu.track = recorder_.add_track(fmt::format("{}MXU {}", prefix, m), "mxu", 0);
       mxu.weight_track = recorder_.add_track(fmt::format("{}MXU {} weights", prefix, m), "mxu", 0);
+      mxu.result_track = recorder_.add_track(fmt::format("{}MXU {} results", prefix, m), "mxu", 0);
       core->mxus.push_back(std::move(mxu));
     }
     for (int d = 0; d < chip.dma_engines; ++d) {

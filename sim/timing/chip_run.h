@@ -42,7 +42,7 @@ class ChipRun final : public DmaHost {
  private:
   struct Mxu {
     std::unique_ptr<MxuModel> model;
-    int track = 0, weight_track = 0;
+    int track = 0, weight_track = 0, result_track = 0;
     int64_t k = 0;  // rows of the last weights loaded
   };
   struct Pending {

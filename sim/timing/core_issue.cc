@@ -225,6 +225,7 @@ void ChipRun::issue_loop(Core& c) {
     int track = c.scalar_track;
     double flops = 0;
     std::string trace_unit;
+    bool queued = false;  // handed to a unit's queue: issue goes on at once
     switch (e.unit) {
       case isa::Unit::kScalar: {
         bool memory = e.has_read || e.has_write;
@@ -251,13 +252,14 @@ void ChipRun::issue_loop(Core& c) {
           mxu.k = e.rows;
           track = mxu.weight_track;
         } else if (in.opcode == Opcode::kMmul) {
-          u = mxu.model->multiply(ready, e.rows);
+          u = mxu.model->multiply(ready, e.rows, o[4] != 0);
           flops = 2.0 * static_cast<double>(e.rows) * static_cast<double>(mxu.k) * chip.mxu_cols;
           track = mxu.track;
           if (recorder_.profiling()) recorder_.mxu_work(u.start, u.busy_end, flops);
         } else {
           u = mxu.model->pop(ready, e.rows);
-          track = mxu.track;
+          track = mxu.result_track;
+          queued = mxu.model->pop_is_queued();
         }
         if (recorder_.tracing()) trace_unit = fmt::format("mxu{}", o[0]);
         break;
@@ -316,9 +318,9 @@ void ChipRun::issue_loop(Core& c) {
                                                  issue, u.start, u.done, in.source_op);
       if (e.unit == isa::Unit::kDma) dma_trace_[e.dma.id] = index;
     }
-    // In-order issue: the next instruction issues the cycle after this one started; a
-    // barrier holds issue until it has passed.
-    t = in.opcode == Opcode::kBarrier ? u.done : u.start + 1;
+    // In-order issue: the next instruction issues the cycle after this one started (after
+    // it was handed over, for a queued mpop); a barrier holds issue until it has passed.
+    t = in.opcode == Opcode::kBarrier ? u.done : (queued ? ready : u.start) + 1;
     if (++instructions_ > options_.max_instructions)
       fail("the run exceeded {} instructions (an endless loop?); core {} is at pc {}",
            options_.max_instructions, c.index, e.pc);

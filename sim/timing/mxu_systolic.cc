@@ -1,11 +1,23 @@
 // The built-in MXU model "systolic": a weight-stationary systolic array with
-// double-buffered weights. mldw shifts K weight rows in (K cycles) into the shadow
-// buffer, which may happen while the previous mmul streams; an mmul latches the weights
-// loaded last, streams its M LHS rows one per cycle, and its results leave the array
-// fill/drain cycles (mxu_rows + mxu_cols unless set) after the last row went in; mpop
-// reads the accumulator out one row per cycle once the results are there, and the next
-// mmul waits until it has.
+// double-buffered weights and `mxu_accumulators` accumulator buffers.
+// - mldw shifts K weight rows in (K cycles) into the shadow buffer, which may happen
+//   while the previous mmul streams.
+// - An mmul latches the weights loaded last, streams its M LHS rows one per cycle, and
+//   its results leave the array fill/drain cycles (mxu_rows + mxu_cols unless set) after
+//   the last row went in. An mmul that starts a new output tile (accumulate 0) takes the
+//   next accumulator buffer, once that buffer's previous tile has been popped.
+// - mpop reads the current tile's accumulator out one row per cycle once its results are
+//   there, through the MXU's one result path (pops run in order, one at a time).
+// With two or more accumulators the pop of one tile overlaps the next tile's passes.
+// Published for TPUv1, whose accumulators were doubled "so that the compiler could use
+// double buffering while running at peak performance" (Jouppi et al., ISCA 2017);
+// assumed for the later TPUs, which publish no accumulator figures (the default of
+// ChipConfig::mxu_accumulators is 2). The core then hands an mpop over and goes on
+// (pop_is_queued); what reads the popped bytes waits for them through the VMEM
+// interlock. With one accumulator the next mmul waits until the pop has ended, and the
+// mpop holds issue until it starts (the model as it was before accumulators).
 #include <algorithm>
+#include <vector>
 
 #include "sim/timing/unit_models.h"
 
@@ -14,7 +26,9 @@ namespace {
 
 class SystolicMxu final : public MxuModel {
  public:
-  explicit SystolicMxu(const UnitContext& c) : fill_drain_(c.latencies.mxu_fill_drain) {}
+  explicit SystolicMxu(const UnitContext& c)
+      : fill_drain_(c.latencies.mxu_fill_drain),
+        buffers_(static_cast<size_t>(std::max<int64_t>(c.latencies.mxu_accumulators, 1))) {}
 
   UnitTiming load_weights(Cycle t, int64_t k_rows) override {
     // The shadow buffer is free once the previous mmul latched what it held.
@@ -24,26 +38,42 @@ class SystolicMxu final : public MxuModel {
     return {start, end, end};
   }
 
-  UnitTiming multiply(Cycle t, int64_t m_rows) override {
-    Cycle start = std::max({t, weights_ready_, stream_free_, pop_end_});
+  UnitTiming multiply(Cycle t, int64_t m_rows, bool accumulate) override {
+    Cycle start = std::max({t, weights_ready_, stream_free_});
+    if (!accumulate) {
+      // A new output tile: the next accumulator, free once its last tile was popped.
+      current_ = (current_ + 1) % buffers_.size();
+      start = std::max(start, buffers_[current_].popped);
+    } else if (buffers_.size() == 1) {
+      start = std::max(start, buffers_[current_].popped);
+    }
     Cycle end = start + static_cast<Cycle>(std::max<int64_t>(m_rows, 1));
     last_latch_ = start;
     stream_free_ = end;
-    result_ready_ = end + static_cast<Cycle>(fill_drain_);
-    return {start, end, result_ready_};
+    buffers_[current_].ready = end + static_cast<Cycle>(fill_drain_);
+    return {start, end, buffers_[current_].ready};
   }
 
   UnitTiming pop(Cycle t, int64_t m_rows) override {
-    Cycle start = std::max({t, result_ready_, pop_end_});
+    Buffer& b = buffers_[current_];
+    Cycle start = std::max({t, b.ready, result_path_free_});
     Cycle end = start + static_cast<Cycle>(std::max<int64_t>(m_rows, 1));
-    pop_end_ = end;
+    b.popped = result_path_free_ = end;
     return {start, end, end};
   }
 
+  bool pop_is_queued() const override { return buffers_.size() > 1; }
+
  private:
+  struct Buffer {
+    Cycle ready = 0;   // the last pass's results are in
+    Cycle popped = 0;  // its last pop has ended
+  };
   int64_t fill_drain_;
+  std::vector<Buffer> buffers_;
+  size_t current_ = 0;
   Cycle weight_free_ = 0, weights_ready_ = 0, last_latch_ = 0;
-  Cycle stream_free_ = 0, result_ready_ = 0, pop_end_ = 0;
+  Cycle stream_free_ = 0, result_path_free_ = 0;
 };
 
 }  // namespace

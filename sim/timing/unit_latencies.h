@@ -21,6 +21,7 @@ struct UnitLatencies {
   int64_t transcendental_issue = 4;      // VPU issue cycles they occupy (1 for other ops)
   int64_t cross_lane = 4;                // vredl, vreds, vxpose latency
   int64_t mxu_fill_drain = 0;            // mxu_rows + mxu_cols unless set
+  int64_t mxu_accumulators = 2;          // accumulator buffers per MXU
   int64_t dma_setup = 16;                // descriptor processing before the first burst
   int64_t dma_burst_bytes = 2048;        // a transfer's unit of traffic; HBM channel interleave
   int64_t hbm_turnaround = 8;            // extra cycles when a channel switches read/write
@@ -42,6 +43,7 @@ inline UnitLatencies unit_latencies(const topology::ChipConfig& c) {
   l.transcendental_issue = c.transcendental_issue_cycles;
   l.cross_lane = c.cross_lane_latency_cycles;
   l.mxu_fill_drain = derived(c.mxu_fill_drain_cycles, int64_t{c.mxu_rows} + c.mxu_cols);
+  l.mxu_accumulators = std::max<int64_t>(c.mxu_accumulators, 1);
   l.dma_setup = c.dma_setup_cycles;
   l.dma_burst_bytes = std::max<int64_t>(c.dma_burst_bytes, 1);
   l.hbm_turnaround = c.hbm_turnaround_cycles;

@@ -59,8 +59,12 @@ class MxuModel {
  public:
   virtual ~MxuModel() = default;
   virtual UnitTiming load_weights(Cycle t, int64_t k_rows) = 0;  // mldw
-  virtual UnitTiming multiply(Cycle t, int64_t m_rows) = 0;      // mmul (waits for its weights)
-  virtual UnitTiming pop(Cycle t, int64_t m_rows) = 0;           // mpop (waits for the result)
+  // mmul (waits for its weights); `accumulate` false starts a new output tile.
+  virtual UnitTiming multiply(Cycle t, int64_t m_rows, bool accumulate) = 0;
+  virtual UnitTiming pop(Cycle t, int64_t m_rows) = 0;  // mpop (waits for the result)
+  // Whether an mpop leaves issue free (the core hands it to the MXU's result path and
+  // goes on, as with a DMA) rather than holding it until the pop starts.
+  virtual bool pop_is_queued() const { return false; }
 };
 
 enum class VectorClass : uint8_t { kMemory, kSimple, kTranscendental, kCrossLane };

@@ -71,11 +71,11 @@ TEST(TpuScheduleFidelity, ElementwiseReachesEightyFivePercentOfHbmBandwidth) {
 }
 
 TEST(TpuScheduleFidelity, GemmKeepsTheMxusOfBothCoresBusy) {
-  // 1024^3: 8 K steps per output tile. The MXU model pops an accumulator only
-  // mxu_rows + mxu_cols cycles after its last pass and for mxu_rows cycles, and the next
-  // tile's pass waits for the pop, so an MXU computes at most 8 * 128 of every
-  // 8 * 128 + 3 * 128 cycles (73%, bench::roofline_gemm_bf16_mxu); at this size the
-  // first weight blocks' load (HBM-bound) and the last write-back take much of the rest.
+  // 1024^3: 8 K steps per output tile. The MXU model pops an accumulator
+  // mxu_rows + mxu_cols cycles after its last pass and for mxu_rows cycles; with v4's two
+  // accumulators per MXU the pop overlaps the next tile's 8 passes, so the MXU bound is
+  // the peak (bench::roofline_gemm_bf16_mxu); at this size the first weight blocks' load
+  // (HBM-bound) and the last write-back take much of the time.
   const int n = 1024;
   TimedCase c =
       run_timed_case(fmt::format("HloModule g\nENTRY e {{\n  a = bf16[{0},{0}] parameter(0)\n  b = "
@@ -91,10 +91,15 @@ TEST(TpuScheduleFidelity, GemmKeepsTheMxusOfBothCoresBusy) {
   const topology::ChipConfig& chip = c.executable.chip;
   const bench::RooflineTime roofline = bench::roofline_gemm_bf16(chip, n, n, n, 4);
   const double fraction = bench::roofline_fraction(roofline, c.result.seconds);
-  // 8 passes of 128 cycles and 384 of drain and pop per tile: 1408 / 1024 of the peak's
-  // compute time.
+  // 8 passes of 128 cycles per tile; its 384 cycles of drain and pop overlap the next
+  // tile's passes (one accumulator would make it 1408 / 1024 of the peak's compute time).
   const bench::RooflineTime mxu = bench::roofline_gemm_bf16_mxu(chip, n, n, n, 4);
-  EXPECT_DOUBLE_EQ(mxu.compute_seconds / roofline.compute_seconds, 1408.0 / 1024.0);
+  EXPECT_DOUBLE_EQ(mxu.compute_seconds / roofline.compute_seconds, 1.0);
+  topology::ChipConfig one = chip;
+  one.mxu_accumulators = 1;
+  EXPECT_DOUBLE_EQ(
+      bench::roofline_gemm_bf16_mxu(one, n, n, n, 4).compute_seconds / roofline.compute_seconds,
+      1408.0 / 1024.0);
   std::cout << "bf16 GEMM " << n << "^3: " << c.result.cycles << " cycles, roofline "
             << roofline.cycles << " (with the MXU's drain and pop: " << mxu.cycles
             << "), MXU peak fraction " << fraction << "\n";
@@ -147,6 +152,26 @@ TEST(TpuScheduleFidelity, GemmWeightBlocksAndLhsChunksThroughSmallVmem) {
                        -2, 2, chip);
     EXPECT_TRUE(near(c.outputs.at(0), c.expected.at(0), 0, 0)) << m << "x" << k << "x" << n;
     EXPECT_EQ(c.executable.programs.size(), 2u);
+  }
+}
+
+// N = 384 is three 128-wide tiles a row on v4's four MXUs: rows load together so that
+// every group of output tiles is whole and every MXU takes the same share of the passes
+// (one row at a time would leave an MXU idle). Results stay exact, no DMA races.
+TEST(TpuScheduleFidelity, AwkwardNKeepsEveryMxuBusy) {
+  TimedCase c = run_timed_case(
+      "HloModule g\nENTRY e {\n  a = bf16[1024,256] parameter(0)\n  b = bf16[256,384] "
+      "parameter(1)\n  ROOT d = f32[1024,384] dot(a, b), lhs_contracting_dims={1}, "
+      "rhs_contracting_dims={0}\n}\n",
+      -2, 2);
+  EXPECT_TRUE(near(c.outputs.at(0), c.expected.at(0), 0, 0));
+  ASSERT_EQ(c.executable.programs.size(), 2u);
+  for (const isa::Program& program : c.executable.programs) {
+    std::array<int, 4> passes{};
+    for (const isa::Instruction& in : program.instructions)
+      if (in.opcode == isa::Opcode::kMmul) ++passes.at(static_cast<size_t>(in.operands[0]));
+    // 8 rows x 3 tiles x 2 K steps over 2 cores and 4 MXUs each: 6 passes per MXU.
+    EXPECT_EQ(passes, (std::array<int, 4>{6, 6, 6, 6}));
   }
 }
 

@@ -19,6 +19,7 @@ const char* kTimingFields[] = {"scalar_latency_cycles",
                                "transcendental_issue_cycles",
                                "cross_lane_latency_cycles",
                                "mxu_fill_drain_cycles",
+                               "mxu_accumulators",
                                "dma_setup_cycles",
                                "dma_burst_bytes",
                                "hbm_turnaround_cycles",
@@ -45,7 +46,7 @@ TEST(ChipTimingFields, TomlWithoutThemGetsTheDefaults) {
     else
       toml += line + "\n";
   }
-  EXPECT_EQ(dropped, 16);
+  EXPECT_EQ(dropped, 17);
   EXPECT_EQ(topology::parse_chip_config(toml, "old.toml"), tiny);
   // And a file may set them.
   topology::ChipConfig c =
@@ -61,6 +62,7 @@ TEST(ChipTimingFields, ExecutablesCarryThem) {
   exe.chip.vmem_ports = 3;
   exe.chip.host_link_latency_ns = 250;
   exe.chip.mxu_fill_drain_cycles = 5;
+  exe.chip.mxu_accumulators = 3;
   std::vector<uint8_t> bytes = isa::serialize(exe);
   isa::Executable back = isa::deserialize(bytes.data(), bytes.size());
   EXPECT_EQ(back.chip, exe.chip);
