@@ -212,11 +212,11 @@ def collect_scripts(uses):
             line = line.split(" #", 1)[0].strip()
             if not line or line.startswith("#"):
                 continue
-            line = re.sub(r"\$\(", "( ", line)  # commands in $(...) are commands too
             if in_array or re.match(r"\s*\w+=\([^)]*$", line):
                 in_array = not line.endswith(")")  # a multi-line array holds data
                 continue
-            line = re.sub(r"\w+=\([^)]*\)", "", line)
+            line = re.sub(r"\w+=\([^)]*\)", "", line)  # so does a one-line array
+            line = re.sub(r"\$\(", "( ", line)  # commands in $(...) are commands too
             for word in first_words(line):
                 if word not in functions and not word.startswith(("$", "\"$", "(")):
                     if "/" not in word or word.startswith("/"):
