@@ -4,13 +4,19 @@
 //
 // Syntax, one item per line; `#` starts a comment; blank lines are ignored.
 //
-//   .format 1                          optional; must be this podsim's format version
+//   .format 2                          optional; must be this podsim's format version
 //   .compiler "podsim 0.1.0"           optional; the compiler version string
 //   .chip tiny                         the target chip: a preset, unmodified, or
 //   .chip_toml "name" "description"    any chip: the numeric fields as TOML
 //   clock_hz = 1000000000              (topology's file syntax, units allowed),
 //   ...                                up to a line `.end`
 //   .end
+//   .pod "v5e:2x2"                     or the target pod (instead of .chip): a pod name
+//   .pod_toml                          (topology's syntax), or any pod as TOML up to a
+//   ...                                line `.end`; its chip is the target chip
+//   .end
+//   .replicas 4                        with a pod: how its chips split into replicas
+//   .partitions 1                      and partitions (default: every chip a replica)
 //
 //   .region NAME hbm OFFSET SIZE       a region of HBM (bytes); regions are numbered in
 //   .region NAME vmem[CORE] OFFSET SIZE  order and referred to by NAME, declared before
@@ -235,8 +241,9 @@ class Assembler {
       if (starts_with_word(trimmed, ".constant")) hex_from = after_second_word(lines[i]);
       Line line(detail::tokenize(lines[i].substr(0, hex_from), source_, number), source_, number);
       if (line.at_end()) continue;
-      if (line.peek().kind == Kind::kWord && line.peek().text == ".chip_toml") {
-        i = chip_toml(line, lines, i);
+      if (line.peek().kind == Kind::kWord &&
+          (line.peek().text == ".chip_toml" || line.peek().text == ".pod_toml")) {
+        i = toml_block(line, lines, i);
         constant_open_ = false;
         continue;
       }
@@ -245,8 +252,15 @@ class Assembler {
     }
     finish_program();
     if (!chip_line_)
-      fail("{}:1:1: no target chip: add a line `.chip NAME` (a preset) or a .chip_toml block",
-           source_);
+      fail(
+          "{}:1:1: no target chip: add a line `.chip NAME` (a preset), a .chip_toml block, or a "
+          "pod (`.pod NAME` or a .pod_toml block)",
+          source_);
+    // Defaults fill in the pod's chip count; validation reports what does not add up.
+    if (e_.pod && !replicas_line_ && e_.partitions >= 1)
+      e_.replicas = static_cast<int32_t>(e_.pod->chips() / e_.partitions);
+    if (e_.pod && !partitions_line_ && replicas_line_ && e_.replicas >= 1)
+      e_.partitions = static_cast<int32_t>(e_.pod->chips() / e_.replicas);
     if (auto issue = detail::find_issue(e_)) {
       Position at = where(*issue);
       fail("{}:{}:{}: {}", source_, at.line, at.column, detail::describe(e_, *issue));
@@ -263,10 +277,25 @@ class Assembler {
       if (directive == ".format") {
         int column = line.peek().column;
         int64_t v = line.integer("a format version");
-        if (v != kFormatVersion)
-          line.error_at(column, "format version {}: this podsim reads version {}", v,
-                        kFormatVersion);
+        if (v < kOldestReadableFormatVersion || v > kFormatVersion)
+          line.error_at(column, "format version {}: this podsim reads versions {} to {}", v,
+                        kOldestReadableFormatVersion, kFormatVersion);
         format_line_ = at;
+      } else if (directive == ".replicas" || directive == ".partitions") {
+        bool replicas = directive == ".replicas";
+        (replicas ? e_.replicas : e_.partitions) =
+            line.int32(replicas ? "a replica count" : "a partition count");
+        (replicas ? replicas_line_ : partitions_line_) = at;
+      } else if (directive == ".pod") {
+        set_chip_line(line, at);
+        int column = line.peek().column;
+        std::string name = line.peek().kind == Kind::kString ? line.string("a pod name")
+                                                             : line.word("a pod name");
+        try {
+          set_pod(topology::pod_config(name));
+        } catch (const Error& err) {
+          line.error_at(column, "{}", err.what());
+        }
       } else if (directive == ".compiler") {
         e_.compiler_version = line.string("the compiler version");
       } else if (directive == ".chip") {
@@ -298,7 +327,7 @@ class Assembler {
         program_lines_.push_back(at);
         instruction_lines_.emplace_back();
       } else if (directive == ".end") {
-        line.error_at(at.column, ".end without a .chip_toml block");
+        line.error_at(at.column, ".end without a .chip_toml or .pod_toml block");
       } else {
         line.error_at(at.column, "unknown directive '{}'", directive);
       }
@@ -315,18 +344,30 @@ class Assembler {
     return copy.at_punct(':');
   }
 
+  // A .pod names its chip, so .chip and .pod exclude each other.
   void set_chip_line(const Line& line, Position at) {
     if (chip_line_)
-      line.error_at(at.column, "a second target chip (the first is at line {})", chip_line_->line);
+      line.error_at(at.column, "a second target chip or pod (the first is at line {})",
+                    chip_line_->line);
     chip_line_ = at;
   }
 
-  size_t chip_toml(Line& line, const std::vector<std::string_view>& lines, size_t i) {
+  void set_pod(topology::PodConfig pod) {
+    e_.chip = pod.chip;
+    e_.pod = std::move(pod);
+  }
+
+  // A .chip_toml or .pod_toml block, from its first line to `.end`; returns the index of
+  // the `.end` line.
+  size_t toml_block(Line& line, const std::vector<std::string_view>& lines, size_t i) {
     Position at = line.position();
     set_chip_line(line, at);
-    line.word(".chip_toml");
-    std::string name = line.string("the chip name");
-    std::string description = line.string("the chip description");
+    const bool pod = line.word("") == ".pod_toml";
+    std::string name, description;
+    if (!pod) {
+      name = line.string("the chip name");
+      description = line.string("the chip description");
+    }
     line.end();
     // Blank lines in front keep TOML's line numbers those of this file.
     std::string toml(i + 1, '\n');
@@ -338,7 +379,12 @@ class Assembler {
       if (first != std::string_view::npos && l.substr(first, last - first + 1) == ".end") break;
       toml += std::string(l) + "\n";
     }
-    if (j == lines.size()) line.error_at(at.column, ".chip_toml block without its .end line");
+    if (j == lines.size())
+      line.error_at(at.column, "{} block without its .end line", pod ? ".pod_toml" : ".chip_toml");
+    if (pod) {
+      set_pod(topology::parse_pod_config(toml, source_));
+      return j;
+    }
     e_.chip = topology::parse_chip_config(toml, source_);
     e_.chip.name = name;
     e_.chip.description = description;
@@ -570,6 +616,9 @@ class Assembler {
         return format_line_;
       case Part::kChip:
         return *chip_line_;
+      case Part::kPod:
+        return replicas_line_ ? *replicas_line_
+                              : partitions_line_ ? *partitions_line_ : *chip_line_;
       case Part::kRegion:
         return region_lines_[issue.index];
       case Part::kDescriptor:
@@ -602,7 +651,8 @@ class Assembler {
   std::vector<Fixup> fixups_;                       // of the current program
   bool constant_open_ = false;                      // .bytes may follow
   Position format_line_;
-  std::optional<Position> chip_line_;
+  std::optional<Position> chip_line_;  // .chip, .chip_toml, .pod or .pod_toml
+  std::optional<Position> replicas_line_, partitions_line_;
   std::vector<Position> region_lines_, descriptor_lines_, constant_lines_, parameter_lines_,
       output_lines_, program_lines_;
   std::vector<std::vector<Position>> instruction_lines_;

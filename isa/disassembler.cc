@@ -38,6 +38,28 @@ std::string chip_text(const topology::ChipConfig& chip) {
                      detail::quote(chip.description), toml);
 }
 
+// `.pod NAME` when the name gives this very pod back, else the whole pod as TOML; then
+// replicas and partitions where they are not the default (every chip a replica).
+std::string pod_text(const Executable& e) {
+  const topology::PodConfig& pod = *e.pod;
+  std::string out;
+  // Only names, never a file path: the text must stand on its own.
+  bool named = false;
+  if (pod.name.find_first_of("/.") == std::string::npos) {
+    try {
+      named = topology::pod_config(pod.name) == pod;
+    } catch (const Error&) {
+    }
+  }
+  if (named)
+    out = fmt::format(".pod {}\n", detail::quote(pod.name));
+  else
+    out = fmt::format(".pod_toml\n{}.end\n", topology::to_toml(pod));
+  if (e.partitions != 1)
+    out += fmt::format(".replicas {}\n.partitions {}\n", e.replicas, e.partitions);
+  return out;
+}
+
 std::string dims_text(const std::vector<int64_t>& v) {
   return fmt::format("[{}]", fmt::join(v, ", "));
 }
@@ -105,7 +127,7 @@ std::string disassemble(const Executable& e) {
   std::string out = fmt::format("# podsim executable\n.format {}\n", e.format_version);
   if (!e.compiler_version.empty())
     out += fmt::format(".compiler {}\n", detail::quote(e.compiler_version));
-  out += chip_text(e.chip);
+  out += e.pod ? pod_text(e) : chip_text(e.chip);
 
   if (!e.regions.empty()) out += "\n";
   for (const Region& r : e.regions) {

@@ -2,9 +2,10 @@
 # It mirrors isa::Executable (isa/isa.h); isa/serialize.cc converts between the two.
 #
 # Compatibility rules:
-# - formatVersion is checked before anything else is read; a reader rejects any version
-#   but its own (isa::kFormatVersion). Bump it for any change that old readers would
-#   misread: renumbered fields, changed meanings, changed field types.
+# - formatVersion is checked before anything else is read; a reader rejects versions
+#   outside [isa::kOldestReadableFormatVersion, isa::kFormatVersion]. Bump it for any
+#   change that old readers would misread: new meanings (version 2: pods), renumbered
+#   fields, changed field types.
 # - Opcodes are stored as indices into opcodeTable, which the writer fills with its own
 #   mnemonics and operand signatures. A reader maps them by name, so adding or
 #   reordering opcodes in isa/opcodes.def keeps old files readable; an instruction whose
@@ -27,6 +28,10 @@ struct Executable {
   parameters @8 :List(Binding);
   outputs @9 :List(Binding);
   sourceOps @10 :List(SourceOp);
+  # Version 2: the pod as topology's TOML (empty for one chip), and how its chips split.
+  pod @11 :Text;
+  replicas @12 :Int32 = 1;
+  partitions @13 :Int32 = 1;
 }
 
 # Every field of topology::ChipConfig (topology/chip_config.h), in its units.

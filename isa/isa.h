@@ -7,6 +7,11 @@
 // vector registers (sublanes x lanes 32-bit lanes each), mxus_per_core MXUs (weights
 // and an f32 accumulator each), 32 semaphores, and VMEM; per chip: HBM. Programs
 // address memory through regions (space + base + size) declared in the executable.
+//
+// Pods: an executable compiled for a pod records it; every chip of the pod runs the same
+// programs (SPMD) on its own memories, reads where it is with sdev, and reaches other
+// chips' memories with dma.remote, which names the destination chip by device id
+// (topology/torus.h has the device order) and a region of the same region table.
 #pragma once
 
 #include <array>
@@ -17,13 +22,17 @@
 #include <vector>
 
 #include "topology/chip_config.h"
+#include "topology/pod_config.h"
 
 namespace podsim::isa {
 
-inline constexpr uint32_t kFormatVersion = 1;
+// Version 2 added the pod, replicas and partitions, sdev and dma.remote by device id;
+// version-1 files (single chip) still read.
+inline constexpr uint32_t kFormatVersion = 2;
+inline constexpr uint32_t kOldestReadableFormatVersion = 1;
 inline constexpr int kScalarRegisters = 32;
 inline constexpr int kSemaphores = 32;
-inline constexpr int kMaxOperands = 5;
+inline constexpr int kMaxOperands = 6;
 inline constexpr int kMaxDmaDims = 4;
 
 enum class Opcode : uint8_t {
@@ -121,6 +130,11 @@ struct Executable {
   uint32_t format_version = kFormatVersion;
   std::string compiler_version;
   topology::ChipConfig chip;
+  // The pod it runs on (its chip is `chip`); none for one chip. replicas x partitions is
+  // the number of chips that run it: the pod's, or 1.
+  std::optional<topology::PodConfig> pod;
+  int32_t replicas = 1;
+  int32_t partitions = 1;
   std::vector<Region> regions;
   std::vector<DmaDescriptor> descriptors;
   std::vector<Program> programs;  // one per TensorCore
@@ -145,7 +159,9 @@ struct Executable {
 // simulator's to check); scalar, vector and MXU memory operands name a region in the
 // program's own core's VMEM; operands beyond the signature are 0; immediates with a fixed
 // set of meanings are in range (viota, vcmp, vred*, vcvt's source dtype, mmul's flag,
-// dma.remote's ICI port < ici_ports, semaphore counts >= 0); at most one program per core.
+// sdev's selector, semaphore counts >= 0); at most one program per core.
+// Pods: the pod is valid and its chip is `chip`; replicas and partitions are >= 1 and their
+// product is the pod's chip count (1 without a pod); dma.remote needs a pod.
 // Overlapping regions are allowed (buffers may alias).
 void validate(const Executable& executable);
 

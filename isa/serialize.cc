@@ -185,17 +185,20 @@ Program read_program(schema::Program::Reader r, size_t index,
 }
 
 Executable read_root(schema::Executable::Reader root) {
-  if (root.getFormatVersion() != kFormatVersion) {
-    if (root.getFormatVersion() == 0) fail("not a podsim executable (no format version)");
+  const uint32_t version = root.getFormatVersion();
+  if (version < kOldestReadableFormatVersion || version > kFormatVersion) {
+    if (version == 0) fail("not a podsim executable (no format version)");
     fail(
-        "executable format version {} cannot be read: this podsim reads format version {} "
-        "(recompile the program)",
-        root.getFormatVersion(), kFormatVersion);
+        "executable format version {} cannot be read: this podsim reads format versions {} to "
+        "{} (recompile the program)",
+        version, kOldestReadableFormatVersion, kFormatVersion);
   }
-  Executable e;
-  e.format_version = root.getFormatVersion();
+  Executable e;  // read into this podsim's version: older files lack only newer parts
   e.compiler_version = string(root.getCompilerVersion());
   e.chip = read_chip(root.getChip());
+  if (root.hasPod()) e.pod = topology::parse_pod_config(string(root.getPod()), "the pod");
+  e.replicas = root.getReplicas();
+  e.partitions = root.getPartitions();
   for (schema::Region::Reader r : root.getRegions()) {
     auto space = static_cast<uint16_t>(r.getSpace());
     if (space > static_cast<uint16_t>(MemorySpace::kVmem))
@@ -234,6 +237,9 @@ std::vector<uint8_t> serialize(const Executable& e) {
   root.setFormatVersion(e.format_version);
   root.setCompilerVersion(text(e.compiler_version));
   write_chip(root.initChip(), e.chip);
+  if (e.pod) root.setPod(text(topology::to_toml(*e.pod)));
+  root.setReplicas(e.replicas);
+  root.setPartitions(e.partitions);
 
   auto table = root.initOpcodeTable(kIsaOpcodeCount);
   for (int i = 0; i < kIsaOpcodeCount; ++i) {

@@ -49,6 +49,30 @@ std::optional<Issue> check_chip(const Executable& e) {
   return std::nullopt;
 }
 
+std::optional<Issue> check_pod(const Executable& e) {
+  if (e.replicas < 1 || e.partitions < 1)
+    return issue(Part::kPod, 0,
+                 fmt::format("replicas ({}) and partitions ({}) must be at least 1", e.replicas,
+                             e.partitions));
+  const int64_t chips = e.pod ? e.pod->chips() : 1;
+  if (int64_t{e.replicas} * e.partitions != chips)
+    return issue(Part::kPod, 0,
+                 fmt::format("{} replicas x {} partitions must be the {} chip(s) of {}",
+                             e.replicas, e.partitions, chips,
+                             e.pod ? fmt::format("pod '{}'", e.pod->name) : "a single chip"));
+  if (!e.pod) return std::nullopt;
+  try {
+    e.pod->validate();
+  } catch (const Error& err) {
+    return issue(Part::kPod, 0, fmt::format("the pod: {}", err.what()));
+  }
+  if (e.pod->chip != e.chip)
+    return issue(Part::kPod, 0,
+                 fmt::format("the pod's chip ('{}') is not the executable's chip ('{}')",
+                             e.pod->chip.name, e.chip.name));
+  return std::nullopt;
+}
+
 std::optional<Issue> check_region(const Executable& e, size_t i,
                                   std::unordered_map<std::string, size_t>& names) {
   const Region& r = e.regions[i];
@@ -183,7 +207,7 @@ struct ImmediateRange {
   int64_t min, max;
   const char* meaning;
 };
-std::optional<ImmediateRange> immediate_range(const ChipConfig& chip, Opcode op) {
+std::optional<ImmediateRange> immediate_range(Opcode op) {
   switch (op) {
     case Opcode::kViota:
       return ImmediateRange{0, 2, "iota mode (0 linear, 1 lane, 2 sublane)"};
@@ -196,8 +220,8 @@ std::optional<ImmediateRange> immediate_range(const ChipConfig& chip, Opcode op)
       return ImmediateRange{0, kDTypeCount - 1, "source data type"};
     case Opcode::kMmul:
       return ImmediateRange{0, 1, "accumulate flag (0 overwrite, 1 accumulate)"};
-    case Opcode::kDmaRemote:
-      return ImmediateRange{0, chip.ici_ports - 1, "ICI port"};
+    case Opcode::kSdev:
+      return ImmediateRange{0, 5, "sdev selector (0 id, 1 x, 2 y, 3 z, 4 slice, 5 chips)"};
     case Opcode::kSemWait:
     case Opcode::kSemSignal:
       return ImmediateRange{0, INT64_MAX, "semaphore count"};
@@ -256,7 +280,7 @@ std::string check_operand(const Executable& e, const Program& p, const Instructi
                            static_cast<int64_t>(p.instructions.size()) - 1);
       return "";
     case 'I':
-      if (auto range = immediate_range(chip, in.opcode);
+      if (auto range = immediate_range(in.opcode);
           range && (v < range->min || v > range->max))
         return fmt::format("immediate {} is not a valid {} (allowed {}..{})", v, range->meaning,
                            range->min, range->max);
@@ -280,6 +304,8 @@ std::string check_instruction(const Executable& e, const Program& p, const Instr
     }
     if (std::string problem = check_operand(e, p, in, k); !problem.empty()) return problem;
   }
+  if (in.opcode == Opcode::kDmaRemote && !e.pod)
+    return "dma.remote needs a pod: this executable is for one chip (declare its .pod)";
   if (in.source_op < -1 || in.source_op >= static_cast<int64_t>(e.source_ops.size()))
     return fmt::format("source op {} is out of range (the executable has {}; -1 for none)",
                        in.source_op, e.source_ops.size());
@@ -329,6 +355,7 @@ std::optional<Issue> find_issue(const Executable& e) {
                  fmt::format("format version {} is not {}, the version this podsim reads",
                              e.format_version, kFormatVersion));
   if (auto found = check_chip(e)) return found;
+  if (auto found = check_pod(e)) return found;
   std::unordered_map<std::string, size_t> names;
   for (size_t i = 0; i < e.regions.size(); ++i)
     if (auto found = check_region(e, i, names)) return found;
@@ -352,6 +379,7 @@ std::string describe(const Executable& e, const Issue& issue) {
   switch (issue.part) {
     case Part::kExecutable:
     case Part::kChip:
+    case Part::kPod:
       return issue.message;
     case Part::kRegion:
       return fmt::format("{}: {}", region_label(e, static_cast<int64_t>(issue.index)),

@@ -15,6 +15,7 @@ namespace podsim::isa::detail {
 enum class Part {
   kExecutable,
   kChip,
+  kPod,
   kRegion,
   kDescriptor,
   kProgram,

@@ -74,7 +74,7 @@ std::string fields_to_toml(const Config& c, std::span<const Field<Config>> field
     if (f.unit == FieldUnit::kFlag)
       out += fmt::format("{} = {}\n", f.name, f.get(c) != 0 ? "true" : "false");
     else
-      out += fmt::format("{} = {}\n", f.name, f.get(c));
+      out += fmt::format("{} = {}\n", f.name, f.get(c) + 0.0);  // + 0.0: -0 writes as 0
   }
   return out;
 }

@@ -32,7 +32,8 @@ const PodField kFields[] = {
     {"ici_packet_bytes", FieldUnit::kBytes, &PodConfig::ici_packet_bytes, 16, 1 << 20,
      "ICI flow-control unit (assumed)"},
     {"ici_buffer_packets", FieldUnit::kCount, &PodConfig::ici_buffer_packets, 1, 1 << 20,
-     "receive buffer per link direction, in packets: the credits (assumed)"},
+     "receive buffer per link direction, in packets: the credits (assumed: a round trip at "
+     "full bandwidth)"},
     {"dcn_host_bandwidth_bytes_per_s", FieldUnit::kBytesPerSecond,
      &PodConfig::dcn_host_bandwidth_bytes_per_s, 1e6, 1e15,
      "DCN bandwidth per host, all its NICs, per direction"},

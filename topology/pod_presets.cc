@@ -190,7 +190,12 @@ PodConfig make_pod(const Generation& g, std::string name, const Dims& d, bool tw
   p.ici_link_bandwidth_bytes_per_s = g.link_bytes_per_s;
   p.ici_link_latency_ns = g.name == "tiny" ? p.chip.ici_latency_ns : 1000;
   p.ici_packet_bytes = 256;
-  p.ici_buffer_packets = 64;
+  // Enough credits to keep a link busy over a round trip (2 x latency x bandwidth), in a
+  // power of two of packets, as link-level flow control is sized.
+  const double round_trip_bytes = 2e-9 * p.ici_link_latency_ns * p.ici_link_bandwidth_bytes_per_s;
+  p.ici_buffer_packets = 16;
+  while (static_cast<double>(p.ici_buffer_packets * p.ici_packet_bytes) < round_trip_bytes)
+    p.ici_buffer_packets *= 2;
   p.dcn_host_bandwidth_bytes_per_s = g.dcn_host_bytes_per_s;
   p.dcn_latency_ns = 10000;
   if (twisted && (p.wrap_x == 0 || p.wrap_y == 0 || p.wrap_z == 0))

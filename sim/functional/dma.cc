@@ -22,13 +22,28 @@ void FunctionalModel::issue_dma(int core, const isa::Instruction& in, Effect& e)
   const auto& o = in.operands;
   const int64_t* s = state_.core(core).scalar.data();
   const auto d = static_cast<int32_t>(o[0]);
-  const isa::DmaDescriptor& desc = executable_.descriptors[static_cast<size_t>(d)];
+  const isa::DmaDescriptor& desc = executable_->descriptors[static_cast<size_t>(d)];
   DmaTransfer& t = e.dma;
   t.src = resolve(core, in, desc.src_region, s[o[1]], desc.sizes, desc.src_strides,
                   desc.element_bytes, "reads");
+  // Regions are the same on every chip: a remote destination resolves here too.
   t.dst = resolve(core, in, desc.dst_region, s[o[2]], desc.sizes, desc.dst_strides,
                   desc.element_bytes, "writes");
-  if (overlap(t.src, t.dst))
+  t.dst_device = -1;
+  t.dst_semaphore = 0;
+  t.src_device = place_.device;
+  if (in.opcode == isa::Opcode::kDmaRemote) {
+    const int64_t device = s[o[3]];
+    if (peers_.empty())
+      fail_at(core, in, "dma.remote needs a pod: this chip runs alone (no PodFunctionalModel)");
+    if (device < 0 || device >= static_cast<int64_t>(peers_.size()))
+      fail_at(core, in,
+              fmt::format("destination device s{} = {} is not in the pod (devices 0..{})", o[3],
+                          device, peers_.size() - 1));
+    t.dst_device = static_cast<int32_t>(device);
+    t.dst_semaphore = static_cast<int32_t>(o[5]);
+  }
+  if ((t.dst_device < 0 || t.dst_device == place_.device) && overlap(t.src, t.dst))
     fail_at(core, in,
             fmt::format("source bytes [{}, {}) and destination bytes [{}, {}) overlap", t.src.begin,
                         t.src.end, t.dst.begin, t.dst.end));
@@ -36,9 +51,9 @@ void FunctionalModel::issue_dma(int core, const isa::Instruction& in, Effect& e)
   t.core = core;
   t.pc = state_.core(core).pc;
   t.descriptor = d;
-  t.semaphore = static_cast<int32_t>(o[3]);
-  t.src_address = executable_.regions[static_cast<size_t>(desc.src_region)].offset + s[o[1]];
-  t.dst_address = executable_.regions[static_cast<size_t>(desc.dst_region)].offset + s[o[2]];
+  t.semaphore = static_cast<int32_t>(in.opcode == isa::Opcode::kDmaRemote ? o[4] : o[3]);
+  t.src_address = executable_->regions[static_cast<size_t>(desc.src_region)].offset + s[o[1]];
+  t.dst_address = executable_->regions[static_cast<size_t>(desc.dst_region)].offset + s[o[2]];
   t.bytes = desc.element_bytes;
   for (int64_t size : desc.sizes) t.bytes *= size;
   e.has_dma = true;
@@ -54,15 +69,25 @@ void FunctionalModel::complete_dma(uint64_t id) {
   in_flight_.erase(it);
 
   if (compute_data_) copy_dma(t);
-  int64_t& sem = state_.core(t.core).semaphores[static_cast<size_t>(t.semaphore)];
-  if (__builtin_add_overflow(sem, int64_t{1}, &sem))
-    fail("DMA issued by core {} at pc {} overflows semaphore q{}", t.core, t.pc, t.semaphore);
+  signal(state_.core(t.core).semaphores[static_cast<size_t>(t.semaphore)], t);
+  if (t.dst_device >= 0)
+    signal(peers_[static_cast<size_t>(t.dst_device)]
+               .state_.core(t.core)
+               .semaphores[static_cast<size_t>(t.dst_semaphore)],
+           t);
+}
+
+void FunctionalModel::signal(int64_t& semaphore, const DmaTransfer& t) {
+  if (__builtin_add_overflow(semaphore, int64_t{1}, &semaphore))
+    fail("DMA issued by core {} at pc {} overflows a semaphore", t.core, t.pc);
 }
 
 void FunctionalModel::copy_dma(const DmaTransfer& t) {
-  const isa::DmaDescriptor& desc = executable_.descriptors[static_cast<size_t>(t.descriptor)];
+  const isa::DmaDescriptor& desc = executable_->descriptors[static_cast<size_t>(t.descriptor)];
   const SparseMemory& src = state_.memory(t.src.space, t.src.core);
-  SparseMemory& dst = state_.memory(t.dst.space, t.dst.core);
+  ChipState& dst_chip =
+      t.dst_device < 0 ? state_ : peers_[static_cast<size_t>(t.dst_device)].state_;
+  SparseMemory& dst = dst_chip.memory(t.dst.space, t.dst.core);
   const size_t dims = desc.sizes.size();
   // Merge the innermost dimension into one run when it is contiguous on both sides.
   int64_t run = desc.element_bytes;

@@ -15,17 +15,23 @@ namespace podsim::sim {
 using isa::Opcode;
 
 FunctionalModel::FunctionalModel(isa::Executable executable)
-    : executable_((detail::check_executable(executable), std::move(executable))),
-      state_(executable_.chip) {
+    : FunctionalModel(std::make_shared<const isa::Executable>(std::move(executable)), {}, {}) {}
+
+FunctionalModel::FunctionalModel(std::shared_ptr<const isa::Executable> executable,
+                                 ChipPlace place, std::span<FunctionalModel> peers)
+    : executable_((detail::check_executable(*executable), std::move(executable))),
+      place_(place),
+      peers_(peers),
+      state_(executable_->chip) {
   code_.resize(state_.cores().size());
-  for (const isa::Program& p : executable_.programs) {
+  for (const isa::Program& p : executable_->programs) {
     code_[static_cast<size_t>(p.core)] = {p.instructions.data(),
                                           static_cast<int32_t>(p.instructions.size())};
     state_.core(p.core).has_program = true;
     ++state_.barrier_participants;
   }
-  for (const isa::Constant& c : executable_.constants) write_region(c.region, 0, c.data);
-  const topology::ChipConfig& chip = executable_.chip;
+  for (const isa::Constant& c : executable_->constants) write_region(c.region, 0, c.data);
+  const topology::ChipConfig& chip = executable_->chip;
   int64_t widest_row = std::max({chip.vpu_lanes, chip.mxu_rows, chip.mxu_cols});
   row_buffer_.resize(static_cast<size_t>(widest_row * 4));
   lhs_row_.resize(static_cast<size_t>(chip.mxu_rows));
@@ -34,10 +40,10 @@ FunctionalModel::FunctionalModel(isa::Executable executable)
 }
 
 void FunctionalModel::set_parameter(int index, std::span<const uint8_t> bytes) {
-  if (index < 0 || static_cast<size_t>(index) >= executable_.parameters.size())
+  if (index < 0 || static_cast<size_t>(index) >= executable_->parameters.size())
     fail("set_parameter: parameter {} does not exist (the executable has {})", index,
-         executable_.parameters.size());
-  const isa::Binding& b = executable_.parameters[static_cast<size_t>(index)];
+         executable_->parameters.size());
+  const isa::Binding& b = executable_->parameters[static_cast<size_t>(index)];
   int64_t expected = detail::binding_bytes(b);
   if (static_cast<int64_t>(bytes.size()) != expected)
     fail("set_parameter: parameter {} ('{}', {}[{}]) takes {} bytes, got {}", index, b.name,
@@ -46,20 +52,20 @@ void FunctionalModel::set_parameter(int index, std::span<const uint8_t> bytes) {
 }
 
 std::vector<uint8_t> FunctionalModel::read_output(int index) const {
-  if (index < 0 || static_cast<size_t>(index) >= executable_.outputs.size())
+  if (index < 0 || static_cast<size_t>(index) >= executable_->outputs.size())
     fail("read_output: output {} does not exist (the executable has {})", index,
-         executable_.outputs.size());
-  const isa::Binding& b = executable_.outputs[static_cast<size_t>(index)];
+         executable_->outputs.size());
+  const isa::Binding& b = executable_->outputs[static_cast<size_t>(index)];
   return read_region(b.region, 0, detail::binding_bytes(b));
 }
 
 std::vector<uint8_t> FunctionalModel::read_region(int region, int64_t offset, int64_t bytes) const {
-  if (region < 0 || static_cast<size_t>(region) >= executable_.regions.size())
+  if (region < 0 || static_cast<size_t>(region) >= executable_->regions.size())
     fail("read_region: region {} does not exist", region);
-  const isa::Region& r = executable_.regions[static_cast<size_t>(region)];
+  const isa::Region& r = executable_->regions[static_cast<size_t>(region)];
   if (offset < 0 || bytes < 0 || offset > r.size || bytes > r.size - offset)
     fail("read_region: bytes [{}, +{}) are outside {}", offset, bytes,
-         detail::describe_region(executable_, region));
+         detail::describe_region(*executable_, region));
   std::vector<uint8_t> out(static_cast<size_t>(bytes));
   const SparseMemory& memory =
       r.space == isa::MemorySpace::kHbm ? state_.hbm() : state_.core(r.core).vmem;
@@ -68,13 +74,13 @@ std::vector<uint8_t> FunctionalModel::read_region(int region, int64_t offset, in
 }
 
 void FunctionalModel::write_region(int region, int64_t offset, std::span<const uint8_t> bytes) {
-  if (region < 0 || static_cast<size_t>(region) >= executable_.regions.size())
+  if (region < 0 || static_cast<size_t>(region) >= executable_->regions.size())
     fail("write_region: region {} does not exist", region);
-  const isa::Region& r = executable_.regions[static_cast<size_t>(region)];
+  const isa::Region& r = executable_->regions[static_cast<size_t>(region)];
   auto n = static_cast<int64_t>(bytes.size());
   if (offset < 0 || offset > r.size || n > r.size - offset)
     fail("write_region: bytes [{}, +{}) are outside {}", offset, n,
-         detail::describe_region(executable_, region));
+         detail::describe_region(*executable_, region));
   state_.memory(r.space, r.core).write(r.offset + offset, bytes.data(), n);
 }
 
@@ -92,14 +98,14 @@ bool FunctionalModel::all_halted() const {
 void FunctionalModel::fail_at(int core, const isa::Instruction& in,
                               const std::string& message) const {
   fail("core {}, pc {} ({}): {}", core, state_.core(core).pc,
-       detail::format_instruction(executable_, in), message);
+       detail::format_instruction(*executable_, in), message);
 }
 
 MemoryRange FunctionalModel::resolve(int core, const isa::Instruction& in, int32_t region,
                                      int64_t offset, std::span<const int64_t> sizes,
                                      std::span<const int64_t> strides, int64_t element_bytes,
                                      const char* role) const {
-  const isa::Region& r = executable_.regions[static_cast<size_t>(region)];
+  const isa::Region& r = executable_->regions[static_cast<size_t>(region)];
   __int128 lo = offset, hi = offset;
   for (size_t k = 0; k < sizes.size(); ++k) {
     __int128 reach = static_cast<__int128>(sizes[k] - 1) * strides[k];
@@ -112,7 +118,7 @@ MemoryRange FunctionalModel::resolve(int core, const isa::Instruction& in, int32
   if (lo < 0 || hi > r.size)
     fail_at(core, in,
             fmt::format("{} bytes [{}, {}) relative to {}, outside it", role, lo, hi,
-                        detail::describe_region(executable_, region)));
+                        detail::describe_region(*executable_, region)));
   return {r.space, r.core, r.offset + static_cast<int64_t>(lo),
           r.offset + static_cast<int64_t>(hi)};
 }
@@ -205,6 +211,12 @@ void FunctionalModel::step(int core, Effect& e) {
       state_.memory(e.write.space, e.write.core).write(e.write.begin, &s[o[2]], 8);
       break;
     }
+    case Opcode::kSdev: {
+      const std::array<int64_t, 6> where{place_.device, place_.xyz[0], place_.xyz[1],
+                                         place_.xyz[2], place_.slice,  place_.chips};
+      set(o[0], where[static_cast<size_t>(o[1])]);
+      break;
+    }
     case Opcode::kBr:
       next = static_cast<int32_t>(o[0]);
       break;
@@ -225,11 +237,9 @@ void FunctionalModel::step(int core, Effect& e) {
       execute_mxu(core, in, e);
       break;
     case Opcode::kDma:
+    case Opcode::kDmaRemote:
       issue_dma(core, in, e);
       break;
-    case Opcode::kDmaRemote:
-      fail_at(core, in,
-              "dma.remote needs a pod of chips; a single-chip functional model has no ICI peers");
     case Opcode::kSemWait: {
       int64_t& sem = c.semaphores[static_cast<size_t>(o[0])];
       if (sem >= o[1])

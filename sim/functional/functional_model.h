@@ -29,7 +29,12 @@
 // - DMA: issue checks both ranges and returns a pending DmaTransfer; the copy happens
 //   when complete_dma() runs (reading the source then), and adds 1 to the issuing
 //   core's semaphore. Source and destination of one transfer may not overlap.
-//   dma.remote needs a pod and is an error on a single chip.
+// - Pods (PodFunctionalModel, pod_model.h): every chip is a FunctionalModel sharing one
+//   executable, told where it sits (ChipPlace, read by sdev). dma.remote resolves its
+//   source here and its destination in the same region of chip sc (0 <= sc < chips, else
+//   a run-time error); it is pending like any DMA and completes at once: the copy, +1 on
+//   the issuing core's semaphore qa, and +1 on semaphore qb of the same TensorCore of the
+//   destination chip. A model that is no chip of a pod fails on dma.remote.
 // - Timing-only (set_compute_data(false)): vector, MXU and DMA instructions resolve and
 //   check their ranges, keep the MXU's weight / accumulator row counts and signal
 //   semaphores exactly, but move and compute no data; scalars, sld/sst, control flow,
@@ -42,7 +47,9 @@
 //   core never arrives.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -66,6 +73,11 @@ struct MemoryRange {
 struct DmaTransfer {
   uint64_t id = 0;   // issue order, unique within a model
   int32_t core = 0;  // the issuing core: its semaphore is signalled
+  // dma.remote: the destination chip (device id) and the semaphore signalled there, on
+  // TensorCore `core`; -1 for a DMA within the chip. dst is in that chip's memories.
+  int32_t dst_device = -1;
+  int32_t dst_semaphore = 0;
+  int32_t src_device = 0;  // the issuing chip
   int32_t pc = 0;
   int32_t descriptor = 0;
   int32_t semaphore = 0;
@@ -99,10 +111,23 @@ struct RunStats {
   int64_t dmas = 0;          // transfers completed
 };
 
+// Where a chip sits in its pod (what sdev reads): one chip alone by default.
+struct ChipPlace {
+  int32_t device = 0;
+  std::array<int32_t, 3> xyz{};
+  int32_t slice = 0;
+  int32_t chips = 1;
+};
+
 class FunctionalModel {
  public:
   // Checks the executable (see above) and places its constants.
   explicit FunctionalModel(isa::Executable executable);
+  // One chip of a pod: the executable is shared with the other chips; `peers` are every
+  // chip of the pod by device id (this one included), which dma.remote writes into. The
+  // span must outlive the model (PodFunctionalModel owns both).
+  FunctionalModel(std::shared_ptr<const isa::Executable> executable, ChipPlace place,
+                  std::span<FunctionalModel> peers);
   // Effects point into the model's own executable: moving keeps them valid, copying
   // would not.
   FunctionalModel(const FunctionalModel&) = delete;
@@ -110,7 +135,8 @@ class FunctionalModel {
   FunctionalModel(FunctionalModel&&) = default;
   FunctionalModel& operator=(FunctionalModel&&) = default;
 
-  const isa::Executable& executable() const { return executable_; }
+  const isa::Executable& executable() const { return *executable_; }
+  const ChipPlace& place() const { return place_; }
   ChipState& state() { return state_; }
   const ChipState& state() const { return state_; }
 
@@ -141,16 +167,11 @@ class FunctionalModel {
   // Performs the copy of an in-flight transfer and signals its semaphore.
   void complete_dma(uint64_t id);
 
-  // Runs every core until all have halted, round-robin in fixed slices (deterministic).
-  // A DMA completes lazily: when its core waits on its semaphore and the wait cannot be
-  // satisfied otherwise (so code that reads a DMA's destination without waiting sees
-  // the old data), and at the end of the run. podsim::Error on deadlock (every live
-  // core blocked: lists each core's pc, instruction and what it waits for) and when
-  // more than max_steps instructions run.
+  // Runs every core until all have halted: run_functional() on this chip alone.
   RunStats run_to_completion(int64_t max_steps);
 
-  // "core 1: pc 4 sem.wait q2, 1 (semaphore q2 is 0, needs 1; 0 DMA(s) in flight signal
-  // it)", "core 0: pc 9 halt (halted)" and the like.
+  // "core 1: pc 4 sem.wait q2, 1 (semaphore q2 is 0, needs 1)", "core 0: pc 9 halt
+  // (halted)" and the like.
   std::string describe_core(int core) const;
 
  private:
@@ -172,9 +193,11 @@ class FunctionalModel {
   void execute_mxu(int core, const isa::Instruction& in, Effect& effect);
   void issue_dma(int core, const isa::Instruction& in, Effect& effect);
   void copy_dma(const DmaTransfer& transfer);
-  bool complete_waited_dmas(int core, int semaphore, int64_t needed, RunStats& stats);
+  static void signal(int64_t& semaphore, const DmaTransfer& transfer);
 
-  isa::Executable executable_;
+  std::shared_ptr<const isa::Executable> executable_;
+  ChipPlace place_;
+  std::span<FunctionalModel> peers_;  // the pod's chips by device id; empty alone
   ChipState state_;
   std::vector<Code> code_;
   std::vector<DmaTransfer> in_flight_;
@@ -186,5 +209,15 @@ class FunctionalModel {
   std::vector<uint8_t> dma_buffer_;    // DMA copies go through it, a chunk at a time
   std::vector<float> lhs_row_;         // one mmul LHS row, rounded to bf16
 };
+
+// Runs every core of every chip until all have halted, chip by chip and core by core in
+// fixed slices of instructions: deterministic, and the same result for any slice, since
+// cores and chips interact only through barriers and waited-for semaphores. A DMA
+// completes lazily: when a core waits on a semaphore that it signals and the wait cannot
+// be satisfied otherwise (so code that reads a DMA's destination without waiting sees the
+// old data), and at the end of the run. podsim::Error on deadlock (every live core of
+// every chip blocked: lists each blocked core with its chip, pc, instruction and what it
+// waits for) and when more than max_steps instructions run in all.
+RunStats run_functional(std::span<FunctionalModel> chips, int64_t max_steps);
 
 }  // namespace podsim::sim

@@ -44,7 +44,7 @@ void FunctionalModel::execute_mxu(int core, const isa::Instruction& in, Effect& 
   const int64_t rows = state_.chip().mxu_rows, cols = state_.chip().mxu_cols;
   const int64_t element_bytes = isa::dtype_bytes(in.dtype);
   const auto region = static_cast<int32_t>(o[1]);
-  const int64_t base = executable_.regions[static_cast<size_t>(region)].offset + s[o[2]];
+  const int64_t base = executable_->regions[static_cast<size_t>(region)].offset + s[o[2]];
   const int64_t stride = s[o[3]];
   uint8_t* bytes = row_buffer_.data();
   uint32_t* row = lane_buffer_.data();

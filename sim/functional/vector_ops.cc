@@ -422,7 +422,7 @@ void FunctionalModel::vector_load(int core, const isa::Instruction& in, Effect& 
   e.has_read = true;
   if (!compute_data_) return;
   const SparseMemory& memory = state_.core(core).vmem;
-  int64_t row0 = executable_.regions[static_cast<size_t>(o[1])].offset + s[o[2]];
+  int64_t row0 = executable_->regions[static_cast<size_t>(o[1])].offset + s[o[2]];
   uint32_t* d = state_.vreg(core, o[0]);
   for (int64_t r = 0; r < sublanes; ++r) {
     if (lanes::is_full_width(in.dtype)) {
@@ -445,7 +445,7 @@ void FunctionalModel::vector_store(int core, const isa::Instruction& in, Effect&
   e.has_write = true;
   if (!compute_data_) return;
   SparseMemory& memory = state_.core(core).vmem;
-  int64_t row0 = executable_.regions[static_cast<size_t>(o[0])].offset + s[o[1]];
+  int64_t row0 = executable_->regions[static_cast<size_t>(o[0])].offset + s[o[1]];
   const uint32_t* src = state_.vreg(core, o[3]);
   for (int64_t r = 0; r < sublanes; ++r) {
     if (lanes::is_full_width(in.dtype)) {

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "common/error.h"
+#include "sim/timing/pod_run.h"
 
 namespace podsim::sim::timing {
 namespace {
@@ -20,9 +21,24 @@ int64_t binding_bytes(const isa::Binding& b) {
 
 }  // namespace
 
-ChipRun::ChipRun(const isa::Executable& executable,
+DmaTransfer outgoing_view(const DmaTransfer& t) {
+  DmaTransfer v = t;
+  if (t.dst_device >= 0) v.dst.core = -1;
+  return v;
+}
+
+DmaTransfer incoming_view(const DmaTransfer& t, int src_device) {
+  DmaTransfer v = t;
+  v.id = (uint64_t{1} << 63) | (static_cast<uint64_t>(src_device) << 40) | t.id;
+  v.semaphore = t.dst_semaphore;
+  v.src.core = -1;
+  return v;
+}
+
+ChipRun::ChipRun(PodRun& pod, FunctionalModel& model,
                  const std::vector<std::vector<uint8_t>>& parameters, const TimingOptions& options)
-    : model_(executable),
+    : pod_(pod),
+      model_(model),
       options_(options),
       latencies_(unit_latencies(model_.executable().chip)),
       chip_context_{model_.executable().chip, latencies_, 0, 0},
@@ -37,7 +53,7 @@ ChipRun::ChipRun(const isa::Executable& executable,
   model_.set_compute_data(!options.timing_only);
   for (size_t k = 0; k < parameters.size() && !omitted; ++k)
     model_.set_parameter(static_cast<int>(k), parameters[k]);  // timing-only: checked only
-  if (options.check_hazards) hazards_ = std::make_unique<HazardChecker>(exe, base_);
+  if (options.check_hazards) hazards_ = std::make_unique<HazardChecker>(exe, base_, model_.place().device);
   if (options.profile_host_link) host_track_ = recorder_.add_track("Host link", "host", 0);
   host_in_ = host_transfers(exe.parameters, true, 0);
   if (options.profile_host_link) recorder_.set_profile_shift(host_in_);
@@ -98,6 +114,22 @@ MemoryTarget& ChipRun::memory(isa::MemorySpace space, int core) {
   return *cores_[static_cast<size_t>(core)]->vmem_port;
 }
 
+MemoryTarget& ChipRun::remote_memory(const DmaTransfer& t) {
+  return pod_.chip(t.dst_device).memory(t.dst.space, t.dst.core);
+}
+
+Interconnect* ChipRun::interconnect() { return pod_.interconnect(); }
+
+void ChipRun::remote_issued(int src_device, const DmaTransfer& t, Cycle cycle,
+                            int32_t source_op) {
+  if (hazards_) hazards_->dma_issued(incoming_view(t, src_device), cycle, source_op);
+}
+
+void ChipRun::remote_landed(int src_device, const DmaTransfer& t, Cycle cycle) {
+  cores_[static_cast<size_t>(t.core)]->sem_event.notify();
+  if (hazards_) hazards_->dma_completed(incoming_view(t, src_device).id, cycle);
+}
+
 void ChipRun::dma_completed(const DmaJob& job, int engine_core, int engine,
                             const DmaTiming& timing) {
   const Cycle start = timing.start, end = timing.end;
@@ -107,17 +139,21 @@ void ChipRun::dma_completed(const DmaJob& job, int engine_core, int engine,
   last_dma_end_ = std::max(last_dma_end_, end);
   cores_[static_cast<size_t>(d.core)]->sem_event.notify();
   if (hazards_) hazards_->dma_completed(d.id, end);
+  if (d.dst_device >= 0) pod_.chip(d.dst_device).remote_landed(device(), d, end);
   if (recorder_.profiling()) {
     auto space = [](const MemoryRange& r) {
       return r.space == isa::MemorySpace::kHbm ? "hbm" : "vmem";
     };
-    std::string name = fmt::format("dma {}->{}", space(d.src), space(d.dst));
+    std::string name = d.dst_device >= 0
+                            ? fmt::format("dma {}->chip {} {}", space(d.src), d.dst_device,
+                                          space(d.dst))
+                            : fmt::format("dma {}->{}", space(d.src), space(d.dst));
     auto bytes = static_cast<double>(d.bytes);
     recorder_.span(
         cores_[static_cast<size_t>(engine_core)]->dma_tracks[static_cast<size_t>(engine)], name,
         start, timing.busy_end, job.source_op, 0, bytes);
-    int hbm_sides =
-        (d.src.space == isa::MemorySpace::kHbm) + (d.dst.space == isa::MemorySpace::kHbm);
+    int hbm_sides = (d.src.space == isa::MemorySpace::kHbm) +
+                    (d.dst.space == isa::MemorySpace::kHbm && d.dst_device < 0);
     if (hbm_sides > 0)
       recorder_.span(hbm_track_, name, timing.hbm_start, timing.hbm_end, job.source_op, 0,
                      bytes * hbm_sides);
@@ -166,6 +202,10 @@ void ChipRun::notify_all() {
 }
 
 void ChipRun::fail_run(std::exception_ptr error) {
+  pod_.abort(error, this);
+}
+
+void ChipRun::abort(std::exception_ptr error) {
   if (!error_) error_ = error;
   aborted_ = true;
   notify_all();
@@ -180,26 +220,21 @@ void ChipRun::core_done(Core& core) {
   }
 }
 
-TimedRunResult ChipRun::finish() {
-  if (!error_ && live_cores_ > 0) {
-    // Nothing left to happen, yet some core has not halted: every one waits for a
-    // semaphore no DMA will signal, or for a barrier a halted core never reaches.
-    std::string where;
-    for (int c = 0; c < model_.core_count(); ++c) where += "\n  " + model_.describe_core(c);
-    try {
-      fail(
-          "deadlock at cycle {}: every running core is blocked and no DMA is in flight to release "
-          "it:{}",
-          now_cycles() - base_, where);
-    } catch (...) {
-      error_ = std::current_exception();
-    }
-    aborted_ = true;
-    notify_all();
-    sc_core::sc_start();  // let the stuck processes see the abort and end
+std::string ChipRun::describe_stuck_cores(bool name_the_chip) const {
+  std::string out;
+  const ChipPlace& p = model_.place();
+  for (int c = 0; c < model_.core_count(); ++c) {
+    if (name_the_chip && !model_.is_live(c)) continue;
+    out += "\n  ";
+    if (name_the_chip)
+      out += fmt::format("chip {} (slice {}, x {}, y {}, z {}) ", p.device, p.slice, p.xyz[0],
+                         p.xyz[1], p.xyz[2]);
+    out += model_.describe_core(c);
   }
-  if (error_) std::rethrow_exception(error_);
+  return out;
+}
 
+TimedRunResult ChipRun::finish() {
   const isa::Executable& exe = model_.executable();
   TimedRunResult r;
   Cycle end = std::max(last_dma_end_, base_);

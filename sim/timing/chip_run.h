@@ -21,23 +21,49 @@
 
 namespace podsim::sim::timing {
 
+class PodRun;  // pod_run.h
+
+// A remote transfer as the hazard checker of each end sees it: on the issuing chip its
+// destination is elsewhere (core -1 overlaps nothing); on the receiving chip its source
+// is, it has an id of its own (ids are per chip) and its semaphore is the receiving one.
+DmaTransfer outgoing_view(const DmaTransfer& t);
+DmaTransfer incoming_view(const DmaTransfer& t, int src_device);
+
 class ChipRun final : public DmaHost {
  public:
-  ChipRun(const isa::Executable& executable, const std::vector<std::vector<uint8_t>>& parameters,
+  // One chip of `pod` (a pod of one chip for a single-chip run), running `model`, which
+  // the pod owns.
+  ChipRun(PodRun& pod, FunctionalModel& model, const std::vector<std::vector<uint8_t>>& parameters,
           const TimingOptions& options);
   ~ChipRun() override;
 
   void start();
-  // After sc_start() returned: throws the run's error or a deadlock report (after
-  // letting the stuck processes end), else returns the result.
+  // After sc_start() returned. Whether some core has neither halted nor failed (it waits
+  // for something that will never happen), and its lines for a deadlock report.
+  bool stuck() const { return !error_ && live_cores_ > 0; }
+  std::string describe_stuck_cores(bool name_the_chip) const;
+  // Ends the run with `error` (or with another chip's: error may be null).
+  void abort(std::exception_ptr error);
+  std::exception_ptr error() const { return error_; }
+  // The result, once every chip finished without error; throws the chip's hazards when
+  // they are errors.
   TimedRunResult finish();
+  Recorder& recorder() { return recorder_; }
 
   MemoryTarget& memory(isa::MemorySpace space, int core) override;
+  int device() const override { return model_.place().device; }
+  MemoryTarget& remote_memory(const DmaTransfer& t) override;
+  Interconnect* interconnect() override;
   void dma_completed(const DmaJob& job, int engine_core, int engine,
                      const DmaTiming& timing) override;
   bool aborted() const override { return aborted_; }
   bool finishing() const override { return finishing_; }
   void fail_run(std::exception_ptr error) override;
+
+  // A remote transfer from chip src_device: issued into this chip's memory, and landed
+  // (its semaphore here has been signalled).
+  void remote_issued(int src_device, const DmaTransfer& t, Cycle cycle, int32_t source_op);
+  void remote_landed(int src_device, const DmaTransfer& t, Cycle cycle);
 
  private:
   struct Mxu {
@@ -86,7 +112,8 @@ class ChipRun final : public DmaHost {
   // (profile time); returns when the last ends.
   Cycle host_transfers(const std::vector<isa::Binding>& bindings, bool to_device, Cycle from);
 
-  FunctionalModel model_;
+  PodRun& pod_;
+  FunctionalModel& model_;
   TimingOptions options_;
   UnitLatencies latencies_;  // from the executable's ChipConfig
   UnitContext chip_context_;

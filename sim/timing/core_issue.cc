@@ -15,6 +15,7 @@
 
 #include "common/error.h"
 #include "sim/timing/chip_run.h"
+#include "sim/timing/pod_run.h"
 
 namespace podsim::sim::timing {
 namespace {
@@ -267,13 +268,15 @@ void ChipRun::issue_loop(Core& c) {
       case isa::Unit::kDma: {
         // Issue waits for earlier unit accesses to the bytes the transfer touches in this
         // core's VMEM; then the engine has it and the core goes on.
+        const bool remote = e.dma.dst_device >= 0;
         ready = interlock(c, e.dma.src, false, ready);
-        ready = interlock(c, e.dma.dst, true, ready);
+        if (!remote) ready = interlock(c, e.dma.dst, true, ready);
         DmaJob job{e.dma, ready, ready + static_cast<Cycle>(std::max<int64_t>(lat.dma_setup, 0)),
                    in.source_op};
         c.engines[c.next_engine]->submit(std::move(job));
         c.next_engine = (c.next_engine + 1) % c.engines.size();
-        if (hazards_) hazards_->dma_issued(e.dma, ready, in.source_op);
+        if (hazards_) hazards_->dma_issued(outgoing_view(e.dma), ready, in.source_op);
+        if (remote) pod_.chip(e.dma.dst_device).remote_issued(device(), e.dma, ready, in.source_op);
         u = {ready, ready + 1, ready + 1};
         break;
       }

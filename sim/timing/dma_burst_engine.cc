@@ -12,37 +12,63 @@
 #include <deque>
 #include <limits>
 
+#include "sim/timing/interconnect.h"
 #include "sim/timing/unit_models.h"
 
 namespace podsim::sim::timing {
 
-DmaTiming run_bursts(DmaHost& host, const DmaTransfer& d, Cycle start, Cycle now,
-                     int64_t burst_bytes) {
+DmaTiming run_bursts(DmaHost& host, const DmaJob& job, Cycle start, int64_t burst_bytes,
+                     int engine_core, int engine) {
+  const DmaTransfer& d = job.transfer;
   MemoryTarget& src = host.memory(d.src.space, d.src.core);
-  MemoryTarget& dst = host.memory(d.dst.space, d.dst.core);
-  bool src_hbm = d.src.space == isa::MemorySpace::kHbm,
-       dst_hbm = d.dst.space == isa::MemorySpace::kHbm;
+  const bool src_hbm = d.src.space == isa::MemorySpace::kHbm;
   DmaTiming t{start, start, start, std::numeric_limits<Cycle>::max(), 0};
   tlm::tlm_generic_payload p;
-  int64_t burst = std::max<int64_t>(burst_bytes, 1);
-  int64_t bursts = (d.bytes + burst - 1) / burst;
-  for (int64_t i = 0; i < bursts; ++i) {
-    int64_t offset = i * burst;
-    auto length = static_cast<unsigned>(std::min(burst, d.bytes - offset));
-    Cycle request = start + static_cast<Cycle>(i);
+  const int64_t burst = std::max<int64_t>(burst_bytes, 1);
+  const int64_t bursts = (d.bytes + burst - 1) / burst;
+  auto read = [&](int64_t i, Cycle now) {  // burst i requested at start + i: when it is here
     p.set_command(tlm::TLM_READ_COMMAND);
-    p.set_address(static_cast<uint64_t>(d.src.begin + offset));
-    p.set_data_length(length);
+    p.set_address(static_cast<uint64_t>(d.src.begin + i * burst));
+    p.set_data_length(static_cast<unsigned>(std::min(burst, d.bytes - i * burst)));
+    const Cycle request = std::max(start + static_cast<Cycle>(i), now);
     sc_core::sc_time delay = cycles(request - now);
     src.b_transport(p, delay);
-    Cycle arrived = now + delay.value();
-    p.set_command(tlm::TLM_WRITE_COMMAND);
-    p.set_address(static_cast<uint64_t>(d.dst.begin + offset));
-    delay = cycles(arrived - now);
-    dst.b_transport(p, delay);
-    Cycle written = now + delay.value();
+    const Cycle arrived = now + delay.value();
     if (src_hbm)
       t.hbm_start = std::min(t.hbm_start, request), t.hbm_end = std::max(t.hbm_end, arrived);
+    return arrived;
+  };
+
+  if (d.dst_device >= 0) {
+    // Remote: each burst goes to the interconnect as it arrives; simulated time passes
+    // while the first link has no room.
+    Interconnect& net = *host.interconnect();
+    MemoryTarget& dst = host.remote_memory(d);
+    RemoteDelivery* delivery = net.new_delivery();
+    *delivery = RemoteDelivery{&host, job, engine_core, engine, t, bursts};
+    for (int64_t i = 0; i < bursts && !host.aborted(); ++i) {
+      const Cycle arrived = read(i, now_cycles());
+      net.send(host.device(), d.dst_device, arrived, std::min(burst, d.bytes - i * burst), dst,
+               d.dst.begin + i * burst, delivery);
+    }
+    if (t.hbm_end == 0) t.hbm_start = t.hbm_end = start;
+    t.busy_end = std::max(now_cycles(), start + 1);
+    t.remote = true;
+    delivery->timing = t;
+    delivery->timing.end = start;
+    return t;
+  }
+
+  MemoryTarget& dst = host.memory(d.dst.space, d.dst.core);
+  const bool dst_hbm = d.dst.space == isa::MemorySpace::kHbm;
+  const Cycle now = now_cycles();
+  for (int64_t i = 0; i < bursts; ++i) {
+    const Cycle arrived = read(i, now);
+    p.set_command(tlm::TLM_WRITE_COMMAND);
+    p.set_address(static_cast<uint64_t>(d.dst.begin + i * burst));
+    sc_core::sc_time delay = cycles(arrived - now);
+    dst.b_transport(p, delay);
+    const Cycle written = now + delay.value();
     if (dst_hbm)
       t.hbm_start = std::min(t.hbm_start, arrived), t.hbm_end = std::max(t.hbm_end, written);
     t.end = std::max(t.end, written);
@@ -86,7 +112,8 @@ class BurstDmaEngine final : public DmaEngineModel {
           if (host_.aborted()) return;
           now = start;
         }
-        DmaTiming t = run_bursts(host_, job.transfer, start, now, burst_);
+        DmaTiming t = run_bursts(host_, job, start, burst_, core_, index_);
+        if (t.remote) continue;  // the interconnect completes it
         t.busy_end = std::max(t.end, start + 1);
         if (t.end > now) sc_core::wait(cycles(t.end - now));
         if (host_.aborted()) return;

@@ -57,7 +57,11 @@ class PipelinedDmaEngine final : public DmaEngineModel {
           if (host_.aborted()) break;
           now = start;
         }
-        DmaTiming t = run_bursts(host_, job.transfer, start, now, burst_);
+        DmaTiming t = run_bursts(host_, job, start, burst_, core_, index_);
+        if (t.remote) {  // the interconnect completes it
+          free_ = t.busy_end;
+          continue;
+        }
         int64_t bursts =
             (job.transfer.bytes + std::max<int64_t>(burst_, 1) - 1) / std::max<int64_t>(burst_, 1);
         t.busy_end = start + static_cast<Cycle>(std::max<int64_t>(bursts, 1));

@@ -73,8 +73,8 @@ bool footprint_runs(const Footprint& f, std::vector<std::pair<int64_t, int64_t>>
   return true;
 }
 
-HazardChecker::HazardChecker(const isa::Executable& executable, uint64_t base)
-    : executable_(executable), base_(base) {
+HazardChecker::HazardChecker(const isa::Executable& executable, uint64_t base, int device)
+    : executable_(executable), base_(base), device_(device) {
   size_t cores = static_cast<size_t>(std::max(executable.chip.tensor_cores, 1));
   generation_.assign(cores, 0);
   halted_.assign(cores, false);
@@ -147,7 +147,12 @@ void HazardChecker::dma_issued(const DmaTransfer& d, uint64_t cycle, int32_t sou
   HazardAccess side;
   side.core = d.core;
   side.pc = d.pc;
-  side.instruction = fmt::format("dma d{}", d.descriptor);
+  if (d.dst_device < 0)
+    side.instruction = fmt::format("dma d{}", d.descriptor);
+  else if (d.src_device == device_)
+    side.instruction = fmt::format("dma.remote d{} to chip {}", d.descriptor, d.dst_device);
+  else
+    side.instruction = fmt::format("dma.remote d{} from chip {}", d.descriptor, d.src_device);
   side.is_dma = true;
   side.start = cycle - base_;
   side.end = UINT64_MAX;

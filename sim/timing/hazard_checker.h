@@ -49,8 +49,10 @@ bool footprint_runs(const Footprint& f, std::vector<std::pair<int64_t, int64_t>>
 
 class HazardChecker {
  public:
-  // base: the run's first cycle (reports are relative to it).
-  HazardChecker(const isa::Executable& executable, uint64_t base);
+  // base: the run's first cycle (reports are relative to it); device: the chip checked
+  // (a remote transfer is fed to the checkers of both its chips, outgoing_view() and
+  // incoming_view() in chip_run.h).
+  HazardChecker(const isa::Executable& executable, uint64_t base, int device = 0);
 
   void dma_issued(const DmaTransfer& dma, uint64_t cycle, int32_t source_op);
   void dma_completed(uint64_t id, uint64_t cycle);
@@ -84,6 +86,7 @@ class HazardChecker {
 
   const isa::Executable& executable_;
   uint64_t base_;
+  int device_;
   int programs_ = 0;
   std::vector<int> generation_;  // barriers each core passed
   std::vector<bool> halted_;

@@ -50,6 +50,7 @@ struct TimingOptions {
   std::string vpu_model = "inorder";
   std::string dma_model = "pipelined";
   std::string hbm_model = "channels";
+  std::string interconnect_model = "torus";  // pods: ICI links and DCN (interconnect.h)
   // Every figure of the model comes from the executable's ChipConfig (its timing fields
   // included: latencies, DMA burst, VMEM ports and banks, host link latency); to vary
   // one, run a copy of the executable with that field changed.
@@ -111,13 +112,50 @@ struct TimedRunResult {
 
 inline constexpr size_t kMaxHazards = 64;
 
-// Runs the executable with its parameters (exactly each binding's bytes, in order).
+// One link direction that carried traffic in a pod run.
+struct LinkUse {
+  std::string name;      // "ICI x+ 0->1", "DCN host 0 out", "host link 3 up"
+  std::string category;  // "ici" or "dcn"
+  double bytes = 0;
+  uint64_t busy_cycles = 0;  // while it was sending
+};
+
+// A run of every chip of a pod (or of one chip).
+struct PodRunResult {
+  std::vector<TimedRunResult> chips;  // by device id; their profiles are merged below
+  uint64_t cycles = 0;                // until the last chip's last core and DMA were done
+  double seconds = 0;
+  int64_t instructions = 0;
+  int64_t dmas = 0;
+  int64_t host_memory_bytes = 0;  // all chips' simulated memories
+  traces::Profile profile;        // one ChipProfile per chip, links on the chip they leave
+  std::vector<Hazard> hazards;    // on a pod, each message starts "chip D: "
+  std::vector<LinkUse> links;     // in wiring order
+  double ici_bytes = 0;           // summed over links (a byte crossing k hops counts k times)
+  double dcn_bytes = 0;
+};
+
+// Runs the executable (of one chip: no pod, or a pod of one) with its parameters (exactly
+// each binding's bytes, in order).
 // podsim::Error for a bad executable, wrong parameters, a run-time fault (as the
 // functional model reports it), a deadlock (every core waits and no DMA is in flight),
 // a runaway loop, an unknown unit model, and hazards when they are errors.
 TimedRunResult run_timed(const isa::Executable& executable,
                          const std::vector<std::vector<uint8_t>>& parameters,
                          const TimingOptions& options = {});
+
+// Runs an executable on every chip of its pod (executable.pod; one chip without), each
+// with its own parameters: parameters[device][k] (or none at all when timing-only). The
+// chips share one SystemC time; remote DMAs cross the interconnect. podsim::Error as
+// run_timed, naming the chip, and for a deadlock across chips (every blocked core of every
+// chip listed with its device id and coordinates).
+PodRunResult run_timed_pod(const isa::Executable& executable,
+                           const std::vector<std::vector<std::vector<uint8_t>>>& parameters,
+                           const TimingOptions& options = {});
+
+// A few lines for a pod run: cycles and time, per-chip time (min / max), bytes over ICI
+// and DCN, and link utilisation (max / mean over the links used).
+std::string format_pod_summary(const PodRunResult& result, const topology::ChipConfig& chip);
 
 // The trace as CSV: core,pc,instruction,unit,issue,start,end,source_op (the op's name).
 std::string format_instruction_trace(const std::vector<InstructionRecord>& trace,
@@ -133,6 +171,6 @@ std::string format_host_link(const TimedRunResult& result, const topology::ChipC
 
 // Registered unit model names, for help texts and errors.
 std::vector<std::string> registered_unit_models(
-    std::string_view kind);  // "mxu", "vpu", "dma", "hbm"
+    std::string_view kind);  // "mxu", "vpu", "dma", "hbm", "interconnect"
 
 }  // namespace podsim::sim::timing

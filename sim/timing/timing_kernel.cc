@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "common/error.h"
-#include "sim/timing/chip_run.h"
+#include "sim/timing/pod_run.h"
 #include "sim/timing/timed_chip.h"
 #include "sim/timing/unit_models.h"
 
@@ -94,17 +94,58 @@ void register_builtin_unit_models() {
   register_burst_dma(dma_models());
   register_pipelined_dma(dma_models());
   register_channel_hbm(hbm_models());
+  register_torus_interconnect(interconnect_models());
+}
+
+PodRunResult run_timed_pod(const isa::Executable& executable,
+                           const std::vector<std::vector<std::vector<uint8_t>>>& parameters,
+                           const TimingOptions& options) {
+  return Kernel::instance().run([&]() -> PodRunResult {
+    PodRun run(executable, parameters, options);
+    run.start();
+    sc_core::sc_start();
+    return run.finish();
+  });
 }
 
 TimedRunResult run_timed(const isa::Executable& executable,
                          const std::vector<std::vector<uint8_t>>& parameters,
                          const TimingOptions& options) {
-  return Kernel::instance().run([&]() -> TimedRunResult {
-    ChipRun run(executable, parameters, options);
-    run.start();
-    sc_core::sc_start();
-    return run.finish();
-  });
+  if (executable.pod && executable.pod->chips() > 1)
+    fail("run_timed runs one chip; this executable is for the {} chips of pod '{}' (run it with "
+         "run_timed_pod)",
+         executable.pod->chips(), executable.pod->name);
+  std::vector<std::vector<std::vector<uint8_t>>> one;
+  if (!(options.timing_only && parameters.empty())) one.push_back(parameters);
+  PodRunResult pod = run_timed_pod(executable, one, options);
+  TimedRunResult r = std::move(pod.chips.at(0));
+  r.profile = std::move(pod.profile);
+  r.hazards = std::move(pod.hazards);
+  return r;
+}
+
+std::string format_pod_summary(const PodRunResult& r, const topology::ChipConfig& chip) {
+  uint64_t fastest = r.chips.empty() ? 0 : UINT64_MAX, slowest = 0;
+  for (const TimedRunResult& c : r.chips) {
+    fastest = std::min(fastest, c.cycles);
+    slowest = std::max(slowest, c.cycles);
+  }
+  double max_use = 0, sum_use = 0;
+  const double cycles = static_cast<double>(std::max<uint64_t>(r.cycles, 1));
+  for (const LinkUse& l : r.links) {
+    double use = static_cast<double>(l.busy_cycles) / cycles;
+    max_use = std::max(max_use, use);
+    sum_use += use;
+  }
+  auto us = [&](uint64_t c) { return static_cast<double>(c) / chip.clock_hz * 1e6; };
+  return fmt::format(
+      "pod: {} chips, {} cycles ({:.3f} us at {:.3g} GHz), {} instructions, {} DMAs\n"
+      "per chip: {:.3f} us fastest, {:.3f} us slowest\n"
+      "ICI: {:.4g} MB moved (link-hops); DCN: {:.4g} MB\n"
+      "links used: {}, utilisation max {:.1f}%, mean {:.1f}%\n",
+      r.chips.size(), r.cycles, r.seconds * 1e6, chip.clock_hz / 1e9, r.instructions, r.dmas,
+      us(fastest), us(slowest), r.ici_bytes / 1e6, r.dcn_bytes / 1e6, r.links.size(),
+      100.0 * max_use, r.links.empty() ? 0.0 : 100.0 * sum_use / static_cast<double>(r.links.size()));
 }
 
 std::vector<std::string> registered_unit_models(std::string_view kind) {
@@ -113,7 +154,8 @@ std::vector<std::string> registered_unit_models(std::string_view kind) {
     if (kind == "vpu") return vpu_models().names();
     if (kind == "dma") return dma_models().names();
     if (kind == "hbm") return hbm_models().names();
-    fail("unknown unit kind '{}' (mxu, vpu, dma, hbm)", kind);
+    if (kind == "interconnect") return interconnect_models().names();
+    fail("unknown unit kind '{}' (mxu, vpu, dma, hbm, interconnect)", kind);
   });
 }
 

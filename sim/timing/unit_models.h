@@ -107,13 +107,23 @@ struct DmaTiming {
   Cycle end = 0;
   Cycle hbm_start = 0;
   Cycle hbm_end = 0;
+  // A remote transfer: handed to the interconnect, which completes it when it lands (end
+  // is not known when run_bursts returns).
+  bool remote = false;
 };
+
+class Interconnect;  // interconnect.h
 
 // What an engine needs from the run: the memories, and whom to tell.
 class DmaHost {
  public:
   virtual ~DmaHost() = default;
   virtual MemoryTarget& memory(isa::MemorySpace space, int core) = 0;
+  // dma.remote: this chip's device id, the destination's memory on chip t.dst_device, and
+  // the interconnect between them.
+  virtual int device() const = 0;
+  virtual MemoryTarget& remote_memory(const DmaTransfer& t) = 0;
+  virtual Interconnect* interconnect() = 0;
   // Called by the engine's process at timing.end (SystemC time now): performs the copy
   // and signals the semaphore.
   virtual void dma_completed(const DmaJob& job, int engine_core, int engine,
@@ -175,11 +185,14 @@ void register_inorder_vpu(VpuRegistry& registry);
 void register_burst_dma(DmaRegistry& registry);
 void register_pipelined_dma(DmaRegistry& registry);
 
-// The bursts of one transfer starting at `start` (SystemC time is `now`): requested one
-// per cycle from the source memory, each written to the destination when it arrived.
-// Fills everything but busy_end.
-DmaTiming run_bursts(DmaHost& host, const DmaTransfer& transfer, Cycle start, Cycle now,
-                     int64_t burst_bytes);
+// The bursts of one transfer starting at `start` (>= SystemC time): requested one per
+// cycle from the source memory, each written to the destination when it arrived. Fills
+// everything but busy_end. A remote transfer's bursts go to the interconnect instead
+// (the call waits in simulated time while its first link has no room), which calls
+// host.dma_completed(job, engine_core, engine, ...) when the last has landed: the result
+// has `remote` set and its busy_end filled (when the last burst was handed over).
+DmaTiming run_bursts(DmaHost& host, const DmaJob& job, Cycle start, int64_t burst_bytes,
+                     int engine_core, int engine);
 void register_channel_hbm(HbmRegistry& registry);
 
 }  // namespace podsim::sim::timing

@@ -89,12 +89,62 @@ TEST(Assembler, ReadsInstructionsAsDocumented) {
   in = one("sld.s64 s1, x[s2]");  // an optional type on an untyped instruction
   EXPECT_EQ(in.opcode, Opcode::kSld);
   EXPECT_EQ(in.dtype, DType::kS64);
-  in = assemble(std::string(kHeader) + "dma.remote.bf16 d0, s1, s2, q3, 2\nhalt\n" +
-                ".descriptor d0 src=x dst=y elem=4 sizes=[2] src_strides=[4] dst_strides=[4]\n")
-           .programs[0]
-           .instructions[0];
+  in = one("sdev s4, 2");
+  EXPECT_EQ(in.opcode, Opcode::kSdev);
+  EXPECT_EQ(in.operands, ops({4, 2}));
+}
+
+constexpr std::string_view kPodBody =
+    ".region x vmem[0] 0 1024\n"
+    ".region y vmem[0] 1024 1024\n"
+    ".descriptor d0 src=x dst=y elem=4 sizes=[2] src_strides=[4] dst_strides=[4]\n"
+    ".program core 0\n"
+    "dma.remote.bf16 d0, s1, s2, s3, q4, q5\n"
+    "halt\n";
+
+TEST(Assembler, ReadsAPodAndRemoteDmas) {
+  Executable e = assemble(".pod \"tiny:2x2\"\n" + std::string(kPodBody));
+  ASSERT_TRUE(e.pod.has_value());
+  EXPECT_EQ(*e.pod, topology::pod_config("tiny:2x2"));
+  EXPECT_EQ(e.chip, e.pod->chip);
+  EXPECT_EQ(e.replicas, 4);  // every chip a replica by default
+  EXPECT_EQ(e.partitions, 1);
+  const Instruction& in = e.programs[0].instructions[0];
   EXPECT_EQ(in.opcode, Opcode::kDmaRemote);
   EXPECT_EQ(in.dtype, DType::kBF16);
+  EXPECT_EQ(in.operands, ops({0, 1, 2, 3, 4, 5}));
+  EXPECT_EQ(assemble(disassemble(e)), e);
+
+  // Replicas x partitions, given either way, and a pod spelled out as TOML.
+  e = assemble(".pod \"tiny:2x2\"\n.partitions 2\n" + std::string(kPodBody));
+  EXPECT_EQ(e.replicas, 2);
+  EXPECT_EQ(e.partitions, 2);
+  EXPECT_EQ(assemble(disassemble(e)), e);
+  topology::PodConfig custom = topology::pod_config("tiny:2x2");
+  custom.name = "my pod";
+  custom.ici_link_latency_ns = 1234;
+  e.pod = custom;
+  std::string text = disassemble(e);
+  EXPECT_NE(text.find(".pod_toml"), std::string::npos) << text;
+  EXPECT_EQ(assemble(text), e);
+}
+
+TEST(Assembler, PodErrorsNameTheLine) {
+  std::string no_pod = error_of(".chip tiny\n" + std::string(kPodBody));
+  EXPECT_NE(no_pod.find("k.s:6:1: program 0 (core 0), instruction 0 (dma.remote): dma.remote "
+                        "needs a pod"),
+            std::string::npos)
+      << no_pod;
+  std::string count = error_of(".pod \"tiny:2x2\"\n.replicas 3\n" + std::string(kPodBody));
+  EXPECT_NE(count.find("k.s:2:1: 3 replicas x 1 partitions must be the 4 chip(s)"),
+            std::string::npos)
+      << count;
+  std::string both = error_of(".chip tiny\n.pod \"tiny:2x2\"\n" + std::string(kPodBody));
+  EXPECT_NE(both.find("k.s:2:1: a second target chip or pod (the first is at line 1)"),
+            std::string::npos)
+      << both;
+  std::string bad = error_of(".pod \"tiny:0x2\"\n" + std::string(kPodBody));
+  EXPECT_NE(bad.find("k.s:1:6:"), std::string::npos) << bad;
 }
 
 TEST(Assembler, LabelsAndSourceOps) {
@@ -231,8 +281,8 @@ TEST(Assembler, ErrorsNameLineAndColumn) {
       {".constant nowhere 00", "k.s:5:11: unknown region 'nowhere'"},
       {".region z hbm 0 16\n.bytes 00", "k.s:6:1: .bytes must follow a .constant line"},
       {".param p x f99[2]", "k.s:5:12: unknown element type 'f99'"},
-      {".chip v4", "k.s:5:1: a second target chip (the first is at line 1)"},
-      {".format 2", "k.s:5:9: format version 2: this podsim reads version 1"},
+      {".chip v4", "k.s:5:1: a second target chip or pod (the first is at line 1)"},
+      {".format 3", "k.s:5:9: format version 3: this podsim reads versions 1 to 2"},
       {".frobnicate", "k.s:5:1: unknown directive '.frobnicate'"},
       {"vadd.f32 v1, v2, v3 $", "k.s:5:21: unexpected character '$'"},
       // Problems the validator finds are reported at the line they come from.
@@ -268,7 +318,7 @@ TEST(Assembler, StructuralErrors) {
       error_of(".chip_toml \"c\" \"d\"\nbase = \"tiny\"\nvmem_bytes = \"lots\"\n.end\n");
   EXPECT_NE(error.find("k.s:3:"), std::string::npos) << error;
   EXPECT_NE(error.find("vmem_bytes"), std::string::npos) << error;
-  EXPECT_NE(error_of(".end\n").find("k.s:1:1: .end without a .chip_toml block"), std::string::npos);
+  EXPECT_NE(error_of(".end\n").find("k.s:1:1: .end without a .chip_toml or .pod_toml block"), std::string::npos);
   EXPECT_NE(
       error_of(".chip tiny\n.program core 0\nsli s1, 0\n")
           .find(

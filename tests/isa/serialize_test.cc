@@ -173,6 +173,18 @@ TEST(Serialize, OpcodesAreMappedByMnemonic) {
       << error;
 }
 
+// A file written by the single-chip format (version 1, before pods) still reads: the
+// executable of one chip it always was.
+TEST(Serialize, ReadsFormatVersion1) {
+  std::string dir = std::string(PODSIM_SOURCE_DIR) + "/tests/isa/";
+  std::ifstream in(dir + "testdata/vector_add.s");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  Executable old = read_executable(dir + "format1/vector_add.pex");
+  EXPECT_FALSE(old.pod.has_value());
+  EXPECT_EQ(old.replicas, 1);
+  EXPECT_EQ(old, assemble(text));
+}
+
 // The fuzz seed corpus (tests/isa/corpus/*.pex) is the assembled tests/isa/testdata/*.s.
 // PODSIM_REGENERATE_CORPUS=1 rewrites it (after a format change).
 TEST(Serialize, SeedCorpusMatchesItsSources) {

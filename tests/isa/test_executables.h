@@ -58,14 +58,16 @@ inline Executable small_executable() {
   return e;
 }
 
-// Every opcode of the table once, in order, on a two-core chip, then halt; operands are
+// Every opcode of the table once, in order, on a pod of two-core chips, then halt; operands are
 // chosen from each opcode's signature, so a new opcode is covered without a change here.
 // Immediates take the first of a few candidates that validate (some opcodes restrict
 // theirs to a small set of values). Data types cycle through all of them.
 inline Executable every_opcode_executable() {
   Executable e;
   e.compiler_version = "every opcode";
-  e.chip = topology::preset("v4");
+  e.pod = topology::pod_config("v4:2x2x1");  // dma.remote needs a pod
+  e.chip = e.pod->chip;
+  e.replicas = 4;
   e.regions = {{"hbm_a", MemorySpace::kHbm, 0, 1 << 20, 1 << 16},
                {"vmem_a", MemorySpace::kVmem, 0, 0, 1 << 16},
                {"vmem_b", MemorySpace::kVmem, 1, 4096, 1 << 12}};

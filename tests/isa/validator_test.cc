@@ -61,11 +61,17 @@ const Mutation kMutations[] = {
      "instruction 9 (bnz): branch target 13 is outside the program"},
     {"negative branch", [](Executable& e) { at(e, 9).operands[1] = -1; },
      "branch target -1 is outside"},
-    {"bad ICI port",
-     [](Executable& e) {
-       at(e, 3) = make(Opcode::kDmaRemote, DType::kF32, {0, 1, 1, 0, 4});
-     },
-     "immediate 4 is not a valid ICI port"},
+    {"bad sdev selector",
+     [](Executable& e) { at(e, 3) = make(Opcode::kSdev, DType::kF32, {1, 6}); },
+     "immediate 6 is not a valid sdev selector"},
+    {"remote DMA without a pod",
+     [](Executable& e) { at(e, 3) = make(Opcode::kDmaRemote, DType::kF32, {0, 1, 1, 1, 0, 0}); },
+     "instruction 3 (dma.remote): dma.remote needs a pod"},
+    {"replicas without a pod", [](Executable& e) { e.replicas = 2; },
+     "2 replicas x 1 partitions must be the 1 chip(s) of a single chip"},
+    {"pod of another chip",
+     [](Executable& e) { e.pod = topology::pod_config("v5e:2x2"); e.replicas = 4; },
+     "the pod's chip ('v5e') is not the executable's chip ('tiny')"},
     {"bad comparison",
      [](Executable& e) {
        at(e, 6) = make(Opcode::kVcmp, DType::kF32, {0, 0, 0, 6});
@@ -172,7 +178,7 @@ const Mutation kMutations[] = {
      "the target chip 'tiny' is invalid"},
     {"chip without a name", [](Executable& e) { e.chip.name.clear(); },
      "the target chip has no name"},
-    {"wrong format version", [](Executable& e) { e.format_version = 2; }, "format version 2"},
+    {"wrong format version", [](Executable& e) { e.format_version = 3; }, "format version 3"},
 };
 
 class Malicious : public ::testing::TestWithParam<Mutation> {};

@@ -1,9 +1,11 @@
 # Every instruction of the ISA at least once (assembler_test checks that this file keeps
-# up with isa/opcodes.def), on a v4 chip: 2 TensorCores, 32 vector registers of 8 x 128,
-# 4 MXUs of 128 x 128 per core, 6 ICI ports. It shows the syntax; it computes nothing useful.
-.format 1
+# up with isa/opcodes.def), on a 2x2x1 pod of v4 chips (each 2 TensorCores, 32 vector
+# registers of 8 x 128, 4 MXUs of 128 x 128 per core), all four chips replicas. It shows
+# the syntax; it computes nothing useful.
+.format 2
 .compiler "hand-written"
-.chip v4
+.pod "v4:2x2x1"
+.replicas 4
 
 .region h hbm 0 65536
 .region a vmem[0] 0 65536
@@ -76,7 +78,8 @@ skip: bnz s0, start              # a label may precede an instruction on its lin
   mmul.bf16 m1, a[s0], s1, 1  @0
   mpop.f32 m1, a[s0], s2
   dma d0, s0, s0, q0
-  dma.remote d0, s0, s0, q1, 5   # to the chip on ICI port 5
+  sdev s9, 0                     # this chip's device id
+  dma.remote d0, s0, s0, s9, q1, q3  # to chip s9: q1 here when read, q3 there when landed
   sem.wait q0, 1
   sem.signal q2, 1
   barrier

@@ -217,8 +217,11 @@ TEST(Dma, FaultsNameTheInstruction) {
 )"));
   EXPECT_NE(error_of(overlap).find("overlap"), std::string::npos);
 
-  FunctionalModel remote(assemble(regions + "  dma.remote d0, s0, s0, q0, 1\n  halt\n"));
-  EXPECT_NE(error_of(remote).find("needs a pod"), std::string::npos);
+  // A chip of a pod, run outside its pod, has no peers to write to.
+  FunctionalModel remote(assemble(".pod \"tiny:1x2\"\n" + regions.substr(tiny_chip().size()) +
+                                  "  dma.remote d0, s0, s0, s0, q0, q1\n  halt\n"));
+  EXPECT_NE(error_of(remote).find("needs a pod: this chip runs alone"), std::string::npos)
+      << error_of(remote);
 }
 
 TEST(Sync, SemaphoreSignalAndWaitCount) {

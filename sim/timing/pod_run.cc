@@ -1,0 +1,121 @@
+// A timed run of a pod: construction of its chips and interconnect, and how the run ends.
+#include "sim/timing/pod_run.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "common/error.h"
+
+namespace podsim::sim::timing {
+
+PodRun::PodRun(const isa::Executable& executable,
+               const std::vector<std::vector<std::vector<uint8_t>>>& parameters,
+               const TimingOptions& options)
+    : models_(executable) {
+  const int n = models_.chips();
+  pod_ = n > 1;
+  if (!(options.timing_only && parameters.empty()) && static_cast<int>(parameters.size()) != n)
+    fail("the executable runs on {} chip(s); parameters for {} given", n, parameters.size());
+  const std::vector<std::vector<uint8_t>> none;
+  chips_.reserve(static_cast<size_t>(n));
+  for (int d = 0; d < n; ++d)
+    chips_.push_back(std::make_unique<ChipRun>(
+        *this, models_.chip(d), parameters.empty() ? none : parameters[static_cast<size_t>(d)],
+        options));
+  if (executable.pod) {
+    torus_.emplace(*executable.pod);
+    InterconnectContext context{*executable.pod, *torus_, {}, {}, {}};
+    for (auto& chip : chips_) context.recorders.push_back(&chip->recorder());
+    context.aborted = [this] { return chips_.front()->aborted(); };
+    context.fail = [this](std::exception_ptr error) { abort(error, chips_.front().get()); };
+    net_ = interconnect_models().make(options.interconnect_model, context);
+  }
+}
+
+PodRun::~PodRun() = default;
+
+void PodRun::start() {
+  for (auto& chip : chips_) chip->start();
+  if (net_) net_->start();
+}
+
+void PodRun::abort(std::exception_ptr error, ChipRun* from) {
+  for (auto& chip : chips_) chip->abort(chip.get() == from ? error : nullptr);
+  if (net_) net_->wake();
+}
+
+PodRunResult PodRun::finish() {
+  if (net_) {
+    net_->stop();
+    sc_core::sc_start();  // its process ends (it had nothing left to do)
+  }
+  const bool stuck = std::any_of(chips_.begin(), chips_.end(), [](auto& c) { return c->stuck(); });
+  const bool failed = std::any_of(chips_.begin(), chips_.end(), [](auto& c) { return c->error(); });
+  if (stuck && !failed) {
+    // Nothing left to happen, yet some core has not halted: it waits for a semaphore no
+    // DMA will signal, or for a barrier a halted core never reaches.
+    std::string where;
+    for (auto& chip : chips_)
+      if (chip->stuck()) where += chip->describe_stuck_cores(pod_);
+    std::exception_ptr error;
+    try {
+      fail("deadlock at cycle {}: every running core{} is blocked and no DMA is in flight to "
+           "release it:{}",
+           now_cycles() - chips_.front()->recorder().base(), pod_ ? " of every chip" : "", where);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    abort(error, chips_.front().get());
+    sc_core::sc_start();  // let the stuck processes see the abort and end
+  }
+  for (size_t d = 0; d < chips_.size(); ++d) {
+    std::exception_ptr error = chips_[d]->error();
+    if (!error) continue;
+    if (!pod_ || stuck) std::rethrow_exception(error);
+    try {
+      std::rethrow_exception(error);
+    } catch (const Error& e) {
+      fail("chip {}: {}", d, e.what());
+    }
+  }
+
+  PodRunResult r;
+  const topology::ChipConfig& chip = models_.chip(0).executable().chip;
+  for (size_t d = 0; d < chips_.size(); ++d) {
+    TimedRunResult c = chips_[d]->finish();
+    r.cycles = std::max(r.cycles, c.cycles);
+    r.instructions += c.instructions;
+    r.dmas += c.dmas;
+    r.host_memory_bytes += c.host_memory_bytes;
+    for (Hazard& h : c.hazards) {
+      if (pod_) h.message = fmt::format("chip {}: {}", d, h.message);
+      r.hazards.push_back(std::move(h));
+    }
+    if (d == 0) {
+      r.profile.program = c.profile.program;
+      r.profile.source_ops = c.profile.source_ops;
+    }
+    for (traces::ChipProfile& p : c.profile.chips) {
+      if (pod_) {
+        const ChipPlace& place = models_.chip(static_cast<int>(d)).place();
+        p.name = fmt::format("chip {} ({},{},{}{}) ({})", d, place.xyz[0], place.xyz[1],
+                             place.xyz[2], place.slice ? fmt::format(" slice {}", place.slice) : "",
+                             chip.name);
+      }
+      r.profile.chips.push_back(std::move(p));
+    }
+    c.profile = {};
+    r.chips.push_back(std::move(c));
+  }
+  r.seconds = static_cast<double>(r.cycles) / chip.clock_hz;
+  if (net_)
+    for (const LinkState& l : net_->links()) {
+      if (l.bytes == 0) continue;
+      r.links.push_back({l.name, l.category, l.bytes, l.busy});
+      (l.category == "ici" ? r.ici_bytes : r.dcn_bytes) += l.bytes;
+    }
+  return r;
+}
+
+}  // namespace podsim::sim::timing

@@ -1,0 +1,47 @@
+// Internal to sim/timing: one timed run of a pod (a single chip is a pod of one): the
+// functional pod model, one ChipRun per chip, and the interconnect between them, wired
+// from the executable's PodConfig. Built on the SystemC kernel thread while the kernel is
+// paused, like ChipRun; start(), sc_start(), finish().
+#pragma once
+
+#include <exception>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "sim/functional/pod_model.h"
+#include "sim/timing/chip_run.h"
+#include "sim/timing/interconnect.h"
+#include "sim/timing/timed_chip.h"
+#include "topology/torus.h"
+
+namespace podsim::sim::timing {
+
+class PodRun {
+ public:
+  // parameters[device]: that chip's parameters (or none at all in a timing-only run).
+  PodRun(const isa::Executable& executable,
+         const std::vector<std::vector<std::vector<uint8_t>>>& parameters,
+         const TimingOptions& options);
+  ~PodRun();
+
+  void start();
+  // After sc_start() returned: throws the first chip's error (naming the chip on a pod)
+  // or a deadlock report over every chip, else returns the result.
+  PodRunResult finish();
+
+  int chips() const { return static_cast<int>(chips_.size()); }
+  ChipRun& chip(int device) { return *chips_.at(static_cast<size_t>(device)); }
+  Interconnect* interconnect() { return net_.get(); }
+  // Ends the run on every chip; the error belongs to `from`.
+  void abort(std::exception_ptr error, ChipRun* from);
+
+ private:
+  PodFunctionalModel models_;
+  std::optional<topology::Torus> torus_;
+  std::vector<std::unique_ptr<ChipRun>> chips_;
+  std::unique_ptr<Interconnect> net_;
+  bool pod_ = false;  // more than one chip: messages and profiles name the chip
+};
+
+}  // namespace podsim::sim::timing

@@ -1,0 +1,211 @@
+// The timed pod: remote DMA over ICI links and DCN, the hand-written ring all-reduce
+// (examples/pods) against the functional pod model, hazards and deadlocks across chips,
+// and link timing against latency + bytes / bandwidth worked out from the pod's figures.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <fstream>
+#include <random>
+
+#include "common/error.h"
+#include "isa/isa.h"
+#include "sim/functional/pod_model.h"
+#include "sim/timing/timed_chip.h"
+#include "topology/torus.h"
+
+namespace podsim::sim::timing {
+namespace {
+
+std::string read_example(const std::string& file) {
+  std::ifstream in(std::string(PODSIM_SOURCE_DIR) + "/examples/pods/" + file);
+  EXPECT_TRUE(in) << file;
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+std::string on_pod(std::string text, const std::string& pod) {
+  size_t at = text.find("\n.pod ");
+  size_t end = text.find('\n', at + 1);
+  return text.replace(at + 1, end - at - 1, ".pod \"" + pod + "\"");
+}
+
+// Random f32 parameters for every chip (small integers: exact whatever the order of sums).
+std::vector<std::vector<std::vector<uint8_t>>> random_parameters(const isa::Executable& e,
+                                                                 int chips) {
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> small(-8, 8);
+  std::vector<std::vector<std::vector<uint8_t>>> out(static_cast<size_t>(chips));
+  for (auto& chip : out)
+    for (const isa::Binding& b : e.parameters) {
+      int64_t n = 1;
+      for (int64_t d : b.dims) n *= d;
+      std::vector<float> values(static_cast<size_t>(n));
+      for (float& v : values) v = static_cast<float>(small(rng));
+      const auto* bytes = reinterpret_cast<const uint8_t*>(values.data());
+      chip.emplace_back(bytes, bytes + values.size() * sizeof(float));
+    }
+  return out;
+}
+
+class TimedRing : public ::testing::TestWithParam<std::string> {};
+
+// The timed pod computes what the functional pod computes (which equals the evaluator's
+// all-reduce: tests/sim/pod), with no hazard, and every chip's ring finishes.
+TEST_P(TimedRing, MatchesTheFunctionalPodWithoutHazards) {
+  isa::Executable exe = isa::assemble(on_pod(read_example("ring_all_reduce.s"), GetParam()));
+  const int n = exe.pod->chips();
+  auto params = random_parameters(exe, n);
+
+  PodFunctionalModel functional(exe);
+  for (int d = 0; d < n; ++d) functional.chip(d).set_parameter(0, params[static_cast<size_t>(d)][0]);
+  functional.run_to_completion(100'000'000);
+
+  TimingOptions options;
+  options.check_hazards = options.hazards_are_errors = true;
+  PodRunResult r = run_timed_pod(exe, params, options);
+  ASSERT_EQ(r.chips.size(), static_cast<size_t>(n));
+  for (int d = 0; d < n; ++d)
+    EXPECT_EQ(r.chips[static_cast<size_t>(d)].outputs.at(0), functional.chip(d).read_output(0))
+        << "chip " << d;
+  EXPECT_TRUE(r.hazards.empty());
+  EXPECT_EQ(r.profile.chips.size(), static_cast<size_t>(n));
+  // Each chip sends 2 (N - 1) chunks of 256 KiB / N over one hop of the ring in device
+  // order: at least 2 (N - 1) / N * 256 KiB per chip crosses a link.
+  const double floor_bytes = 2.0 * (n - 1) * 262144.0;
+  if (exe.pod->slices == 1) {
+    EXPECT_GE(r.ici_bytes, floor_bytes);
+  } else {
+    EXPECT_GT(r.dcn_bytes, 0);
+    EXPECT_GE(r.ici_bytes + r.dcn_bytes / 4, floor_bytes);  // DCN bytes cross 4 links
+  }
+  bool link_tracks = false;
+  for (const auto& chip : r.profile.chips)
+    for (const auto& track : chip.tracks) link_tracks |= track.category == "ici";
+  EXPECT_EQ(link_tracks, exe.pod->slices == 1 || exe.pod->chips_per_slice() > 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(Pods, TimedRing,
+                         ::testing::Values("v5e:2x2", "v5e:4x4", "v4:2x2x2", "v5e:2x2:slices=2"),
+                         [](const auto& info) {
+                           std::string name = info.param;
+                           for (char& c : name)
+                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+                           return name;
+                         });
+
+TEST(TimedPod, AMissingWaitIsAHazardNamingBothChips) {
+  // Without the wait for the previous chip's tiles, the add reads `recv` while the remote
+  // DMA that writes it may still be in flight.
+  std::string text = on_pod(read_example("ring_all_reduce.s"), "v5e:2x2");
+  size_t at = text.find("rs_wait:");
+  ASSERT_NE(at, std::string::npos);
+  size_t wait = text.find("sem.wait q2, 1", at);
+  text.replace(wait, 14, "sem.signal q2, 0");
+  isa::Executable exe = isa::assemble(text);
+  TimingOptions options;
+  options.check_hazards = true;
+  PodRunResult r = run_timed_pod(exe, random_parameters(exe, 4), options);
+  ASSERT_FALSE(r.hazards.empty());
+  const Hazard& h = r.hazards.front();
+  EXPECT_EQ(h.kind, "read-after-write") << h.message;
+  EXPECT_NE(h.message.find("dma.remote d1 from chip"), std::string::npos) << h.message;
+  EXPECT_NE(h.message.find("vld"), std::string::npos) << h.message;
+  EXPECT_EQ(h.message.rfind("chip ", 0), 0u) << h.message;  // names the receiving chip
+}
+
+constexpr std::string_view kRegions = R"(
+.region a vmem[0] 0 1048576
+.region b vmem[0] 1048576 1048576
+.descriptor d0 src=a dst=b elem=4 sizes=[256] src_strides=[4] dst_strides=[4]
+.program core 0
+)";
+
+TEST(TimedPod, MismatchedProgramsDeadlockWithAClearError) {
+  isa::Executable exe = isa::assemble(".pod \"v5e:2x2\"\n" + std::string(kRegions) + R"(
+  sdev s1, 0
+  bnz s1, wait
+  sli s2, 1
+  dma.remote d0, s0, s0, s2, q1, q2
+wait:
+  sem.wait q2, 1
+  halt
+)");
+  try {
+    run_timed_pod(exe, {{}, {}, {}, {}});
+    FAIL() << "expected a deadlock";
+  } catch (const Error& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("deadlock at cycle"), std::string::npos) << m;
+    EXPECT_NE(m.find("of every chip"), std::string::npos) << m;
+    EXPECT_NE(m.find("chip 0 (slice 0, x 0, y 0, z 0) core 0: pc 4 sem.wait q2, 1"), std::string::npos) << m;
+    EXPECT_NE(m.find("chip 3 (slice 0, x 1, y 1, z 0) core 0: pc 4 sem.wait q2, 1"), std::string::npos) << m;
+    EXPECT_EQ(m.find("chip 1 ("), std::string::npos) << m;  // it received and halted
+  }
+}
+
+TEST(TimedPod, RunTimedRefusesAPodOfSeveralChips) {
+  isa::Executable exe = isa::assemble(".pod \"v5e:2x2\"\n" + std::string(kRegions) + "  halt\n");
+  try {
+    run_timed(exe, {});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("run_timed_pod"), std::string::npos) << e.what();
+  }
+}
+
+// Flows of `bytes` each (one VMEM-to-VMEM remote DMA from chip `from` to chip `to`), all
+// issued at the start; returns the cycles until chip `measured` (a receiver) is done.
+uint64_t flow_cycles(const std::string& pod, int64_t bytes,
+                     const std::vector<std::pair<int, int>>& flows, int measured) {
+  std::string text = fmt::format(
+      ".pod \"{}\"\n.region a vmem[0] 0 {}\n.region b vmem[0] {} {}\n"
+      ".descriptor d0 src=a dst=b elem=4 sizes=[{}] src_strides=[4] dst_strides=[4]\n"
+      ".program core 0\n  sdev s1, 0\n",
+      pod, bytes, bytes, bytes, bytes / 4);
+  std::string senders;
+  for (size_t i = 0; i < flows.size(); ++i) {
+    auto [from, to] = flows[i];
+    text += fmt::format("  sli s2, {}\n  seq s3, s1, s2\n  bnz s3, send{}\n", from, i);
+    text += fmt::format("  sli s2, {}\n  seq s3, s1, s2\n  bnz s3, receive\n", to);
+    senders += fmt::format(
+        "send{}:\n  sli s4, {}\n  dma.remote d0, s0, s0, s4, q1, q2\n  sem.wait q1, 1\n  halt\n",
+        i, to);
+  }
+  text += "  halt\n" + senders + "receive:\n  sem.wait q2, 1\n  halt\n";
+  isa::Executable exe = isa::assemble(text);
+  TimingOptions options;
+  options.timing_only = true;
+  options.profile = false;
+  PodRunResult r = run_timed_pod(exe, {}, options);
+  return r.chips.at(static_cast<size_t>(measured)).cycles;
+}
+
+TEST(TimedPod, LinksTakeLatencyPlusBytesOverBandwidth) {
+  // v5e: 50 GB/s per link direction, 1 us per hop (assumed), 1.5 GHz.
+  const topology::PodConfig pod = topology::pod_config("v5e:4x4");
+  const double cycles_per_byte = pod.chip.clock_hz / pod.ici_link_bandwidth_bytes_per_s;
+  const double hop = pod.ici_link_latency_ns * pod.chip.clock_hz / 1e9;
+  for (int64_t bytes : {int64_t{4096}, int64_t{1} << 20}) {
+    for (int to : {1, 2, 10}) {  // 1, 2 and 4 hops (x then y) from chip 0
+      const int hops = topology::Torus(pod).hops(0, to);
+      const double analytic = hops * hop + static_cast<double>(bytes) * cycles_per_byte;
+      const double simulated = static_cast<double>(flow_cycles("v5e:4x4", bytes, {{0, to}}, to));
+      EXPECT_NEAR(simulated / analytic, 1.0, 0.05)
+          << bytes << " bytes over " << hops << " hops: " << simulated << " vs " << analytic;
+    }
+  }
+  // Two flows sharing the link 1 -> 2 (from chip 0 and chip 1 to chip 2 and chip 3): each
+  // gets half of it, so both take about twice the bytes' time.
+  const int64_t bytes = 1 << 20;
+  const double shared = 2.0 * static_cast<double>(bytes) * cycles_per_byte + 2 * hop;
+  for (int receiver : {2, 3}) {
+    const double simulated =
+        static_cast<double>(flow_cycles("v5e:4x4", bytes, {{0, 2}, {1, 3}}, receiver));
+    EXPECT_NEAR(simulated / shared, 1.0, 0.05)
+        << "receiver " << receiver << ": " << simulated << " vs " << shared;
+  }
+}
+
+}  // namespace
+}  // namespace podsim::sim::timing
