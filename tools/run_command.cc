@@ -1,5 +1,7 @@
 // podsim run FILE.hlo --backend eval: run a module on inputs (random or from a
-// safetensors file) and print a summary of each output.
+// safetensors file) and print a summary of each output. With --topology, every chip of a
+// pod runs the module (on the simulator) on its own inputs. podsim run FILE.pex / FILE.s
+// runs an executable (hand-written or compiled) on the simulated chip or pod it names.
 #include <fmt/core.h>
 #include <fmt/format.h>
 
@@ -9,6 +11,9 @@
 #include <cstring>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <optional>
 #include <map>
 #include <random>
 
@@ -21,11 +26,14 @@
 #include "compiler/cpu/cpu_compiler.h"
 #include "compiler/passes/pass.h"
 #include "compiler/tpu/tpu_compiler.h"
+#include "isa/isa.h"
 #include "sim/functional/functional_model.h"
+#include "sim/functional/pod_model.h"
 #include "sim/timing/timed_chip.h"
 #include "traces/chrome_trace.h"
 #include "traces/summary.h"
 #include "topology/chip_config.h"
+#include "topology/pod_config.h"
 #include "tools/commands.h"
 
 namespace podsim::tools {
@@ -34,7 +42,9 @@ namespace {
 struct RunOptions {
   std::string file;
   std::string backend = "eval";
+  bool backend_given = false;
   std::string chip = "v5e";
+  std::string topology;
   std::string inputs = "random";
   uint64_t seed = 0;
   int64_t replicas = 0;
@@ -218,13 +228,160 @@ std::vector<ir::Literal> run_sim_timed(ir::Module& module, const std::vector<ir:
   return output_literals(module, result.outputs);
 }
 
+using DeviceBytes = std::vector<std::vector<std::vector<uint8_t>>>;  // [device][k]
+
+// Runs an executable on every chip of its pod (one chip without) with parameters[device]
+// (none in a timing-only run); returns outputs[device][k] and adds the simulator's report.
+DeviceBytes run_on_pod(const isa::Executable& exe, const DeviceBytes& parameters,
+                       const RunOptions& options, std::string& report) {
+  DeviceBytes outputs;
+  if (options.backend == "sim-functional") {
+    sim::PodFunctionalModel pod(exe);
+    for (int d = 0; d < pod.chips(); ++d)
+      for (size_t k = 0; k < parameters[static_cast<size_t>(d)].size(); ++k)
+        pod.chip(d).set_parameter(static_cast<int>(k), parameters[static_cast<size_t>(d)][k]);
+    pod.run_to_completion(int64_t{1} << 40);
+    for (int d = 0; d < pod.chips(); ++d) {
+      outputs.emplace_back();
+      for (size_t k = 0; k < exe.outputs.size(); ++k)
+        outputs.back().push_back(pod.chip(d).read_output(static_cast<int>(k)));
+    }
+    return outputs;
+  }
+  if (!options.trace_instructions.empty())
+    fail("--trace-instructions traces one chip; this executable runs on {} chips",
+         exe.replicas * exe.partitions);
+  sim::timing::TimingOptions timing;
+  timing.check_hazards = timing.hazards_are_errors = options.check_hazards;
+  timing.timing_only = options.timing_only;
+  timing.profile_host_link = options.host_link;
+  sim::timing::PodRunResult result = sim::timing::run_timed_pod(exe, parameters, timing);
+  result.profile.program = std::filesystem::path(options.file).stem().string();
+  report += sim::timing::format_pod_summary(result, exe.chip);
+  if (result.chips.size() <= 4) report += traces::format_summary(traces::summarize(result.profile));
+  if (!options.profile.empty()) {
+    traces::write_chrome_trace(result.profile, options.profile);
+    report += fmt::format("wrote the profile to {} (open it in Perfetto UI)\n", options.profile);
+  }
+  for (sim::timing::TimedRunResult& chip : result.chips) outputs.push_back(std::move(chip.outputs));
+  return outputs;
+}
+
+// The executable of a .pex or .s file, moved onto --topology's pod when given (every chip
+// a replica).
+isa::Executable load_executable(const RunOptions& options) {
+  isa::Executable exe;
+  if (options.file.ends_with(".pex")) {
+    exe = isa::read_executable(options.file);
+  } else {
+    std::ifstream in(options.file);
+    if (!in) fail("cannot read {}", options.file);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    exe = isa::assemble(text, options.file);
+  }
+  if (!options.topology.empty()) {
+    exe.pod = topology::pod_config(options.topology);
+    exe.chip = exe.pod->chip;
+    exe.replicas = exe.pod->chips();
+    exe.partitions = 1;
+    try {
+      isa::validate(exe);
+    } catch (const Error& e) {
+      fail("{} does not fit --topology {}: {}", options.file, options.topology, e.what());
+    }
+  }
+  return exe;
+}
+
+ir::PrimitiveType ir_type(isa::DType t) { return *ir::type_from_name(isa::dtype_name(t)); }
+
+// podsim run FILE.pex|FILE.s: random or named inputs per chip (rD.NAME or NAME), outputs
+// per chip.
+int run_executable(RunOptions options) {
+  if (!options.backend_given) options.backend = "sim";
+  if (options.backend != "sim" && options.backend != "sim-functional")
+    fail("{} is an executable: it runs on --backend sim or sim-functional, not {}", options.file,
+         options.backend);
+  if (options.replicas || options.partitions)
+    fail("an executable records its replicas and partitions; use --topology to run it on "
+         "another pod");
+  if (options.timing_only && options.backend != "sim")
+    fail("--timing-only needs --backend sim (it skips the data of a timed run)");
+  isa::Executable exe = load_executable(options);
+  const int devices = exe.replicas * exe.partitions;
+
+  std::map<std::string, ir::Literal> named;
+  if (options.inputs != "random")
+    for (auto& [name, value] : ir::read_safetensors(options.inputs)) named.emplace(name, std::move(value));
+  DeviceBytes parameters;
+  for (int d = 0; d < devices && !options.timing_only; ++d) {
+    std::mt19937_64 rng(options.seed * 1000003 + static_cast<uint64_t>(d));
+    std::vector<ir::Literal> args;
+    for (const isa::Binding& b : exe.parameters) {
+      ir::Shape shape(ir_type(b.dtype), b.dims);
+      if (options.inputs == "random") {
+        args.push_back(random_literal(shape, rng));
+        continue;
+      }
+      std::vector<std::string> candidates = {fmt::format("r{}.{}", d, b.name), b.name};
+      auto found = std::find_if(candidates.begin(), candidates.end(),
+                                [&](const std::string& n) { return named.count(n) != 0; });
+      if (found == candidates.end())
+        fail("{}: no tensor for parameter '{}' ({}) of chip {}; name it one of: {}", options.inputs,
+             b.name, shape.to_string(false), d, fmt::join(candidates, ", "));
+      if (!named.at(*found).shape().compatible(shape))
+        fail("{}: tensor '{}' has shape {} but parameter '{}' is {}", options.inputs, *found,
+             named.at(*found).shape().to_string(false), b.name, shape.to_string(false));
+      args.push_back(named.at(*found));
+    }
+    parameters.push_back(parameter_bytes(args));
+  }
+
+  auto start = std::chrono::steady_clock::now();
+  std::string report;
+  DeviceBytes results = run_on_pod(exe, parameters, options, report);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  ir::NamedLiterals outputs;
+  for (size_t d = 0; d < results.size(); ++d)
+    for (size_t k = 0; k < exe.outputs.size(); ++k) {
+      const isa::Binding& b = exe.outputs[k];
+      ir::Literal l(ir::Shape(ir_type(b.dtype), b.dims));
+      std::memcpy(l.bytes().data(), results[d][k].data(), results[d][k].size());
+      outputs.emplace_back(devices == 1 ? b.name : fmt::format("r{}.{}", d, b.name), std::move(l));
+    }
+  fmt::print("{}: ran on {} ({}, {} chip{}) in {:.3f} s\n", options.file, options.backend,
+             exe.pod ? "pod " + exe.pod->name : "chip " + exe.chip.name, devices,
+             devices == 1 ? "" : "s", seconds);
+  for (const auto& [name, value] : outputs) fmt::print("  {}: {}\n", name, summary(value));
+  if (options.timing_only) fmt::print("  (--timing-only: no outputs computed)\n");
+  fmt::print("{}", report);
+  if (!options.output.empty()) {
+    ir::write_safetensors(options.output, outputs);
+    fmt::print("wrote {} tensors to {}\n", outputs.size(), options.output);
+  }
+  return 0;
+}
+
 int run(const RunOptions& options) {
+  if (options.file.ends_with(".pex") || options.file.ends_with(".s")) return run_executable(options);
   auto module = ir::parse_module_file(options.file);
   ir::verify_module(*module, options.file);
 
+  std::optional<topology::PodConfig> pod;
+  if (!options.topology.empty()) {
+    if (options.backend != "sim" && options.backend != "sim-functional")
+      fail("--topology runs on the simulated pod: add --backend sim or sim-functional");
+    pod = topology::pod_config(options.topology);
+    if (options.partitions > 1)
+      fail("--topology runs a replica per chip; partitions come with SPMD (not yet)");
+    if (options.replicas && options.replicas != pod->chips())
+      fail("--topology {} has {} chips: every chip runs a replica (drop --replicas {})",
+           options.topology, pod->chips(), options.replicas);
+  }
   ir::EvalOptions eval;
-  eval.replicas = options.replicas ? options.replicas : module->replica_count;
-  eval.partitions = options.partitions ? options.partitions : module->num_partitions;
+  eval.replicas = pod ? pod->chips() : options.replicas ? options.replicas : module->replica_count;
+  eval.partitions = pod ? 1 : options.partitions ? options.partitions : module->num_partitions;
   if (eval.replicas < 1 || eval.partitions < 1 || eval.replicas * eval.partitions > 4096)
     fail("--replicas x --partitions must be between 1 and 4096 devices");
   int64_t devices = eval.replicas * eval.partitions;
@@ -241,12 +398,29 @@ int run(const RunOptions& options) {
     fail("--timing-only needs --backend sim (it skips the data of a timed run)");
   if (options.timing_only && !options.output.empty())
     fail("--timing-only computes no outputs; drop --output, or run without --timing-only");
-  if (devices > 1 && options.backend != "eval")
-    fail("--backend {} runs one device; several replicas or partitions need --backend eval", options.backend);
+  if (devices > 1 && options.backend != "eval" && !pod)
+    fail("--backend {} runs one device; several replicas need --topology (a simulated pod) or "
+         "--backend eval", options.backend);
   auto start = std::chrono::steady_clock::now();
   std::vector<ir::Literal> results;
   std::string sim_report;
-  if (options.backend == "eval") {
+  if (pod) {
+    // Every chip runs the module on its own inputs; collectives need the compiler's
+    // lowering to the torus (not yet), so a module with them is an error there.
+    passes::default_pipeline().run(*module);
+    isa::Executable exe = tpu::compile(*module, pod->chip);
+    exe.pod = *pod;
+    exe.replicas = pod->chips();
+    DeviceBytes parameters;
+    for (const std::vector<ir::Literal>& a : args) parameters.push_back(parameter_bytes(a));
+    DeviceBytes outputs = run_on_pod(exe, parameters, options, sim_report);
+    for (const auto& device : outputs) {
+      if (options.timing_only) break;
+      std::vector<ir::Literal> flat = output_literals(*module, device);
+      results.push_back(module->entry()->root()->shape().is_tuple() ? ir::Literal::tuple(std::move(flat))
+                                                                   : std::move(flat.at(0)));
+    }
+  } else if (options.backend == "eval") {
     results = ir::evaluate_spmd(*module, args, eval);
   } else {
     std::vector<ir::Literal> flat;
@@ -275,8 +449,10 @@ int run(const RunOptions& options) {
       flatten(r, prefix + "out0", outputs);
   }
   fmt::print("{}: ran on {} ({} device{}) in {:.3f} s\n", options.file,
-             options.backend.starts_with("sim") ? options.backend + ", chip " + options.chip : options.backend, devices,
-             devices == 1 ? "" : "s", seconds);
+             pod                                  ? options.backend + ", pod " + pod->name
+             : options.backend.starts_with("sim") ? options.backend + ", chip " + options.chip
+                                                  : options.backend,
+             devices, devices == 1 ? "" : "s", seconds);
   for (const auto& [name, value] : outputs) fmt::print("  {}: {}\n", name, summary(value));
   if (options.timing_only) fmt::print("  (--timing-only: no outputs computed)\n");
   if (!sim_report.empty()) fmt::print("{}", sim_report);
@@ -290,15 +466,24 @@ int run(const RunOptions& options) {
 }  // namespace
 
 Command add_run_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("run", "Run an HLO text module and summarise its outputs");
+  auto* cmd = app.add_subcommand(
+      "run", "Run an HLO text module (or an executable: .pex, .s) and summarise its outputs");
   auto options = std::make_shared<RunOptions>();
-  cmd->add_option("file", options->file, "HLO text file (XLA's format)")->required()->check(CLI::ExistingFile);
-  cmd->add_option("--backend", options->backend,
+  cmd->add_option("file", options->file,
+                  "HLO text file (XLA's format), or an executable: .pex (podsim compile / asm) or "
+                  ".s (assembler text), run on the simulator")
+      ->required()
+      ->check(CLI::ExistingFile);
+  auto* backend = cmd->add_option("--backend", options->backend,
                   "Where to run: eval (the reference evaluator), cpu (the host-CPU target), sim-functional "
                   "(the TPU target on the functional chip model), sim (the same on the cycle-approximate timed "
                   "chip model: prints a profile summary)")
       ->capture_default_str()
       ->check(CLI::IsMember({"eval", "cpu", "sim-functional", "sim"}));
+  cmd->add_option("--topology", options->topology,
+                  "Run on a simulated pod (v5e-8, v4:2x2x2, v5e-16x2, ...; `podsim topology list`): "
+                  "every chip runs a replica of the module on its own inputs, or the executable "
+                  "moved onto that pod");
   cmd->add_option("--chip", options->chip, "Chip preset or TOML file for --backend sim-functional and sim")
       ->capture_default_str();
   cmd->add_option("--inputs", options->inputs,
@@ -324,7 +509,10 @@ Command add_run_command(CLI::App& app) {
   cmd->add_flag("--timing-only", options->timing_only,
                 "--backend sim: model the cycles without computing any data (much faster; no outputs; "
                 "a loop whose condition is computed data runs as if it were zero)");
-  return {cmd, [options]() { return run(*options); }};
+  return {cmd, [options, backend]() {
+            options->backend_given = backend->count() > 0;
+            return run(*options);
+          }};
 }
 
 }  // namespace podsim::tools

@@ -5,11 +5,13 @@
 #include <unistd.h>
 
 #include <array>
+#include <cctype>
 #include <cstdio>
 #include <filesystem>
 #include <sstream>
 #include <string>
 
+#include "compiler/ir/safetensors.h"
 #include "tests/sim/timing/timing_test_util.h"
 #include "tests/tools/podsim_cli.h"
 #include "traces/chrome_trace.h"
@@ -97,6 +99,80 @@ TEST(CliSim, TimingOnlyPrintsTheSameCyclesAndNoOutputs) {
   EXPECT_NE(wrong.output.find("--timing-only needs --backend sim"), std::string::npos)
       << wrong.output;
   std::filesystem::remove_all(dir);
+}
+
+// The hand-written ring all-reduce on a simulated pod from the CLI: each chip's y is the
+// sum of every chip's x, on the timed and the functional pod.
+TEST(CliSim, RunsAHandWrittenExecutableOnAPod) {
+  auto dir =
+      std::filesystem::temp_directory_path() / ("podsim_cli_pod_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string program = std::string(PODSIM_SOURCE_DIR) + "/examples/pods/ring_all_reduce.s";
+  const int chips = 8;
+  ir::NamedLiterals inputs;
+  std::vector<float> sum(512 * 128, 0.0f);
+  for (int d = 0; d < chips; ++d) {
+    ir::Literal x(ir::Shape(ir::PrimitiveType::kF32, {512, 128}));
+    auto v = x.data<float>();
+    for (size_t i = 0; i < v.size(); ++i) {
+      v[i] = static_cast<float>((static_cast<int>(i) * (d + 3)) % 17 - 8);
+      sum[i] += v[i];
+    }
+    inputs.emplace_back("r" + std::to_string(d) + ".x", std::move(x));
+  }
+  const std::string in = (dir / "in.safetensors").string();
+  ir::write_safetensors(in, inputs);
+  for (const char* backend : {"sim", "sim-functional"}) {
+    const std::string out = (dir / (std::string(backend) + ".safetensors")).string();
+    Result r = podsim("run " + program + " --topology v5e:2x2:slices=2 --backend " + backend +
+                      " --inputs " + in + " --output " + out);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("pod v5e:2x2:slices=2, 8 chips"), std::string::npos) << r.output;
+    if (std::string(backend) == "sim")
+      EXPECT_NE(r.output.find("pod: 8 chips"), std::string::npos) << r.output;
+    int found = 0;
+    for (auto& [name, value] : ir::read_safetensors(out)) {
+      ++found;
+      auto y = value.data<float>();
+      ASSERT_EQ(y.size(), sum.size()) << name;
+      for (size_t i = 0; i < sum.size(); ++i) ASSERT_EQ(y[i], sum[i]) << name << " element " << i;
+    }
+    EXPECT_EQ(found, chips);
+  }
+  Result eval = podsim("run " + program + " --backend eval");
+  EXPECT_NE(eval.exit_code, 0);
+  EXPECT_NE(eval.output.find("runs on --backend sim or sim-functional"), std::string::npos)
+      << eval.output;
+  Result bad = podsim("run " + program + " --topology v5e:3x5");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.output.find("v5e:3x5"), std::string::npos) << bad.output;
+  std::filesystem::remove_all(dir);
+}
+
+// An HLO module on every chip of a pod (no collectives: each chip its own replica): the
+// timed pod prints what the functional pod does, chip by chip.
+TEST(CliSim, RunsAModuleOnEveryChipOfAPod) {
+  std::string hlo = std::string(PODSIM_SOURCE_DIR) + "/examples/hlo/mlp_forward.hlo";
+  Result timed = podsim("run " + hlo + " --backend sim --topology tiny:2x2 --seed 5");
+  Result functional = podsim("run " + hlo + " --backend sim-functional --topology tiny:2x2 --seed 5");
+  ASSERT_EQ(timed.exit_code, 0) << timed.output;
+  ASSERT_EQ(functional.exit_code, 0) << functional.output;
+  EXPECT_NE(timed.output.find("(4 devices)"), std::string::npos) << timed.output;
+  EXPECT_NE(timed.output.find("r3.out0"), std::string::npos) << timed.output;
+  auto lines = [](const std::string& text) {
+    std::istringstream in(text);
+    std::string line, out;
+    while (std::getline(in, line))
+      if (line.rfind("  r", 0) == 0 && line.size() > 3 && std::isdigit(line[3]))
+        out += line + "\n";
+    return out;
+  };
+  EXPECT_FALSE(lines(timed.output).empty());
+  EXPECT_EQ(lines(timed.output), lines(functional.output));
+  Result eval = podsim("run " + hlo + " --topology tiny:2x2");
+  EXPECT_NE(eval.exit_code, 0);
+  EXPECT_NE(eval.output.find("--topology runs on the simulated pod"), std::string::npos)
+      << eval.output;
 }
 
 TEST(CliSim, BadChipIsAnError) {
