@@ -1,6 +1,6 @@
 // The functional pod model: chips that share one executable, remote DMA between them, the
-// hand-written ring all-reduce (examples/pods) against the reference evaluator's
-// all-reduce, and deadlocks across chips.
+// hand-written ring all-reduce and all-gather (examples/pods) against the reference
+// evaluator's collectives, and deadlocks across chips.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -44,16 +44,43 @@ std::string error_of(PodFunctionalModel& pod, int64_t max_steps = 1'000'000) {
   return "";
 }
 
-class RingAllReduce : public ::testing::TestWithParam<std::string> {};
+// Runs an example on a pod with random small-integer x per chip (exact in f32 whatever
+// the order of sums) and compares every chip's y with the evaluator's run of `hlo` (one
+// replica per chip); returns the DMAs the pod ran.
+int64_t check_against_evaluator(const std::string& example, const std::string& pod_name,
+                                const std::string& hlo) {
+  PodFunctionalModel pod(example_on(example, pod_name));
+  const int n = pod.chips();
+  auto module = ir::parse_module(hlo);
+  std::mt19937 rng(static_cast<unsigned>(n));
+  std::uniform_int_distribution<int> small(-8, 8);
+  std::vector<std::vector<ir::Literal>> inputs(static_cast<size_t>(n));
+  for (int d = 0; d < n; ++d) {
+    ir::Literal x(ir::Shape(ir::PrimitiveType::kF32, {512, 128}));
+    for (float& v : x.data<float>()) v = static_cast<float>(small(rng)) * 0.25f;
+    auto bytes = x.bytes();
+    pod.chip(d).set_parameter(
+        0, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
+    inputs[static_cast<size_t>(d)].push_back(std::move(x));
+  }
+  std::vector<ir::Literal> expected = ir::evaluate_spmd(*module, inputs);
+  RunStats stats = pod.run_to_completion(10'000'000);
+  for (int d = 0; d < n; ++d) {
+    std::vector<uint8_t> y = pod.chip(d).read_output(0);
+    auto want = expected[static_cast<size_t>(d)].bytes();
+    EXPECT_EQ(y.size(), want.size());
+    EXPECT_EQ(std::memcmp(y.data(), want.data(), std::min(y.size(), want.size())), 0)
+        << example << " on " << pod_name << ", chip " << d;
+  }
+  return stats.dmas;
+}
+
+class Ring : public ::testing::TestWithParam<std::string> {};
 
 // Every chip's y equals the evaluator's all-reduce (sum over all replicas) of the chips' x.
-TEST_P(RingAllReduce, EqualsTheEvaluatorsAllReduce) {
-  isa::Executable exe = example_on("ring_all_reduce.s", GetParam());
-  PodFunctionalModel pod(exe);
-  const int n = pod.chips();
-  ASSERT_EQ(n, exe.pod->chips());
-
-  auto module = ir::parse_module(fmt::format(R"(
+TEST_P(Ring, AllReduceEqualsTheEvaluators) {
+  const int n = topology::pod_config(GetParam()).chips();
+  int64_t dmas = check_against_evaluator("ring_all_reduce.s", GetParam(), fmt::format(R"(
 HloModule ring, replica_count={}
 add {{
   a = f32[] parameter(0)
@@ -65,30 +92,29 @@ ENTRY main {{
   ROOT y = f32[512,128] all-reduce(x), replica_groups={{}}, to_apply=add
 }}
 )", n));
-  std::mt19937 rng(static_cast<unsigned>(n));
-  std::uniform_int_distribution<int> small(-8, 8);  // exact in f32 whatever the order
-  std::vector<std::vector<ir::Literal>> inputs(static_cast<size_t>(n));
-  for (int d = 0; d < n; ++d) {
-    ir::Literal x(ir::Shape(ir::PrimitiveType::kF32, {512, 128}));
-    for (float& v : x.data<float>()) v = static_cast<float>(small(rng)) * 0.25f;
-    auto bytes = x.bytes();
-    pod.chip(d).set_parameter(
-        0, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
-    inputs[static_cast<size_t>(d)].push_back(std::move(x));
-  }
-  std::vector<ir::Literal> expected = ir::evaluate_spmd(*module, inputs);
-
-  RunStats stats = pod.run_to_completion(10'000'000);
-  EXPECT_EQ(stats.dmas, n * (1 + 2 * (n - 1) * (64 / n) + 1));
-  for (int d = 0; d < n; ++d) {
-    std::vector<uint8_t> y = pod.chip(d).read_output(0);
-    auto want = expected[static_cast<size_t>(d)].bytes();
-    ASSERT_EQ(y.size(), want.size());
-    EXPECT_EQ(std::memcmp(y.data(), want.data(), y.size()), 0) << "chip " << d;
-  }
+  EXPECT_EQ(dmas, n * (1 + 2 * (n - 1) * (64 / n) + 1));
 }
 
-INSTANTIATE_TEST_SUITE_P(Pods, RingAllReduce,
+// Every chip's y equals the evaluator's all-gather of each replica's own chunk of x.
+TEST_P(Ring, AllGatherEqualsTheEvaluators) {
+  const int n = topology::pod_config(GetParam()).chips();
+  const int rows = 512 / n;
+  int64_t dmas = check_against_evaluator("ring_all_gather.s", GetParam(), fmt::format(R"(
+HloModule gather, replica_count={0}
+ENTRY main {{
+  x = f32[512,128] parameter(0)
+  r = u32[] replica-id()
+  rows = u32[] constant({1})
+  offset = u32[] multiply(r, rows)
+  zero = u32[] constant(0)
+  own = f32[{1},128] dynamic-slice(x, offset, zero), dynamic_slice_sizes={{{1},128}}
+  ROOT y = f32[512,128] all-gather(own), replica_groups={{}}, dimensions={{0}}
+}}
+)", n, rows));
+  EXPECT_EQ(dmas, n * (64 / n + (n - 1) * (64 / n) + 1));
+}
+
+INSTANTIATE_TEST_SUITE_P(Pods, Ring,
                          ::testing::Values("v5e:2x2", "v5e:4x4", "v5e:16x4", "v4:2x2x2",
                                            "v4:4x4x4", "v5e:2x2:slices=2"),
                          [](const auto& info) {
