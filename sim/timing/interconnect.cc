@@ -252,8 +252,10 @@ class TorusInterconnect final : public Interconnect {
       schedule(b.head, Kind::kArrive, index);
     else
       schedule(b.tail, Kind::kLand, index);
-    s.free_event = true;
-    schedule(s.free, Kind::kLinkFree, static_cast<uint32_t>(link));
+    if (!s.free_event) {  // one pending at a time: it re-arms itself while the link is busy
+      s.free_event = true;
+      schedule(s.free, Kind::kLinkFree, static_cast<uint32_t>(link));
+    }
   }
 
   // Bytes left the buffer behind `link`: credits go back to it.
