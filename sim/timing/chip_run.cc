@@ -234,11 +234,16 @@ std::string ChipRun::describe_stuck_cores(bool name_the_chip) const {
   return out;
 }
 
-TimedRunResult ChipRun::finish() {
-  const isa::Executable& exe = model_.executable();
-  TimedRunResult r;
+Cycle ChipRun::end_cycle() const {
   Cycle end = std::max(last_dma_end_, base_);
   for (auto& core : cores_) end = std::max({end, core->halt_time, core->work_end});
+  return end;
+}
+
+TimedRunResult ChipRun::finish(Cycle profile_end) {
+  const isa::Executable& exe = model_.executable();
+  TimedRunResult r;
+  const Cycle end = end_cycle();
   r.cycles = end - base_;
   r.seconds = static_cast<double>(r.cycles) / exe.chip.clock_hz;
   r.instructions = instructions_;
@@ -252,7 +257,8 @@ TimedRunResult ChipRun::finish() {
   for (const isa::Binding& b : exe.parameters) r.host_to_device_bytes += binding_bytes(b);
   for (const isa::Binding& b : exe.outputs) r.device_to_host_bytes += binding_bytes(b);
   if (options_.profile)
-    r.profile = recorder_.finish_profile(exe, end, host_track_ >= 0 ? r.device_to_host_cycles : 0);
+    r.profile = recorder_.finish_profile(exe, std::max(end, profile_end),
+                                         host_track_ >= 0 ? r.device_to_host_cycles : 0);
   if (options_.instruction_trace) r.trace = recorder_.finish_trace();
   if (hazards_) {
     r.hazards = hazards_->take();

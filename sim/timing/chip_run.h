@@ -45,9 +45,12 @@ class ChipRun final : public DmaHost {
   // Ends the run with `error` (or with another chip's: error may be null).
   void abort(std::exception_ptr error);
   std::exception_ptr error() const { return error_; }
+  // When its last core halted and its last DMA landed (absolute).
+  Cycle end_cycle() const;
   // The result, once every chip finished without error; throws the chip's hazards when
-  // they are errors.
-  TimedRunResult finish();
+  // they are errors. The profile runs to profile_end at least (a pod's end: the chip's
+  // links may carry other chips' traffic after its own work).
+  TimedRunResult finish(Cycle profile_end = 0);
   Recorder& recorder() { return recorder_; }
 
   MemoryTarget& memory(isa::MemorySpace space, int core) override;

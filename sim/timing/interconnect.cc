@@ -294,6 +294,7 @@ class TorusInterconnect final : public Interconnect {
     if (s.track < 0) s.track = recorder->add_track(l.name, l.category, 64);
     recorder->span(s.track, "burst", start, end, b.delivery->job.source_op, 0,
                    static_cast<double>(b.bytes));
+    recorder->link_traffic(start, end, static_cast<double>(b.bytes));
   }
 
   void schedule(Cycle time, Kind kind, uint32_t index) {

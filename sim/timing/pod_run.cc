@@ -82,8 +82,10 @@ PodRunResult PodRun::finish() {
 
   PodRunResult r;
   const topology::ChipConfig& chip = models_.chip(0).executable().chip;
+  Cycle pod_end = 0;
+  for (auto& chip : chips_) pod_end = std::max(pod_end, chip->end_cycle());
   for (size_t d = 0; d < chips_.size(); ++d) {
-    TimedRunResult c = chips_[d]->finish();
+    TimedRunResult c = chips_[d]->finish(pod_end);
     r.cycles = std::max(r.cycles, c.cycles);
     r.instructions += c.instructions;
     r.dmas += c.dmas;

@@ -37,6 +37,9 @@ std::vector<traces::CounterSample> BinnedSeries::samples(double scale, uint64_t 
     uint64_t span = std::min<uint64_t>(width_, end > cycle ? end - cycle : width_);
     out.push_back({cycle, bins_[b] / static_cast<double>(std::max<uint64_t>(span, 1)) * scale});
   }
+  // The last bin's value holds for its width only: nothing was added after it.
+  const uint64_t after = bins_.size() * width_;
+  if (!out.empty() && after < end && out.back().value != 0) out.push_back({after, 0.0});
   if (out.empty() || out.back().cycle < end) out.push_back({end, 0.0});
   return out;
 }
@@ -145,6 +148,9 @@ traces::Profile Recorder::finish_profile(const isa::Executable& executable, uint
       {"MXU utilisation", "fraction",
        mxu_.samples(c.peaks.flops_per_cycle > 0 ? 1.0 / c.peaks.flops_per_cycle : 0.0,
                     c.total_cycles)});
+  if (links_used_)
+    c.counters.push_back(
+        {"link bandwidth out", "bytes/s", links_.samples(chip.clock_hz, c.total_cycles)});
   p.chips.push_back(std::move(c));
   return p;
 }

@@ -54,6 +54,12 @@ class Recorder {
   void mxu_work(uint64_t start, uint64_t end, double flops) {
     mxu_.add(start - base_ + shift_, end - base_ + shift_, flops);
   }
+  // Bytes sent on the links this chip's profile shows (ICI ports, its DCN stages): a
+  // "link bandwidth out" counter, on pods only.
+  void link_traffic(uint64_t start, uint64_t end, double bytes) {
+    links_used_ = true;
+    links_.add(start - base_ + shift_, end - base_ + shift_, bytes);
+  }
 
   size_t trace_instruction(int core, int pc, isa::Opcode opcode, std::string unit, uint64_t issue,
                            uint64_t start, uint64_t end, int32_t source_op);
@@ -76,7 +82,8 @@ class Recorder {
   uint64_t shift_ = 0;
   bool profile_, trace_;
   std::vector<TrackState> tracks_;
-  BinnedSeries hbm_, mxu_;
+  BinnedSeries hbm_, mxu_, links_;
+  bool links_used_ = false;
   std::vector<InstructionRecord> trace_records_;
 };
 

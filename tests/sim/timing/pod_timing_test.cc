@@ -79,6 +79,22 @@ TEST_P(TimedRing, MatchesTheFunctionalPodWithoutHazards) {
         (std::string(example) == "ring_all_reduce.s" ? 2.0 : 1.0) * (n - 1) * 262144.0;
     EXPECT_GE(r.ici_bytes + r.dcn_bytes / 4, floor_bytes);  // a DCN byte crosses 4 links
     EXPECT_EQ(r.dcn_bytes > 0, exe.pod->slices > 1);
+    // Every chip sends: its profile has link tracks and a link bandwidth counter that
+    // adds up to the bytes on its tracks.
+    for (const traces::ChipProfile& chip : r.profile.chips) {
+      double track_bytes = 0, counter_bytes = 0;
+      for (const traces::Track& t : chip.tracks)
+        if (t.category == "ici" || t.category == "dcn")
+          for (const traces::Span& span : t.spans) track_bytes += span.bytes;
+      for (const traces::Counter& c : chip.counters)
+        if (c.name == "link bandwidth out")
+          for (size_t i = 0; i + 1 < c.samples.size(); ++i)
+            counter_bytes += c.samples[i].value / chip.clock_hz *
+                             static_cast<double>(c.samples[i + 1].cycle - c.samples[i].cycle);
+      EXPECT_GT(track_bytes, 0) << chip.name;
+      EXPECT_NEAR(counter_bytes / track_bytes, 1.0, 1e-6)
+          << chip.name << ": " << track_bytes << " bytes on its link tracks";
+    }
   }
 }
 
