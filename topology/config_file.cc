@@ -46,6 +46,7 @@ std::span<const UnitScale> units_for(FieldUnit unit) {
       return kNs;
     case FieldUnit::kCount:
     case FieldUnit::kFlag:
+    case FieldUnit::kFraction:
       break;
   }
   return {};

@@ -18,6 +18,7 @@ std::string format_field_value(FieldUnit unit, double v) {
   static const char* const kHz[] = {"Hz", "kHz", "MHz", "GHz"};
   switch (unit) {
     case FieldUnit::kCount:
+    case FieldUnit::kFraction:
       return fmt::format("{:g}", v);
     case FieldUnit::kBytes:
       return scaled(1024, kBytes, 5);

@@ -16,7 +16,8 @@
 namespace podsim::topology {
 
 // kFlag: 0 or 1, written as a TOML boolean.
-enum class FieldUnit { kCount, kBytes, kHertz, kBytesPerSecond, kNanoseconds, kFlag };
+// kCount: an integer; kFraction: a plain real number (a ratio).
+enum class FieldUnit { kCount, kBytes, kHertz, kBytesPerSecond, kNanoseconds, kFlag, kFraction };
 
 template <class Config>
 struct Field {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <random>
 
 #include "common/error.h"
 #include "topology/pod_fields.h"
@@ -39,11 +40,30 @@ const PodField kFields[] = {
      "DCN bandwidth per host, all its NICs, per direction"},
     {"dcn_latency_ns", FieldUnit::kNanoseconds, &PodConfig::dcn_latency_ns, 0, 1e9,
      "DCN latency NIC to NIC (assumed)"},
+    {"chip_speed_spread", FieldUnit::kFraction, &PodConfig::chip_speed_spread, 0, 0.9,
+     "stragglers: chip speeds drawn from [1 - spread, 1]", true},
+    {"chip_speed_seed", FieldUnit::kCount, &PodConfig::chip_speed_seed, 0, 2147483647,
+     "stragglers: the seed of the chip speeds", true},
+    {"slow_chip", FieldUnit::kCount, &PodConfig::slow_chip, -1, 1 << 20,
+     "stragglers: a chip (device id) at slow_chip_speed, -1 for none", true},
+    {"slow_chip_speed", FieldUnit::kFraction, &PodConfig::slow_chip_speed, 0.01, 1,
+     "stragglers: slow_chip's speed (fraction of the clock)", true},
 };
 
 }  // namespace
 
 std::span<const PodField> pod_fields() { return kFields; }
+
+std::vector<double> PodConfig::chip_speeds() const {
+  std::vector<double> speeds(static_cast<size_t>(chips()), 1.0);
+  if (chip_speed_spread > 0) {
+    std::mt19937_64 rng(static_cast<uint64_t>(chip_speed_seed));
+    for (double& s : speeds)  // 53 random bits: the same speeds on every platform
+      s = 1.0 - chip_speed_spread * (static_cast<double>(rng() >> 11) * 0x1.0p-53);
+  }
+  if (slow_chip >= 0 && slow_chip < chips()) speeds[static_cast<size_t>(slow_chip)] = slow_chip_speed;
+  return speeds;
+}
 
 std::string PodConfig::shape_string() const {
   return dim_z == 1 && chip.ici_ports < 6 ? fmt::format("{}x{}", dim_x, dim_y)
@@ -73,6 +93,9 @@ void PodConfig::validate() const {
           "(AxBxC with 2A=B=C or 2A=2B=C); {} is not",
           shape_string());
   }
+  if (slow_chip >= chips())
+    problems += fmt::format("\n  slow_chip {} is not a chip of the pod (devices 0..{})", slow_chip,
+                            chips() - 1);
   chip.validate();
   if (!problems.empty())
     fail("pod '{}' is invalid:{}", name.empty() ? "<unnamed>" : name, problems);

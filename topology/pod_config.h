@@ -44,6 +44,17 @@ struct PodConfig {
   double dcn_host_bandwidth_bytes_per_s = 0;  // per host, all its NICs, per direction
   double dcn_latency_ns = 0;                  // NIC to NIC through the switch
 
+  // Stragglers: each chip's TensorCores run at a speed (a fraction of the chip's clock)
+  // drawn uniformly from [1 - chip_speed_spread, 1] with chip_speed_seed; slow_chip (a
+  // device id, -1 for none) runs at slow_chip_speed. Memories, DMA engines and links keep
+  // their speed.
+  double chip_speed_spread = 0;
+  int chip_speed_seed = 0;
+  int slow_chip = -1;
+  double slow_chip_speed = 1;
+  // Every chip's speed by device id (all 1 unless the fields above say otherwise).
+  std::vector<double> chip_speeds() const;
+
   std::array<int, 3> dims() const { return {dim_x, dim_y, dim_z}; }
   std::array<bool, 3> wraps() const { return {wrap_x != 0, wrap_y != 0, wrap_z != 0}; }
   std::array<int, 3> host_block() const { return {host_x, host_y, host_z}; }

@@ -21,9 +21,9 @@ bool signals(const DmaTransfer& t, int from, int device, int core, int q) {
   return (from == device && t.semaphore == q) || (t.dst_device == device && t.dst_semaphore == q);
 }
 
-class PodRun {
+class FunctionalRun {
  public:
-  PodRun(std::span<FunctionalModel> chips, int64_t max_steps)
+  FunctionalRun(std::span<FunctionalModel> chips, int64_t max_steps)
       : chips_(chips), max_steps_(max_steps) {}
 
   RunStats run() {
@@ -128,7 +128,7 @@ class PodRun {
 }  // namespace
 
 RunStats run_functional(std::span<FunctionalModel> chips, int64_t max_steps) {
-  return PodRun(chips, max_steps).run();
+  return FunctionalRun(chips, max_steps).run();
 }
 
 RunStats FunctionalModel::run_to_completion(int64_t max_steps) {

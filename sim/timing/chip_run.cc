@@ -13,6 +13,57 @@
 namespace podsim::sim::timing {
 namespace {
 
+// A straggler's unit: the model works in the chip's own, slower cycles. Times go in
+// divided by the dilation (1 / speed) and come out multiplied, from the run's first cycle;
+// a result never starts before it was asked for.
+class Dilation {
+ public:
+  Dilation(double k, Cycle base) : k_(k), base_(base) {}
+  Cycle in(Cycle t) const {
+    return base_ + static_cast<Cycle>(static_cast<double>(t - base_) / k_);
+  }
+  UnitTiming out(Cycle asked, UnitTiming u) const {
+    const Cycle start = std::max(asked, scale(u.start));
+    return {start, std::max(start, scale(u.busy_end)), std::max(start, scale(u.done))};
+  }
+
+ private:
+  Cycle scale(Cycle t) const {
+    return base_ + static_cast<Cycle>(std::ceil(static_cast<double>(t - base_) * k_ - 1e-9));
+  }
+  double k_;
+  Cycle base_;
+};
+
+class DilatedMxu final : public MxuModel {
+ public:
+  DilatedMxu(std::unique_ptr<MxuModel> m, double k, Cycle base) : m_(std::move(m)), d_(k, base) {}
+  UnitTiming load_weights(Cycle t, int64_t k_rows) override {
+    return d_.out(t, m_->load_weights(d_.in(t), k_rows));
+  }
+  UnitTiming multiply(Cycle t, int64_t m_rows, bool accumulate) override {
+    return d_.out(t, m_->multiply(d_.in(t), m_rows, accumulate));
+  }
+  UnitTiming pop(Cycle t, int64_t m_rows) override { return d_.out(t, m_->pop(d_.in(t), m_rows)); }
+  bool pop_is_queued() const override { return m_->pop_is_queued(); }
+
+ private:
+  std::unique_ptr<MxuModel> m_;
+  Dilation d_;
+};
+
+class DilatedVpu final : public VpuModel {
+ public:
+  DilatedVpu(std::unique_ptr<VpuModel> m, double k, Cycle base) : m_(std::move(m)), d_(k, base) {}
+  UnitTiming issue(Cycle t, VectorClass kind, int64_t registers) override {
+    return d_.out(t, m_->issue(d_.in(t), kind, registers));
+  }
+
+ private:
+  std::unique_ptr<VpuModel> m_;
+  Dilation d_;
+};
+
 int64_t binding_bytes(const isa::Binding& b) {
   int64_t bytes = isa::dtype_bytes(b.dtype);
   for (int64_t d : b.dims) bytes *= d;
@@ -36,11 +87,13 @@ DmaTransfer incoming_view(const DmaTransfer& t, int src_device) {
 }
 
 ChipRun::ChipRun(PodRun& pod, FunctionalModel& model,
-                 const std::vector<std::vector<uint8_t>>& parameters, const TimingOptions& options)
+                 const std::vector<std::vector<uint8_t>>& parameters, const TimingOptions& options,
+                 double speed)
     : pod_(pod),
       model_(model),
       options_(options),
       latencies_(unit_latencies(model_.executable().chip)),
+      dilation_(1.0 / speed),
       chip_context_{model_.executable().chip, latencies_, 0, 0},
       base_(now_cycles()),
       recorder_(model_.executable(), base_, options.profile, options.instruction_trace) {
@@ -73,10 +126,13 @@ ChipRun::ChipRun(PodRun& pod, FunctionalModel& model,
     core->scalar_track = recorder_.add_track(prefix + "scalar issue", "scalar", 16);
     core->vpu_track = recorder_.add_track(prefix + "VPU", "vpu", 16);
     core->vpu = vpu_models().make(options.vpu_model, context);
+    if (dilation_ != 1) core->vpu = std::make_unique<DilatedVpu>(std::move(core->vpu), dilation_, base_);
     for (int m = 0; m < chip.mxus_per_core; ++m) {
       Mxu mxu;
       context.index = m;
       mxu.model = mxu_models().make(options.mxu_model, context);
+      if (dilation_ != 1)
+        mxu.model = std::make_unique<DilatedMxu>(std::move(mxu.model), dilation_, base_);
       mxu.track = recorder_.add_track(fmt::format("{}MXU {}", prefix, m), "mxu", 0);
       mxu.weight_track = recorder_.add_track(fmt::format("{}MXU {} weights", prefix, m), "mxu", 0);
       mxu.result_track = recorder_.add_track(fmt::format("{}MXU {} results", prefix, m), "mxu", 0);
@@ -191,6 +247,18 @@ Cycle ChipRun::host_transfers(const std::vector<isa::Binding>& bindings, bool to
     t = end;
   }
   return t;
+}
+
+Cycle ChipRun::stretch(int64_t cycles) const {
+  return static_cast<Cycle>(std::ceil(static_cast<double>(cycles) * dilation_ - 1e-9));
+}
+
+Cycle ChipRun::issue_gap(Core& core) {
+  if (dilation_ == 1) return 1;
+  core.issue_debt += dilation_;
+  const auto gap = static_cast<Cycle>(core.issue_debt);
+  core.issue_debt -= static_cast<double>(gap);
+  return gap;
 }
 
 void ChipRun::notify_all() {

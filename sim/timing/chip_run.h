@@ -33,8 +33,10 @@ class ChipRun final : public DmaHost {
  public:
   // One chip of `pod` (a pod of one chip for a single-chip run), running `model`, which
   // the pod owns.
+  // speed: the TensorCores' clock as a fraction of the chip's (stragglers, PodConfig):
+  // their units' times and the issue rate stretch by 1 / speed.
   ChipRun(PodRun& pod, FunctionalModel& model, const std::vector<std::vector<uint8_t>>& parameters,
-          const TimingOptions& options);
+          const TimingOptions& options, double speed = 1.0);
   ~ChipRun() override;
 
   void start();
@@ -97,6 +99,7 @@ class ChipRun final : public DmaHost {
     std::vector<int> dma_tracks;
     Cycle halt_time = 0;
     Cycle work_end = 0;  // when the last unit work the core started ends
+    double issue_debt = 0;  // a straggler's fractional issue cycles
     bool done = false;
   };
 
@@ -111,6 +114,11 @@ class ChipRun final : public DmaHost {
   // The bytes an instruction's access touches (rows of a tile or of MXU operands).
   Footprint footprint(const Core& core, const Effect& effect, const MemoryRange& hull) const;
   void notify_all();
+  // Cycles of the chip's clock as SystemC cycles: stretched on a straggler.
+  Cycle stretch(int64_t cycles) const;
+  // The cycles from one instruction's issue to the next's: 1, or on a straggler 1 / speed
+  // on average.
+  Cycle issue_gap(Core& core);
   // The host link's transfers of the bindings, one after another from cycle `from`
   // (profile time); returns when the last ends.
   Cycle host_transfers(const std::vector<isa::Binding>& bindings, bool to_device, Cycle from);
@@ -119,6 +127,7 @@ class ChipRun final : public DmaHost {
   FunctionalModel& model_;
   TimingOptions options_;
   UnitLatencies latencies_;  // from the executable's ChipConfig
+  double dilation_ = 1;      // 1 / the chip's speed
   UnitContext chip_context_;
   Cycle base_ = 0;
   Recorder recorder_;

@@ -230,7 +230,7 @@ void ChipRun::issue_loop(Core& c) {
     switch (e.unit) {
       case isa::Unit::kScalar: {
         bool memory = e.has_read || e.has_write;
-        u.done = ready + static_cast<Cycle>(std::max<int64_t>(memory ? lat.vmem : lat.scalar, 1));
+        u.done = ready + stretch(std::max<int64_t>(memory ? lat.vmem : lat.scalar, 1));
         if (memory) c.vmem_ports->book(ready, 1);
         break;
       }
@@ -282,7 +282,7 @@ void ChipRun::issue_loop(Core& c) {
       }
       case isa::Unit::kSync:
         if (in.opcode == Opcode::kBarrier) {
-          u.busy_end = u.done = ready + static_cast<Cycle>(std::max<int64_t>(lat.barrier, 1));
+          u.busy_end = u.done = ready + stretch(std::max<int64_t>(lat.barrier, 1));
           if (hazards_) hazards_->barrier_passed(c.index);
           // The last core to arrive passes at once and releases the others.
           if (!was_blocked) barrier_event_.notify();
@@ -323,7 +323,7 @@ void ChipRun::issue_loop(Core& c) {
     }
     // In-order issue: the next instruction issues the cycle after this one started (after
     // it was handed over, for a queued mpop); a barrier holds issue until it has passed.
-    t = in.opcode == Opcode::kBarrier ? u.done : (queued ? ready : u.start) + 1;
+    t = in.opcode == Opcode::kBarrier ? u.done : (queued ? ready : u.start) + issue_gap(c);
     if (++instructions_ > options_.max_instructions)
       fail("the run exceeded {} instructions (an endless loop?); core {} is at pc {}",
            options_.max_instructions, c.index, e.pc);

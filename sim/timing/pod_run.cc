@@ -18,11 +18,13 @@ PodRun::PodRun(const isa::Executable& executable,
   if (!(options.timing_only && parameters.empty()) && static_cast<int>(parameters.size()) != n)
     fail("the executable runs on {} chip(s); parameters for {} given", n, parameters.size());
   const std::vector<std::vector<uint8_t>> none;
+  const std::vector<double> speeds =
+      executable.pod ? executable.pod->chip_speeds() : std::vector<double>{1.0};
   chips_.reserve(static_cast<size_t>(n));
   for (int d = 0; d < n; ++d)
     chips_.push_back(std::make_unique<ChipRun>(
         *this, models_.chip(d), parameters.empty() ? none : parameters[static_cast<size_t>(d)],
-        options));
+        options, speeds[static_cast<size_t>(d)]));
   if (executable.pod) {
     torus_.emplace(*executable.pod);
     InterconnectContext context{*executable.pod, *torus_, {}, {}, {}};

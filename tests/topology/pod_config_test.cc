@@ -151,5 +151,37 @@ TEST(PodConfig, TomlErrorsNameTheFileAndKey) {
   EXPECT_FALSE(names_a_chip("v4-8"));
 }
 
+TEST(PodConfig, ChipSpeedsForStragglers) {
+  PodConfig p = pod_config("v5e:4x4");
+  EXPECT_EQ(p.chip_speeds(), std::vector<double>(16, 1.0));
+  p.chip_speed_spread = 0.2;
+  p.chip_speed_seed = 7;
+  std::vector<double> s = p.chip_speeds();
+  EXPECT_EQ(s, p.chip_speeds());  // deterministic
+  for (double v : s) {
+    EXPECT_GE(v, 0.8);
+    EXPECT_LE(v, 1.0);
+  }
+  EXPECT_NE(s[0], s[1]);
+  p.chip_speed_seed = 8;
+  EXPECT_NE(p.chip_speeds(), s);
+  p.slow_chip = 5;
+  p.slow_chip_speed = 0.5;
+  EXPECT_EQ(p.chip_speeds()[5], 0.5);
+  EXPECT_EQ(parse_pod_config(to_toml(p), "again.toml"), p);
+  // Older files (and executables) without these fields read the defaults.
+  PodConfig plain = parse_pod_config("base = \"v5e:4x4\"\n", "plain.toml");
+  EXPECT_EQ(plain.slow_chip, -1);
+  EXPECT_EQ(plain.chip_speed_spread, 0);
+  p.slow_chip = 16;
+  try {
+    p.validate();
+    FAIL() << "slow_chip 16 on 16 chips";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("slow_chip 16 is not a chip of the pod"), std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace podsim::topology

@@ -128,8 +128,9 @@ TEST(CliSim, RunsAHandWrittenExecutableOnAPod) {
                       " --inputs " + in + " --output " + out);
     ASSERT_EQ(r.exit_code, 0) << r.output;
     EXPECT_NE(r.output.find("pod v5e:2x2:slices=2, 8 chips"), std::string::npos) << r.output;
-    if (std::string(backend) == "sim")
+    if (std::string(backend) == "sim") {
       EXPECT_NE(r.output.find("pod: 8 chips"), std::string::npos) << r.output;
+    }
     int found = 0;
     for (auto& [name, value] : ir::read_safetensors(out)) {
       ++found;

@@ -222,5 +222,59 @@ TEST(TimedPod, LinksTakeLatencyPlusBytesOverBandwidth) {
   }
 }
 
+TEST(TimedPod, AStragglerComputesAtItsSpeed) {
+  // Every chip runs the same vector loop (VPU- and issue-bound); chip 1 runs at half speed
+  // and takes about twice as long; the others are unaffected.
+  const std::string body = R"(
+.region a vmem[0] 0 4096
+.program core 0
+  sli s1, 2000
+  sli s2, 512
+loop:
+  vld.f32 v0, a[s0], s2
+  vadd.f32 v1, v0, v0
+  vmul.f32 v2, v1, v0
+  vst.f32 a[s0], s2, v2
+  saddi s1, s1, -1
+  bnz s1, loop
+  halt
+)";
+  auto cycles = [&](const std::string& pod) {
+    TimingOptions options;
+    options.profile = false;
+    PodRunResult r = run_timed_pod(isa::assemble(pod + body), {{}, {}, {}, {}}, options);
+    std::vector<double> out;
+    for (const auto& c : r.chips) out.push_back(static_cast<double>(c.cycles));
+    return out;
+  };
+  std::vector<double> even = cycles(".pod \"v5e:2x2\"\n");
+  std::vector<double> slow = cycles(
+      ".pod_toml\nbase = \"v5e:2x2\"\nslow_chip = 1\nslow_chip_speed = 0.5\n.end\n");
+  EXPECT_NEAR(slow[1] / even[1], 2.0, 0.1);
+  for (int d : {0, 2, 3}) EXPECT_EQ(slow[static_cast<size_t>(d)], even[static_cast<size_t>(d)]);
+}
+
+TEST(TimedPod, AStragglerDelaysTheWholeRing) {
+  const std::string ring = read_example("ring_all_reduce.s");
+  isa::Executable even = isa::assemble(ring);
+  isa::Executable slow = isa::assemble(on_pod(ring, "v5e:2x2"));
+  slow.pod->slow_chip = 2;
+  slow.pod->slow_chip_speed = 0.25;
+  auto params = random_parameters(even, 4);
+  TimingOptions options;
+  options.profile = false;
+  PodRunResult a = run_timed_pod(even, params, options);
+  PodRunResult b = run_timed_pod(slow, params, options);
+  for (int d = 0; d < 4; ++d)  // the same sums
+    EXPECT_EQ(a.chips[static_cast<size_t>(d)].outputs, b.chips[static_cast<size_t>(d)].outputs);
+  // The straggler's adds take four times as long: it ends later, and so does the pod; no
+  // chip ends earlier.
+  EXPECT_GT(b.chips[2].cycles, a.chips[2].cycles);
+  EXPECT_GT(b.cycles, a.cycles);
+  for (int d = 0; d < 4; ++d)
+    EXPECT_GE(b.chips[static_cast<size_t>(d)].cycles, a.chips[static_cast<size_t>(d)].cycles)
+        << "chip " << d;
+}
+
 }  // namespace
 }  // namespace podsim::sim::timing
