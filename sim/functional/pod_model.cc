@@ -5,7 +5,9 @@
 #include "topology/torus.h"
 
 namespace podsim::sim {
+namespace {
 
+// Where each chip of the executable's pod sits, by device id (one chip without a pod).
 std::vector<ChipPlace> chip_places(const isa::Executable& executable) {
   if (!executable.pod) return {ChipPlace{}};
   const topology::Torus torus(*executable.pod);
@@ -17,6 +19,8 @@ std::vector<ChipPlace> chip_places(const isa::Executable& executable) {
   }
   return places;
 }
+
+}  // namespace
 
 PodFunctionalModel::PodFunctionalModel(isa::Executable executable) {
   auto shared = std::make_shared<const isa::Executable>(std::move(executable));

@@ -33,7 +33,4 @@ class PodFunctionalModel {
   std::vector<FunctionalModel> chips_;
 };
 
-// Where each chip of the executable's pod sits, by device id (one chip without a pod).
-std::vector<ChipPlace> chip_places(const isa::Executable& executable);
-
 }  // namespace podsim::sim
