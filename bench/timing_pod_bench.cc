@@ -1,9 +1,9 @@
 // The timed pod model (sim/timing: ICI links, DCN) against the analytic figures, and its
 // speed.
 //
-// 1. Link microbenchmarks on a v5e 4x4 slice (no wraparound) and a two-slice v5e:2x2 pod:
-//    one remote DMA of 4 KiB ... 256 MiB between neighbours, across 2 and 4 hops, two
-//    flows sharing one link, and one flow over DCN. Each row has the simulated time (from
+// 1. Link microbenchmarks on a v5e 4x4 slice (no wraparound) and a two-slice v5e:2x2 pod
+//    (bench/pod_flows.h): one remote DMA of 4 KiB ... 256 MiB between neighbours, across 2
+//    and 4 hops, two flows sharing one link, and one flow over DCN. Each row has the simulated time (from
 //    the sender's first instruction to the receiver's wait returning) and the analytic
 //    one: hops x latency + bytes / bandwidth (per flow share; DCN: the slowest stage's
 //    bandwidth and the latencies of all four stages). Transfers up to 32 MiB go VMEM to
@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/pod_flows.h"
 #include "isa/isa.h"
 #include "sim/timing/timed_chip.h"
 #include "topology/pod_config.h"
@@ -34,39 +35,11 @@
 
 namespace {
 
+using podsim::bench::flow_cycles;
 using podsim::isa::Executable;
 using podsim::sim::timing::PodRunResult;
 using podsim::sim::timing::TimingOptions;
 using podsim::topology::PodConfig;
-
-// Flows of `bytes` (one remote DMA each, from chip `from` to chip `to`), all issued at the
-// start; returns each receiver's cycles.
-std::vector<uint64_t> flows(const std::string& pod, int64_t bytes,
-                            const std::vector<std::pair<int, int>>& pairs) {
-  const bool hbm = bytes > (int64_t{32} << 20);
-  const std::string space = hbm ? "hbm" : "vmem[0]";
-  std::string text = fmt::format(
-      ".pod \"{}\"\n.region a {} 0 {}\n.region b {} {} {}\n"
-      ".descriptor d0 src=a dst=b elem=4 sizes=[{}] src_strides=[4] dst_strides=[4]\n"
-      ".program core 0\n  sdev s1, 0\n",
-      pod, space, bytes, space, bytes, bytes, bytes / 4);
-  std::string senders;
-  for (size_t i = 0; i < pairs.size(); ++i) {
-    text += fmt::format("  sli s2, {}\n  seq s3, s1, s2\n  bnz s3, send{}\n", pairs[i].first, i);
-    text += fmt::format("  sli s2, {}\n  seq s3, s1, s2\n  bnz s3, receive\n", pairs[i].second);
-    senders += fmt::format(
-        "send{}:\n  sli s4, {}\n  dma.remote d0, s0, s0, s4, q1, q2\n  sem.wait q1, 1\n  halt\n",
-        i, pairs[i].second);
-  }
-  text += "  halt\n" + senders + "receive:\n  sem.wait q2, 1\n  halt\n";
-  TimingOptions options;
-  options.timing_only = true;
-  options.profile = false;
-  PodRunResult r = podsim::sim::timing::run_timed_pod(podsim::isa::assemble(text), {}, options);
-  std::vector<uint64_t> out;
-  for (const auto& [from, to] : pairs) out.push_back(r.chips.at(static_cast<size_t>(to)).cycles);
-  return out;
-}
 
 void link_table() {
   const PodConfig slice = podsim::topology::pod_config("v5e:4x4");
@@ -94,17 +67,20 @@ void link_table() {
   };
   for (int64_t bytes = 4096; bytes <= (int64_t{256} << 20); bytes *= 16) {
     const double b = static_cast<double>(bytes);
-    row("neighbour (1 hop)", bytes, flows("v5e:4x4", bytes, {{0, 1}})[0], hop + b * per_byte);
-    row("2 hops", bytes, flows("v5e:4x4", bytes, {{0, 2}})[0], 2 * hop + b * per_byte);
-    row("4 hops (x then y)", bytes, flows("v5e:4x4", bytes, {{0, 10}})[0], 4 * hop + b * per_byte);
+    row("neighbour (1 hop)", bytes, flow_cycles("v5e:4x4", bytes, {{0, 1}})[0],
+        hop + b * per_byte);
+    row("2 hops", bytes, flow_cycles("v5e:4x4", bytes, {{0, 2}})[0], 2 * hop + b * per_byte);
+    row("4 hops (x then y)", bytes, flow_cycles("v5e:4x4", bytes, {{0, 10}})[0],
+        4 * hop + b * per_byte);
     // Flow 1->3 has link 1->2 to itself until flow 0->2's head arrives, one hop later;
     // from then on they share it, and both land one hop after it has sent 2 x bytes (or,
     // when they do not overlap, each takes its 2 hops alone).
     const double shared_time = std::max(2 * hop + b * per_byte, hop + 2 * b * per_byte);
-    std::vector<uint64_t> shared = flows("v5e:4x4", bytes, {{0, 2}, {1, 3}});
+    std::vector<uint64_t> shared = flow_cycles("v5e:4x4", bytes, {{0, 2}, {1, 3}});
     row("2 flows share link 1->2: 0->2", bytes, shared[0], shared_time);
     row("2 flows share link 1->2: 1->3", bytes, shared[1], shared_time);
-    row("DCN (slice 0 -> slice 1)", bytes, flows("v5e:2x2:slices=2", bytes, {{0, 4}})[0],
+    row("DCN (slice 0 -> slice 1)", bytes,
+        flow_cycles("v5e:2x2:slices=2", bytes, {{0, 4}})[0],
         dcn_latency + b * dcn_per_byte);
   }
   fmt::print("worst |simulated / analytic - 1|: {:.1f}%\n\n", 100 * worst);

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <random>
 
+#include "bench/pod_flows.h"
 #include "common/error.h"
 #include "isa/isa.h"
 #include "sim/functional/pod_model.h"
@@ -168,33 +169,6 @@ TEST(TimedPod, RunTimedRefusesAPodOfSeveralChips) {
   }
 }
 
-// Flows of `bytes` each (one VMEM-to-VMEM remote DMA from chip `from` to chip `to`), all
-// issued at the start; returns the cycles until chip `measured` (a receiver) is done.
-uint64_t flow_cycles(const std::string& pod, int64_t bytes,
-                     const std::vector<std::pair<int, int>>& flows, int measured) {
-  std::string text = fmt::format(
-      ".pod \"{}\"\n.region a vmem[0] 0 {}\n.region b vmem[0] {} {}\n"
-      ".descriptor d0 src=a dst=b elem=4 sizes=[{}] src_strides=[4] dst_strides=[4]\n"
-      ".program core 0\n  sdev s1, 0\n",
-      pod, bytes, bytes, bytes, bytes / 4);
-  std::string senders;
-  for (size_t i = 0; i < flows.size(); ++i) {
-    auto [from, to] = flows[i];
-    text += fmt::format("  sli s2, {}\n  seq s3, s1, s2\n  bnz s3, send{}\n", from, i);
-    text += fmt::format("  sli s2, {}\n  seq s3, s1, s2\n  bnz s3, receive\n", to);
-    senders += fmt::format(
-        "send{}:\n  sli s4, {}\n  dma.remote d0, s0, s0, s4, q1, q2\n  sem.wait q1, 1\n  halt\n",
-        i, to);
-  }
-  text += "  halt\n" + senders + "receive:\n  sem.wait q2, 1\n  halt\n";
-  isa::Executable exe = isa::assemble(text);
-  TimingOptions options;
-  options.timing_only = true;
-  options.profile = false;
-  PodRunResult r = run_timed_pod(exe, {}, options);
-  return r.chips.at(static_cast<size_t>(measured)).cycles;
-}
-
 TEST(TimedPod, LinksTakeLatencyPlusBytesOverBandwidth) {
   // v5e: 50 GB/s per link direction, 1 us per hop (assumed), 1.5 GHz.
   const topology::PodConfig pod = topology::pod_config("v5e:4x4");
@@ -204,7 +178,8 @@ TEST(TimedPod, LinksTakeLatencyPlusBytesOverBandwidth) {
     for (int to : {1, 2, 10}) {  // 1, 2 and 4 hops (x then y) from chip 0
       const int hops = topology::Torus(pod).hops(0, to);
       const double analytic = hops * hop + static_cast<double>(bytes) * cycles_per_byte;
-      const double simulated = static_cast<double>(flow_cycles("v5e:4x4", bytes, {{0, to}}, to));
+      const double simulated =
+          static_cast<double>(bench::flow_cycles("v5e:4x4", bytes, {{0, to}})[0]);
       EXPECT_NEAR(simulated / analytic, 1.0, 0.05)
           << bytes << " bytes over " << hops << " hops: " << simulated << " vs " << analytic;
     }
@@ -214,12 +189,9 @@ TEST(TimedPod, LinksTakeLatencyPlusBytesOverBandwidth) {
   // and both land one hop after the link has sent both flows' bytes.
   const int64_t bytes = 1 << 20;
   const double shared = 2.0 * static_cast<double>(bytes) * cycles_per_byte + hop;
-  for (int receiver : {2, 3}) {
-    const double simulated =
-        static_cast<double>(flow_cycles("v5e:4x4", bytes, {{0, 2}, {1, 3}}, receiver));
-    EXPECT_NEAR(simulated / shared, 1.0, 0.05)
-        << "receiver " << receiver << ": " << simulated << " vs " << shared;
-  }
+  const std::vector<uint64_t> both = bench::flow_cycles("v5e:4x4", bytes, {{0, 2}, {1, 3}});
+  for (uint64_t cycles : both)
+    EXPECT_NEAR(static_cast<double>(cycles) / shared, 1.0, 0.05) << cycles << " vs " << shared;
 }
 
 TEST(TimedPod, AStragglerComputesAtItsSpeed) {
