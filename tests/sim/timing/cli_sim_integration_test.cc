@@ -1,5 +1,6 @@
 // `podsim run --backend sim` end to end: the same outputs as --backend sim-functional,
 // a summary, a profile that reads back, an instruction trace, and --check-hazards.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -147,6 +148,32 @@ TEST(CliSim, RunsAHandWrittenExecutableOnAPod) {
   Result bad = podsim("run " + program + " --topology v5e:3x5");
   EXPECT_NE(bad.exit_code, 0);
   EXPECT_NE(bad.output.find("v5e:3x5"), std::string::npos) << bad.output;
+  std::filesystem::remove_all(dir);
+}
+
+// podsim asm / disasm keep a pod program's pod and remote DMAs; the .pex runs on the pod
+// it records and on another one given with --topology.
+TEST(CliSim, AssemblesDisassemblesAndRunsAPodProgram) {
+  auto dir =
+      std::filesystem::temp_directory_path() / ("podsim_cli_asm_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string program = std::string(PODSIM_SOURCE_DIR) + "/examples/pods/ring_all_gather.s";
+  const std::string pex = (dir / "gather.pex").string();
+  Result assembled = podsim("asm " + program + " -o " + pex);
+  ASSERT_EQ(assembled.exit_code, 0) << assembled.output;
+  Result text = podsim("disasm " + pex);
+  ASSERT_EQ(text.exit_code, 0) << text.output;
+  EXPECT_NE(text.output.find(".pod \"v5e:2x2\""), std::string::npos) << text.output;
+  EXPECT_NE(text.output.find("dma.remote d1, s15, s15, s4, q1, q3"), std::string::npos)
+      << text.output;
+  EXPECT_NE(text.output.find("sdev s1, 0"), std::string::npos) << text.output;
+  for (const char* topology : {"", " --topology v4:2x2x2"}) {
+    Result run = podsim("run " + pex + " --backend sim-functional" + topology);
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+    const int chips = std::string(topology).empty() ? 4 : 8;
+    EXPECT_NE(run.output.find(fmt::format("{} chips)", chips)), std::string::npos) << run.output;
+    EXPECT_NE(run.output.find(fmt::format("r{}.y", chips - 1)), std::string::npos) << run.output;
+  }
   std::filesystem::remove_all(dir);
 }
 
