@@ -8,7 +8,6 @@
 #include <cmath>
 
 #include "common/error.h"
-#include "sim/timing/pod_run.h"
 
 namespace podsim::sim::timing {
 namespace {
@@ -86,7 +85,7 @@ DmaTransfer incoming_view(const DmaTransfer& t, int src_device) {
   return v;
 }
 
-ChipRun::ChipRun(PodRun& pod, FunctionalModel& model,
+ChipRun::ChipRun(PodContext& pod, FunctionalModel& model,
                  const std::vector<std::vector<uint8_t>>& parameters, const TimingOptions& options,
                  double speed)
     : pod_(pod),

@@ -21,7 +21,18 @@
 
 namespace podsim::sim::timing {
 
-class PodRun;  // pod_run.h
+class ChipRun;
+
+// What a chip needs from the pod it belongs to (PodRun, pod_run.h, implements it): the
+// other chips, the interconnect between them, and a way to end the run everywhere.
+class PodContext {
+ public:
+  virtual ~PodContext() = default;
+  virtual ChipRun& chip(int device) = 0;
+  virtual Interconnect* interconnect() = 0;  // null for a single chip
+  // Ends the run on every chip; the error belongs to `from`.
+  virtual void abort(std::exception_ptr error, ChipRun* from) = 0;
+};
 
 // A remote transfer as the hazard checker of each end sees it: on the issuing chip its
 // destination is elsewhere (core -1 overlaps nothing); on the receiving chip its source
@@ -35,7 +46,7 @@ class ChipRun final : public DmaHost {
   // the pod owns.
   // speed: the TensorCores' clock as a fraction of the chip's (stragglers, PodConfig):
   // their units' times and the issue rate stretch by 1 / speed.
-  ChipRun(PodRun& pod, FunctionalModel& model, const std::vector<std::vector<uint8_t>>& parameters,
+  ChipRun(PodContext& pod, FunctionalModel& model, const std::vector<std::vector<uint8_t>>& parameters,
           const TimingOptions& options, double speed = 1.0);
   ~ChipRun() override;
 
@@ -123,7 +134,7 @@ class ChipRun final : public DmaHost {
   // (profile time); returns when the last ends.
   Cycle host_transfers(const std::vector<isa::Binding>& bindings, bool to_device, Cycle from);
 
-  PodRun& pod_;
+  PodContext& pod_;
   FunctionalModel& model_;
   TimingOptions options_;
   UnitLatencies latencies_;  // from the executable's ChipConfig

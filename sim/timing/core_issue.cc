@@ -15,7 +15,6 @@
 
 #include "common/error.h"
 #include "sim/timing/chip_run.h"
-#include "sim/timing/pod_run.h"
 
 namespace podsim::sim::timing {
 namespace {

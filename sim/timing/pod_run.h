@@ -17,13 +17,13 @@
 
 namespace podsim::sim::timing {
 
-class PodRun {
+class PodRun final : public PodContext {
  public:
   // parameters[device]: that chip's parameters (or none at all in a timing-only run).
   PodRun(const isa::Executable& executable,
          const std::vector<std::vector<std::vector<uint8_t>>>& parameters,
          const TimingOptions& options);
-  ~PodRun();
+  ~PodRun() override;
 
   void start();
   // After sc_start() returned: throws the first chip's error (naming the chip on a pod)
@@ -31,10 +31,9 @@ class PodRun {
   PodRunResult finish();
 
   int chips() const { return static_cast<int>(chips_.size()); }
-  ChipRun& chip(int device) { return *chips_.at(static_cast<size_t>(device)); }
-  Interconnect* interconnect() { return net_.get(); }
-  // Ends the run on every chip; the error belongs to `from`.
-  void abort(std::exception_ptr error, ChipRun* from);
+  ChipRun& chip(int device) override { return *chips_.at(static_cast<size_t>(device)); }
+  Interconnect* interconnect() override { return net_.get(); }
+  void abort(std::exception_ptr error, ChipRun* from) override;
 
  private:
   PodFunctionalModel models_;
