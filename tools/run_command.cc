@@ -184,50 +184,6 @@ std::vector<ir::Literal> output_literals(const ir::Module& module, const std::ve
   return out;
 }
 
-// Compiles for the TPU target and runs the executable on the functional chip model.
-std::vector<ir::Literal> run_sim_functional(ir::Module& module, const std::vector<ir::Literal>& args,
-                                            const std::string& chip_name) {
-  sim::FunctionalModel model(compile_for_chip(module, chip_name));
-  std::vector<std::vector<uint8_t>> params = parameter_bytes(args);
-  for (size_t k = 0; k < params.size(); ++k) model.set_parameter(static_cast<int>(k), params[k]);
-  model.run_to_completion(int64_t{1} << 40);
-  std::vector<std::vector<uint8_t>> outputs;
-  for (size_t k = 0; k < model.executable().outputs.size(); ++k) outputs.push_back(model.read_output(static_cast<int>(k)));
-  return output_literals(module, outputs);
-}
-
-// Compiles for the TPU target and runs it on the timed chip model; prints the summary and
-// writes the profile and instruction trace when asked.
-std::vector<ir::Literal> run_sim_timed(ir::Module& module, const std::vector<ir::Literal>& args,
-                                       const RunOptions& options, std::string& report) {
-  isa::Executable exe = compile_for_chip(module, options.chip);
-  sim::timing::TimingOptions timing;
-  timing.instruction_trace = !options.trace_instructions.empty();
-  timing.check_hazards = timing.hazards_are_errors = options.check_hazards;
-  timing.timing_only = options.timing_only;
-  timing.profile_host_link = options.host_link;
-  sim::timing::TimedRunResult result =
-      sim::timing::run_timed(exe, options.timing_only ? std::vector<std::vector<uint8_t>>{} : parameter_bytes(args), timing);
-  result.profile.program = module.name();
-  report = traces::format_summary(traces::summarize(result.profile));
-  report += sim::timing::format_host_link(result, exe.chip);
-  if (!options.profile.empty()) {
-    traces::write_chrome_trace(result.profile, options.profile);
-    report += fmt::format("wrote the profile to {} (open it in Perfetto UI)\n", options.profile);
-  }
-  if (!options.trace_instructions.empty()) {
-    std::FILE* f = std::fopen(options.trace_instructions.c_str(), "wb");
-    if (!f) fail("cannot write the instruction trace to {}: {}", options.trace_instructions, std::strerror(errno));
-    std::string text = sim::timing::format_instruction_trace(result.trace, exe);
-    bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-    ok = std::fclose(f) == 0 && ok;
-    if (!ok) fail("writing the instruction trace to {} failed", options.trace_instructions);
-    report += fmt::format("wrote {} trace records to {}\n", result.trace.size(), options.trace_instructions);
-  }
-  if (options.timing_only) return {};  // no data was computed
-  return output_literals(module, result.outputs);
-}
-
 using DeviceBytes = std::vector<std::vector<std::vector<uint8_t>>>;  // [device][k]
 
 // Runs an executable on every chip of its pod (one chip without) with parameters[device]
@@ -265,6 +221,47 @@ DeviceBytes run_on_pod(const isa::Executable& exe, const DeviceBytes& parameters
   }
   for (sim::timing::TimedRunResult& chip : result.chips) outputs.push_back(std::move(chip.outputs));
   return outputs;
+}
+
+// Compiles for the TPU target and runs the executable on the functional chip model.
+std::vector<ir::Literal> run_sim_functional(ir::Module& module, const std::vector<ir::Literal>& args,
+                                            const RunOptions& options) {
+  std::string report;  // the functional model has none
+  DeviceBytes outputs = run_on_pod(compile_for_chip(module, options.chip), {parameter_bytes(args)},
+                                   options, report);
+  return output_literals(module, outputs.at(0));
+}
+
+// Compiles for the TPU target and runs it on the timed chip model; prints the summary and
+// writes the profile and instruction trace when asked.
+std::vector<ir::Literal> run_sim_timed(ir::Module& module, const std::vector<ir::Literal>& args,
+                                       const RunOptions& options, std::string& report) {
+  isa::Executable exe = compile_for_chip(module, options.chip);
+  sim::timing::TimingOptions timing;
+  timing.instruction_trace = !options.trace_instructions.empty();
+  timing.check_hazards = timing.hazards_are_errors = options.check_hazards;
+  timing.timing_only = options.timing_only;
+  timing.profile_host_link = options.host_link;
+  sim::timing::TimedRunResult result =
+      sim::timing::run_timed(exe, options.timing_only ? std::vector<std::vector<uint8_t>>{} : parameter_bytes(args), timing);
+  result.profile.program = module.name();
+  report = traces::format_summary(traces::summarize(result.profile));
+  report += sim::timing::format_host_link(result, exe.chip);
+  if (!options.profile.empty()) {
+    traces::write_chrome_trace(result.profile, options.profile);
+    report += fmt::format("wrote the profile to {} (open it in Perfetto UI)\n", options.profile);
+  }
+  if (!options.trace_instructions.empty()) {
+    std::FILE* f = std::fopen(options.trace_instructions.c_str(), "wb");
+    if (!f) fail("cannot write the instruction trace to {}: {}", options.trace_instructions, std::strerror(errno));
+    std::string text = sim::timing::format_instruction_trace(result.trace, exe);
+    bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+    ok = std::fclose(f) == 0 && ok;
+    if (!ok) fail("writing the instruction trace to {} failed", options.trace_instructions);
+    report += fmt::format("wrote {} trace records to {}\n", result.trace.size(), options.trace_instructions);
+  }
+  if (options.timing_only) return {};  // no data was computed
+  return output_literals(module, result.outputs);
 }
 
 // The executable of a .pex or .s file, moved onto --topology's pod when given (every chip
@@ -431,7 +428,7 @@ int run(const RunOptions& options) {
     } else if (options.backend == "sim") {
       flat = run_sim_timed(*module, options.timing_only ? std::vector<ir::Literal>{} : args[0], options, sim_report);
     } else {
-      flat = run_sim_functional(*module, args[0], options.chip);
+      flat = run_sim_functional(*module, args[0], options);
     }
     if (!options.timing_only)
       results.push_back(module->entry()->root()->shape().is_tuple() ? ir::Literal::tuple(std::move(flat))

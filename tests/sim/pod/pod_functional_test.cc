@@ -6,7 +6,6 @@
 #include <fmt/format.h>
 
 #include <cstring>
-#include <fstream>
 #include <random>
 
 #include "common/error.h"
@@ -14,25 +13,14 @@
 #include "compiler/ir/parser.h"
 #include "isa/isa.h"
 #include "sim/functional/pod_model.h"
+#include "tests/sim/pod/pod_examples.h"
 #include "topology/torus.h"
 
 namespace podsim::sim {
 namespace {
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  EXPECT_TRUE(in) << path;
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-// An example program with its `.pod` line replaced.
 isa::Executable example_on(const std::string& file, const std::string& pod) {
-  std::string text = read_file(std::string(PODSIM_SOURCE_DIR) + "/examples/pods/" + file);
-  size_t at = text.find("\n.pod ");
-  EXPECT_NE(at, std::string::npos);
-  size_t end = text.find('\n', at + 1);
-  text.replace(at + 1, end - at - 1, ".pod \"" + pod + "\"");
-  return isa::assemble(text, file);
+  return isa::assemble(testing::pod_example(file, pod), file);
 }
 
 std::string error_of(PodFunctionalModel& pod, int64_t max_steps = 1'000'000) {
@@ -117,12 +105,7 @@ ENTRY main {{
 INSTANTIATE_TEST_SUITE_P(Pods, Ring,
                          ::testing::Values("v5e:2x2", "v5e:4x4", "v5e:16x4", "v4:2x2x2",
                                            "v4:4x4x4", "v5e:2x2:slices=2"),
-                         [](const auto& info) {
-                           std::string name = info.param;
-                           for (char& c : name)
-                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-                           return name;
-                         });
+                         testing::pod_test_name);
 
 constexpr std::string_view kRegions = R"(
 .region a vmem[0] 0 256

@@ -6,7 +6,6 @@
 #include <fmt/format.h>
 
 #include <cmath>
-#include <fstream>
 #include <random>
 
 #include "bench/pod_flows.h"
@@ -14,22 +13,11 @@
 #include "isa/isa.h"
 #include "sim/functional/pod_model.h"
 #include "sim/timing/timed_chip.h"
+#include "tests/sim/pod/pod_examples.h"
 #include "topology/torus.h"
 
 namespace podsim::sim::timing {
 namespace {
-
-std::string read_example(const std::string& file) {
-  std::ifstream in(std::string(PODSIM_SOURCE_DIR) + "/examples/pods/" + file);
-  EXPECT_TRUE(in) << file;
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-std::string on_pod(std::string text, const std::string& pod) {
-  size_t at = text.find("\n.pod ");
-  size_t end = text.find('\n', at + 1);
-  return text.replace(at + 1, end - at - 1, ".pod \"" + pod + "\"");
-}
 
 // Random f32 parameters for every chip (small integers: exact whatever the order of sums).
 std::vector<std::vector<std::vector<uint8_t>>> random_parameters(const isa::Executable& e,
@@ -56,7 +44,7 @@ class TimedRing : public ::testing::TestWithParam<std::string> {};
 TEST_P(TimedRing, MatchesTheFunctionalPodWithoutHazards) {
   for (const char* example : {"ring_all_reduce.s", "ring_all_gather.s"}) {
     SCOPED_TRACE(example);
-    isa::Executable exe = isa::assemble(on_pod(read_example(example), GetParam()));
+    isa::Executable exe = isa::assemble(testing::pod_example(example, GetParam()));
     const int n = exe.pod->chips();
     auto params = random_parameters(exe, n);
 
@@ -102,17 +90,12 @@ TEST_P(TimedRing, MatchesTheFunctionalPodWithoutHazards) {
 INSTANTIATE_TEST_SUITE_P(Pods, TimedRing,
                          ::testing::Values("v5e:2x2", "v5e:4x4", "v4:2x2x2", "v4:4x4x4",
                                            "v5e:2x2:slices=2"),
-                         [](const auto& info) {
-                           std::string name = info.param;
-                           for (char& c : name)
-                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-                           return name;
-                         });
+                         testing::pod_test_name);
 
 TEST(TimedPod, AMissingWaitIsAHazardNamingBothChips) {
   // Without the wait for the previous chip's tiles, the add reads `recv` while the remote
   // DMA that writes it may still be in flight.
-  std::string text = on_pod(read_example("ring_all_reduce.s"), "v5e:2x2");
+  std::string text = testing::pod_example("ring_all_reduce.s", "v5e:2x2");
   size_t at = text.find("rs_wait:");
   ASSERT_NE(at, std::string::npos);
   size_t wait = text.find("sem.wait q2, 1", at);
@@ -227,9 +210,9 @@ loop:
 }
 
 TEST(TimedPod, AStragglerDelaysTheWholeRing) {
-  const std::string ring = read_example("ring_all_reduce.s");
+  const std::string ring = testing::pod_example("ring_all_reduce.s");
   isa::Executable even = isa::assemble(ring);
-  isa::Executable slow = isa::assemble(on_pod(ring, "v5e:2x2"));
+  isa::Executable slow = isa::assemble(testing::pod_example("ring_all_reduce.s", "v5e:2x2"));
   slow.pod->slow_chip = 2;
   slow.pod->slow_chip_speed = 0.25;
   auto params = random_parameters(even, 4);
