@@ -1,6 +1,7 @@
-// podsim compile FILE.hlo --chip v4|FILE.toml -o prog.pex: lowers an HLO module to a
-// TensorCore executable for one chip (the default pass pipeline first, so that
-// elementwise ops and reductions fuse into kernels; --no-passes lowers op by op).
+// podsim compile FILE.hlo --chip v4|FILE.toml [--topology POD] -o prog.pex: lowers an HLO
+// module to a TensorCore executable for one chip, or for every chip of a pod (the default
+// pass pipeline first, so that elementwise ops and reductions fuse into kernels;
+// --no-passes lowers op by op).
 #include <fmt/core.h>
 
 #include <filesystem>
@@ -8,11 +9,11 @@
 #include "common/error.h"
 #include "compiler/ir/parser.h"
 #include "compiler/ir/verifier.h"
-#include "compiler/passes/pass.h"
 #include "compiler/tpu/tpu_compiler.h"
 #include "isa/isa.h"
 #include "tools/commands.h"
 #include "topology/chip_config.h"
+#include "topology/pod_config.h"
 
 namespace podsim::tools {
 namespace {
@@ -20,6 +21,7 @@ namespace {
 struct CompileOptions {
   std::string file;
   std::string chip = "v4";
+  std::string topology;  // a pod: every chip runs the program, one replica each
   std::string output;
   bool no_passes = false;
   int core = 0;
@@ -28,11 +30,14 @@ struct CompileOptions {
 int run_compile(const CompileOptions& o) {
   auto module = ir::parse_module_file(o.file);
   ir::verify_module(*module, o.file);
-  if (!o.no_passes) passes::default_pipeline().run(*module);
-  topology::ChipConfig chip = topology::chip_config(o.chip);
+  const tpu::Target target = o.topology.empty()
+                                 ? tpu::Target(topology::chip_config(o.chip))
+                                 : tpu::Target(topology::pod_config(o.topology));
+  const topology::ChipConfig& chip = target.chip;
   tpu::Options options;
   options.core = o.core;
-  isa::Executable e = tpu::compile(*module, chip, options);
+  options.passes = !o.no_passes;
+  isa::Executable e = tpu::compile(*module, target, options);
   std::string output = o.output;
   if (output.empty()) output = std::filesystem::path(o.file).replace_extension(".pex").string();
   isa::write_executable(output, e);
@@ -67,6 +72,9 @@ Command add_compile_command(CLI::App& app) {
   cmd->add_option("--chip", o->chip, "Target chip: a preset (v4, v5e, v5p, v6e, tiny) or a TOML file")
       ->capture_default_str();
   cmd->add_option("-o,--output", o->output, "Executable to write (default: FILE with the extension .pex)");
+  cmd->add_option("--topology", o->topology,
+                  "Compile for every chip of a pod (v5e-8, v4:2x2x2, ... or a TOML file), one "
+                  "replica per chip; its chip replaces --chip");
   cmd->add_flag("--no-passes", o->no_passes, "Lower the module as it is (no simplification or fusion)");
   cmd->add_option("--core", o->core, "The TensorCore that runs the program")->capture_default_str();
   return {cmd, [o]() { return run_compile(*o); }};

@@ -150,15 +150,15 @@ std::vector<ir::Shape> flat_output_shapes(const ir::Shape& shape) {
 }
 
 // Compiles the module for the TPU target of the chip.
-isa::Executable compile_for_chip(ir::Module& module, const std::string& chip_name) {
-  topology::ChipConfig chip = topology::chip_config(chip_name);
-  passes::default_pipeline().run(module);
-  return tpu::compile(module, chip);
+isa::Executable compile_for_chip(const ir::Module& module, const std::string& chip_name) {
+  return tpu::compile(module, topology::chip_config(chip_name));
 }
 
+// The bytes of each argument as the compiled module takes them (64-bit types narrowed).
 std::vector<std::vector<uint8_t>> parameter_bytes(const std::vector<ir::Literal>& args) {
   std::vector<std::vector<uint8_t>> out;
-  for (const ir::Literal& a : args) {
+  for (const ir::Literal& wide : args) {
+    const ir::Literal a = passes::narrow_literal(wide);
     auto bytes = a.bytes();
     const auto* data = reinterpret_cast<const uint8_t*>(bytes.data());
     out.emplace_back(data, data + bytes.size());
@@ -167,19 +167,19 @@ std::vector<std::vector<uint8_t>> parameter_bytes(const std::vector<ir::Literal>
 }
 
 // Output k of a simulated run (bytes as FunctionalModel::read_output) as literals of the
-// module's flattened root shapes.
+// module's flattened root shapes (computed narrowed, widened back).
 std::vector<ir::Literal> output_literals(const ir::Module& module, const std::vector<std::vector<uint8_t>>& outputs) {
   std::vector<ir::Literal> out;
   std::vector<ir::Shape> shapes = flat_output_shapes(module.entry()->root()->shape());
   if (outputs.size() != shapes.size())
     fail("the simulated run has {} outputs, the module {}", outputs.size(), shapes.size());
   for (size_t k = 0; k < shapes.size(); ++k) {
-    ir::Literal l(shapes[k]);
+    ir::Literal l(passes::narrow_64bit_shape(shapes[k]));
     const std::vector<uint8_t>& bytes = outputs[k];
     if (bytes.size() != l.bytes().size())
       fail("output {} of the simulated run has {} bytes, expected {}", k, bytes.size(), l.bytes().size());
     if (!bytes.empty()) std::memcpy(l.bytes().data(), bytes.data(), bytes.size());
-    out.push_back(std::move(l));
+    out.push_back(l.shape() == shapes[k] ? std::move(l) : passes::convert_literal(l, shapes[k].type()));
   }
   return out;
 }
@@ -402,12 +402,9 @@ int run(const RunOptions& options) {
   std::vector<ir::Literal> results;
   std::string sim_report;
   if (pod) {
-    // Every chip runs the module on its own inputs; collectives need the compiler's
-    // lowering to the torus (not yet), so a module with them is an error there.
-    passes::default_pipeline().run(*module);
-    isa::Executable exe = tpu::compile(*module, pod->chip);
-    exe.pod = *pod;
-    exe.replicas = pod->chips();
+    // Every chip runs the module as one replica, on its own inputs; collectives run
+    // over the pod's links.
+    isa::Executable exe = tpu::compile(*module, tpu::Target(*pod));
     DeviceBytes parameters;
     for (const std::vector<ir::Literal>& a : args) parameters.push_back(parameter_bytes(a));
     DeviceBytes outputs = run_on_pod(exe, parameters, options, sim_report);

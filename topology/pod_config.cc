@@ -72,6 +72,13 @@ std::string PodConfig::shape_string() const {
 
 void PodConfig::validate() const {
   std::string problems = field_problems<PodConfig>(*this, kFields);
+  // The checks below derive from fields in range (a chip count from any slice count
+  // would overflow).
+  auto fail_if_any = [&] {
+    if (!problems.empty())
+      fail("pod '{}' is invalid:{}", name.empty() ? "<unnamed>" : name, problems);
+  };
+  fail_if_any();
   const std::array<int, 3> d = dims(), h = host_block();
   const std::array<bool, 3> w = wraps();
   static constexpr char kAxis[] = {'x', 'y', 'z'};
@@ -93,12 +100,14 @@ void PodConfig::validate() const {
           "(AxBxC with 2A=B=C or 2A=2B=C); {} is not",
           shape_string());
   }
+  if (int64_t{chips_per_slice()} * slices > kMaxChips)
+    problems += fmt::format("\n  {} slice(s) of {} chips: a pod has at most {} chips", slices,
+                            chips_per_slice(), kMaxChips);
   if (slow_chip >= chips())
     problems += fmt::format("\n  slow_chip {} is not a chip of the pod (devices 0..{})", slow_chip,
                             chips() - 1);
   chip.validate();
-  if (!problems.empty())
-    fail("pod '{}' is invalid:{}", name.empty() ? "<unnamed>" : name, problems);
+  fail_if_any();
 }
 
 std::string describe(const PodConfig& p) {

@@ -35,6 +35,9 @@ struct PodConfig {
   // Chips of one host, as a block of the slice (the block tiles the slice).
   int host_x = 1, host_y = 1, host_z = 1;
   int slices = 1;  // joined by DCN
+  // The most chips a pod may have, all slices together (validate() checks it): past the
+  // largest multislice jobs, and far past what one simulation can hold.
+  static constexpr int kMaxChips = 65536;
 
   double ici_link_bandwidth_bytes_per_s = 0;  // per link, per direction
   double ici_link_latency_ns = 0;             // per hop

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdint>
 #include <optional>
 #include <regex>
 
@@ -121,7 +122,7 @@ std::string dims_string(const Dims& d, bool three_d) {
 
 // Whether a slice shape exists in the generation; the reason when not.
 std::optional<std::string> shape_problem(const Generation& g, const Dims& d) {
-  const int chips = d[0] * d[1] * d[2];
+  const double chips = double{1} * d[0] * d[1] * d[2];  // any parsed dims: no overflow
   Dims sorted = d;
   std::sort(sorted.begin(), sorted.end());
   if (g.name == "tiny") {
@@ -206,6 +207,7 @@ PodConfig make_pod(const Generation& g, std::string name, const Dims& d, bool tw
 
 // The most cubic shape of `chips` chips the generation allows (its default for a name).
 std::optional<Dims> default_shape(const Generation& g, int chips) {
+  if (chips > g.max_chips) return std::nullopt;  // (and the search below stays small)
   if (!g.three_d) {
     if (chips == 2) return std::nullopt;  // v5e and v6e slices have 1, 4, 8, ... 256 chips
     for (int x = 1; x <= 16; x *= 2)

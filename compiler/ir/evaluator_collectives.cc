@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/ir/collective_groups.h"
 #include "compiler/ir/evaluator_collectives.h"
 #include "compiler/ir/evaluator_elementwise.h"
 #include "compiler/ir/module.h"
@@ -13,70 +14,11 @@
 namespace podsim::ir::eval {
 namespace {
 
-// How replica_groups name devices (XLA's CollectiveOpGroupMode).
-enum class GroupMode { kCrossReplica, kCrossPartition, kCrossReplicaAndPartition, kFlattenedId };
-
-GroupMode group_mode(const Instruction& instruction) {
-  const Attributes& attrs = instruction.attrs();
-  // all-to-all and collective-permute have no use_global_device_ids: with a channel id
-  // they run across partitions.
-  bool partition_ops =
-      instruction.opcode() == Opcode::kAllToAll || instruction.opcode() == Opcode::kCollectivePermute;
-  if (!attrs.channel_id) {
-    if (attrs.use_global_device_ids && !partition_ops)
-      fail("{}: use_global_device_ids=true needs a channel_id", describe(instruction));
-    return GroupMode::kCrossReplica;
-  }
-  if (partition_ops) return GroupMode::kCrossPartition;
-  return attrs.use_global_device_ids ? GroupMode::kFlattenedId : GroupMode::kCrossReplicaAndPartition;
-}
-
 // The devices taking part with this one, in the order the collective combines them.
 std::vector<int64_t> participants(const Instruction& instruction, DeviceContext& context) {
   const DeviceGrid& grid = context.grid();
-  int64_t device = context.device();
-  if (grid.solo) return {device};
-  int64_t replica = device / grid.partitions;
-  int64_t partition = device % grid.partitions;
-  GroupMode mode = group_mode(instruction);
-  int64_t id_count = mode == GroupMode::kCrossPartition ? grid.partitions
-                     : mode == GroupMode::kFlattenedId  ? grid.size()
-                                                        : grid.replicas;
-  int64_t my_id = mode == GroupMode::kCrossPartition ? partition : mode == GroupMode::kFlattenedId ? device : replica;
-  std::vector<int64_t> ids;
-  const auto& groups = instruction.attrs().replica_groups;
-  if (!groups || groups->groups.empty()) {
-    for (int64_t i = 0; i < id_count; ++i) ids.push_back(i);
-  } else {
-    int found = 0;
-    for (const auto& g : groups->groups) {
-      if (std::find(g.begin(), g.end(), my_id) == g.end()) continue;
-      ids = g;
-      ++found;
-    }
-    if (found != 1)
-      fail("{}: id {} of device {} appears in {} replica groups; it must appear in exactly one",
-           describe(instruction), my_id, device, found);
-  }
-  std::vector<int64_t> devices;
-  for (int64_t id : ids) {
-    if (id < 0 || id >= id_count)
-      fail("{}: replica group id {} is out of range for {} replicas x {} partitions", describe(instruction), id,
-           grid.replicas, grid.partitions);
-    switch (mode) {
-      case GroupMode::kCrossReplica: devices.push_back(id * grid.partitions + partition); break;
-      case GroupMode::kCrossPartition: devices.push_back(replica * grid.partitions + id); break;
-      case GroupMode::kCrossReplicaAndPartition:
-        for (int64_t p = 0; p < grid.partitions; ++p) devices.push_back(id * grid.partitions + p);
-        break;
-      case GroupMode::kFlattenedId: devices.push_back(id); break;
-    }
-  }
-  std::vector<int64_t> sorted = devices;
-  std::sort(sorted.begin(), sorted.end());
-  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
-    fail("{}: a replica group names the same device twice", describe(instruction));
-  return devices;
+  if (grid.solo) return {context.device()};
+  return collective_participants(instruction, grid.replicas, grid.partitions, context.device());
 }
 
 int64_t position_in(const std::vector<int64_t>& group, int64_t device) {
@@ -290,7 +232,7 @@ Literal collective_permute(const Instruction& instruction, Operands operands, De
     fail("{}: collective-permute takes one operand, got {}", describe(instruction), operands.size());
   const DeviceGrid& grid = context.grid();
   int64_t device = context.device();
-  bool cross_partition = group_mode(instruction) == GroupMode::kCrossPartition;
+  bool cross_partition = collective_group_mode(instruction) == GroupMode::kCrossPartition;
   // Every device of the replica (or partition) takes part; pairs name ids within it.
   std::vector<int64_t> domain;
   int64_t my_id = 0;

@@ -116,23 +116,6 @@ Shape infer_resized(const Instruction& inst, bool gather) {
 
 }  // namespace
 
-GroupMode collective_group_mode(const Instruction& inst) {
-  bool channel = inst.attrs().channel_id.has_value();
-  bool global = inst.attrs().use_global_device_ids;
-  switch (inst.opcode()) {
-    case Opcode::kAllReduce:
-    case Opcode::kAllGather:
-    case Opcode::kReduceScatter:
-      if (!channel) {
-        if (global) fail("use_global_device_ids requires a channel_id");
-        return GroupMode::kCrossReplica;
-      }
-      return global ? GroupMode::kFlattenedId : GroupMode::kCrossReplicaAndPartition;
-    default:
-      return channel ? GroupMode::kCrossPartition : GroupMode::kCrossReplica;
-  }
-}
-
 int64_t collective_id_bound(const Instruction& inst, GroupMode mode) {
   const Module* m = module_of(inst);
   if (!m) return 0;

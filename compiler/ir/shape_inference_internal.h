@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "compiler/ir/collective_groups.h"
 #include "compiler/ir/instruction.h"
 #include "compiler/ir/module.h"
 
@@ -56,9 +57,6 @@ void check_reducer(const Computation& c, const std::vector<PrimitiveType>& accum
 // XLA's windowed output size per dimension of base (padding, base and window dilation).
 std::vector<int64_t> window_output_dims(const Shape& base, const Window& window);
 
-// How a collective's replica_groups are read (XLA's CollectiveOpGroupMode).
-enum class GroupMode { kCrossReplica, kCrossPartition, kCrossReplicaAndPartition, kFlattenedId };
-GroupMode collective_group_mode(const Instruction& inst);
 // Exclusive bound on the ids a collective's replica_groups or source_target_pairs may
 // use, from the module's replica_count / num_partitions; 0 where nothing bounds them
 // (the counts are at their default of 1, or the instruction is in no module).

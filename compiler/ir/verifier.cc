@@ -189,15 +189,15 @@ class Checker {
   }
 
   void check_collective_ids(const Computation& c, const Instruction& inst) {
-    infer::GroupMode mode;
+    GroupMode mode;
     try {
-      mode = infer::collective_group_mode(inst);
+      mode = collective_group_mode(inst);
     } catch (const Error&) {
       return;  // already reported by shape inference
     }
     int64_t bound = infer::collective_id_bound(inst, mode);
-    std::string what = mode == infer::GroupMode::kCrossPartition ? "partition"
-                       : mode == infer::GroupMode::kFlattenedId  ? "device"
+    std::string what = mode == GroupMode::kCrossPartition ? "partition"
+                       : mode == GroupMode::kFlattenedId  ? "device"
                                                                  : "replica";
     auto check_range = [&](int64_t id, std::string_view attr) {
       if (id < 0)
@@ -217,7 +217,7 @@ class Checker {
             report(c, inst, fmt::format("replica_groups repeat {} id {}", what, id));
         }
       // As in XLA: explicit groups of replicas must cover every replica.
-      if (mode == infer::GroupMode::kCrossReplica && bound > 0 && !seen.empty() &&
+      if (mode == GroupMode::kCrossReplica && bound > 0 && !seen.empty() &&
           static_cast<int64_t>(seen.size()) != bound)
         report(c, inst,
                fmt::format("replica_groups cover {} replicas, but the module has {}", seen.size(),

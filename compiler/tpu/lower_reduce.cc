@@ -302,7 +302,7 @@ Value lower_reduce(Lowerer& l, const Instruction& i, Scope& s) {
   Opcode comb = Opcode::kAdd;
   const bool lane_fold = n_ops == 1 && lane_foldable(i, comb);
   std::optional<Reducer> reducer;
-  if (!lane_fold) reducer = build_reducer(l, i);
+  if (!lane_fold) reducer = build_reducer(l, i, i.operand_count() / 2);
 
   const Instruction& input = *i.operand(0);
   Expr e;

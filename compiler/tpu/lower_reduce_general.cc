@@ -45,16 +45,15 @@ bool scalar_view_op(const Instruction& x) {
 
 }  // namespace
 
-Reducer build_reducer(Lowerer& l, const Instruction& reduce) {
+Reducer build_reducer(Lowerer& l, const Instruction& reduce, int64_t n) {
   const ir::Computation& f = *reduce.called(0);
-  const int64_t n = reduce.operand_count() / 2;
   for (const auto& owned : f.instructions()) {
     const Instruction& x = *owned;
     bool ok = x.opcode() == Opcode::kParameter || (ir::is_elementwise(x.opcode()) && x.shape().is_scalar()) ||
               (x.opcode() == Opcode::kConstant && x.shape().is_scalar()) ||
               (x.opcode() == Opcode::kTuple && &x == f.root()) || scalar_view_op(x);
     if (!ok)
-      unsupported_what(reduce, "reduce",
+      unsupported_what(reduce, ir::opcode_name(reduce.opcode()),
                        fmt::format("its reducer '{}' computes {} ('{}'); only elementwise ops on scalars are lowered",
                                    f.name(), ir::opcode_name(x.opcode()), x.name()));
   }
@@ -77,7 +76,7 @@ Reducer build_reducer(Lowerer& l, const Instruction& reduce) {
     r.roots.push_back(builder.build(root, scalar, true));
   }
   if (static_cast<int64_t>(r.roots.size()) != n)
-    unsupported_what(reduce, "reduce", fmt::format("its reducer '{}' returns {} values for {} operands", f.name(),
+    unsupported_what(reduce, ir::opcode_name(reduce.opcode()), fmt::format("its reducer '{}' returns {} values for {} operands", f.name(),
                                                    r.roots.size(), n));
   for (const Leaf& leaf : r.expr.leaves) r.leaf_param.push_back(-2 - leaf.buffer);
   return r;

@@ -51,9 +51,9 @@ struct Reducer {
   std::vector<int> roots;
   std::vector<int> leaf_param;  // the parameter number each leaf reads
 };
-// podsim::Error (unsupported) unless every instruction of the reduce's to_apply is an
-// elementwise op on scalars.
-Reducer build_reducer(Lowerer& l, const ir::Instruction& reduce);
+// podsim::Error (unsupported) unless every instruction of i's to_apply is an elementwise
+// op on scalars and it returns `results` values.
+Reducer build_reducer(Lowerer& l, const ir::Instruction& i, int64_t results);
 // Adds the reducer's computation to expr, parameter k reading node params[k]; returns
 // the nodes of its results.
 std::vector<int> splice_reducer(Expr& expr, const Reducer& reducer, const std::vector<int>& params);

@@ -7,9 +7,13 @@
 
 #include <algorithm>
 #include <cstring>
+#include <unordered_map>
 
 #include "common/error.h"
+#include "compiler/ir/parser.h"
+#include "compiler/ir/printer.h"
 #include "compiler/ir/verifier.h"
+#include "compiler/passes/pass.h"
 #include "compiler/tpu/buffer_assignment.h"
 #include "compiler/tpu/lowerings.h"
 #include "compiler/tpu/tiling.h"
@@ -73,15 +77,15 @@ isa::DType isa_dtype(const Instruction& i, PrimitiveType t) {
   return memory_dtype(t);
 }
 
-Lowerer::Lowerer(const ir::Module& module, const topology::ChipConfig& chip, const Options& options)
+Lowerer::Lowerer(const ir::Module& module, const Target& target, const Options& options)
     : module_(module),
-      chip_(chip),
+      target_(target),
       options_(options),
-      pb_(chip, options.core),
-      vmem_used_(static_cast<size_t>(std::max(chip.tensor_cores, 1)), 0) {
-  if (options.core < 0 || options.core >= chip.tensor_cores)
-    fail("TPU compile: core {} does not exist on chip '{}' ({} TensorCores)", options.core, chip.name,
-         chip.tensor_cores);
+      pb_(target.chip, options.core),
+      vmem_used_(static_cast<size_t>(std::max(target.chip.tensor_cores, 1)), 0) {
+  if (options.core < 0 || options.core >= chip_.tensor_cores)
+    fail("TPU compile: core {} does not exist on chip '{}' ({} TensorCores)", options.core,
+         chip_.name, chip_.tensor_cores);
   if (options.max_tile_vregs < 1) fail("TPU compile: max_tile_vregs must be at least 1");
 }
 
@@ -111,6 +115,13 @@ int32_t Lowerer::constant_buffer(std::string_view name, std::vector<uint8_t> dat
   auto id = static_cast<int32_t>(buffers_.size() - 1);
   if (name.starts_with("iota.")) iota_buffers_.emplace(key, id);
   return id;
+}
+
+std::pair<int32_t, int32_t> Lowerer::collective_flags() {
+  if (flags_.first < 0)
+    flags_ = {constant_buffer("collective.flag_out", std::vector<uint8_t>(8, 0)),
+              constant_buffer("collective.flag_in", std::vector<uint8_t>(8, 0))};
+  return flags_;
 }
 
 int32_t Lowerer::use(int32_t buffer) {
@@ -290,6 +301,11 @@ Value Lowerer::lower(const Instruction& i, Scope& s) {
     case Opcode::kCall: return lower_call(i, *i.called(0), s, false);
     case Opcode::kWhile: return lower_while(*this, i, s);
     case Opcode::kConditional: return lower_conditional(*this, i, s);
+    case Opcode::kReplicaId:
+    case Opcode::kPartitionId: return lower_device_id(*this, i, s);
+    case Opcode::kAllReduce: return lower_all_reduce(*this, i, s);
+    case Opcode::kReduceScatter: return lower_reduce_scatter(*this, i, s);
+    case Opcode::kAllGather: return lower_all_gather(*this, i, s);
     default:
       if (ir::is_elementwise(i.opcode())) return lower_elementwise(*this, i, s);
       unsupported(i);
@@ -375,11 +391,51 @@ isa::Executable Lowerer::run() {
   return e;
 }
 
-isa::Executable compile(const ir::Module& module, const topology::ChipConfig& chip, const Options& options) {
+Target::Target(topology::PodConfig pod_config, int64_t replica_count)
+    : chip(pod_config.chip), pod(std::move(pod_config)) {
+  const int64_t chips = pod->chips();
+  replicas = replica_count == 0 ? chips : replica_count;
+  if (replicas < 1 || chips % replicas != 0)
+    fail("TPU compile: {} replicas do not divide the {} chips of pod '{}'", replicas, chips,
+         pod->name);
+  partitions = chips / replicas;
+}
+
+isa::Executable compile(const ir::Module& module, const Target& target, const Options& options) {
   ir::verify_module(module, module.name());
-  chip.validate();
-  Lowerer lowerer(module, chip, options);
+  target.chip.validate();
+  if (target.pod) {
+    target.pod->validate();
+    if (!(target.pod->chip == target.chip))
+      fail("TPU compile: the target's chip '{}' is not its pod's chip '{}'", target.chip.name,
+           target.pod->chip.name);
+    if (target.replicas < 1 || target.partitions < 1 || target.devices() != target.pod->chips())
+      fail("TPU compile: {} replicas x {} partitions on pod '{}' of {} chips", target.replicas,
+           target.partitions, target.pod->name, target.pod->chips());
+  } else if (target.devices() != 1) {
+    fail("TPU compile: {} replicas x {} partitions need a pod", target.replicas, target.partitions);
+  }
+  std::unique_ptr<ir::Module> prepared;
+  if (options.passes) {
+    prepared = ir::parse_module(ir::print_module(module), module.name());
+    // Errors name the lines of the module as given, not of its printed copy.
+    for (const auto& c : module.computations())
+      if (const ir::Computation* copy = prepared->find_computation(c->name())) {
+        std::unordered_map<std::string_view, ir::SourcePos> pos;
+        for (const auto& i : c->instructions()) pos.emplace(i->name(), i->pos());
+        for (const auto& i : copy->instructions())
+          if (auto it = pos.find(i->name()); it != pos.end()) i->set_pos(it->second);
+      }
+    passes::make_narrow_64bit_types()->run(*prepared);
+    passes::default_pipeline().run(*prepared);
+  }
+  Lowerer lowerer(prepared ? *prepared : module, target, options);
   isa::Executable e = lowerer.run();
+  if (target.pod) {
+    e.pod = target.pod;
+    e.replicas = static_cast<int32_t>(target.replicas);
+    e.partitions = static_cast<int32_t>(target.partitions);
+  }
   isa::validate(e);
   return e;
 }

@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "compiler/ir/module.h"
@@ -62,11 +63,12 @@ struct Scope {
 
 class Lowerer {
  public:
-  Lowerer(const ir::Module& module, const topology::ChipConfig& chip, const Options& options);
+  Lowerer(const ir::Module& module, const Target& target, const Options& options);
   isa::Executable run();
 
   ProgramBuilder& pb() { return pb_; }
-  const topology::ChipConfig& chip() const { return chip_; }
+  const topology::ChipConfig& chip() const { return target_.chip; }
+  const Target& target() const { return target_; }
   const Options& options() const { return options_; }
 
   // The value of i in s, lowering (and memoizing) it first where needed.
@@ -80,6 +82,9 @@ class Lowerer {
   // A constant array placed in HBM before the run.
   int32_t constant_buffer(std::string_view name, std::vector<uint8_t> data);
   const Buffer& buffer(int32_t b) const { return buffers_[static_cast<size_t>(b)]; }
+  // Two words in HBM for collectives' handshakes: one every chip sends from, one every
+  // chip's neighbours write into (buffers, whole run).
+  std::pair<int32_t, int32_t> collective_flags();
   // The buffer's HBM region, recording that the step in progress uses it.
   int32_t use(int32_t buffer);
 
@@ -124,11 +129,13 @@ class Lowerer {
   void collect_outputs(const Value& v, std::vector<const Value*>& out) const;
 
   const ir::Module& module_;
-  topology::ChipConfig chip_;
+  Target target_;
+  const topology::ChipConfig& chip_ = target_.chip;
   Options options_;
   ProgramBuilder pb_;
   std::vector<Buffer> buffers_;
   std::unordered_map<std::string, int32_t> iota_buffers_;
+  std::pair<int32_t, int32_t> flags_{-1, -1};
   int64_t step_ = -1;
   std::vector<int64_t> vmem_used_;  // per core
   int parallel_cores_ = 1;

@@ -18,28 +18,52 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
+#include <utility>
 
 #include "compiler/ir/module.h"
 #include "isa/isa.h"
 #include "topology/chip_config.h"
+#include "topology/pod_config.h"
 
 namespace podsim::tpu {
 
 // Bumped whenever generated executables could change: part of every compile-cache key.
-inline constexpr std::string_view kCompilerVersion = "podsim-tpu-3";
+inline constexpr std::string_view kCompilerVersion = "podsim-tpu-4";
+
+// What a module is compiled for: one chip, or every chip of a pod running the same
+// program (SPMD), each chip one device (device = replica * partitions + partition).
+struct Target {
+  topology::ChipConfig chip;
+  std::optional<topology::PodConfig> pod;  // collectives run on its torus
+  int64_t replicas = 1;
+  int64_t partitions = 1;
+
+  Target(topology::ChipConfig chip) : chip(std::move(chip)) {}  // NOLINT: a chip is a target
+  // Every chip of the pod a device: `replicas` of them (the pod's chip count when 0),
+  // the rest partitions.
+  explicit Target(topology::PodConfig pod, int64_t replicas = 0);
+  int64_t devices() const { return replicas * partitions; }
+};
 
 struct Options {
   int core = 0;                // the main TensorCore; steps may also use the cores after it
   int max_tile_vregs = 16;     // vector registers per streamed tile (elementwise, reduce)
   int64_t hbm_alignment = 512; // bytes; every HBM buffer starts on this boundary
+  // Run the pass pipeline first: 64-bit types narrowed to 32 (the chip has no 64-bit
+  // lanes; callers narrow arguments and widen results, passes/pass.h), then the default
+  // pipeline (simplification, fusion). false lowers the module as it is (tests of one
+  // lowering, `podsim compile --no-passes`); a 64-bit type is then an error.
+  bool passes = true;
 };
 
-// Lowers the entry computation of a verified module (run the passes first for fused
-// kernels; unfused modules work too, one kernel per op). The executable has a program
-// for options.core (first) and, where steps were split over cores, one for each further
-// core; the module's entry parameters as its parameters and the root (a tuple's
-// elements, flattened) as outputs out0, out1, ...
-isa::Executable compile(const ir::Module& module, const topology::ChipConfig& chip, const Options& options = {});
+// The one compile driver: the passes (options.passes) on a copy of the verified module,
+// then its entry computation lowered. The executable has a program for options.core
+// (first) and, where steps were split over cores, one for each further core; the
+// module's entry parameters as its parameters and the root (a tuple's elements,
+// flattened) as outputs out0, out1, ...; for a pod target, the pod, replicas and
+// partitions, and collectives lowered to remote DMAs over the torus.
+isa::Executable compile(const ir::Module& module, const Target& target, const Options& options = {});
 
 }  // namespace podsim::tpu

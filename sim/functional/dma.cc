@@ -66,7 +66,18 @@ void FunctionalModel::complete_dma(uint64_t id) {
   if (it == in_flight_.end())
     fail("complete_dma: DMA {} is not in flight (never issued, or completed already)", id);
   const DmaTransfer t = *it;
-  in_flight_.erase(it);
+  // Transfers to the same chip issued before it land first (in_flight_ is in issue order;
+  // the first of them has none before it, so this recurses one level only).
+  if (t.dst_device >= 0)
+    for (;;) {
+      auto earlier = std::find_if(in_flight_.begin(), in_flight_.end(), [&](const DmaTransfer& x) {
+        return x.id < t.id && x.dst_device == t.dst_device;
+      });
+      if (earlier == in_flight_.end()) break;
+      complete_dma(earlier->id);
+    }
+  in_flight_.erase(std::find_if(in_flight_.begin(), in_flight_.end(),
+                                [&](const DmaTransfer& x) { return x.id == t.id; }));
 
   if (compute_data_) copy_dma(t);
   signal(state_.core(t.core).semaphores[static_cast<size_t>(t.semaphore)], t);

@@ -34,7 +34,10 @@
 //   source here and its destination in the same region of chip sc (0 <= sc < chips, else
 //   a run-time error); it is pending like any DMA and completes at once: the copy, +1 on
 //   the issuing core's semaphore qa, and +1 on semaphore qb of the same TensorCore of the
-//   destination chip. A model that is no chip of a pod fails on dma.remote.
+//   destination chip. Transfers from one chip to another land in the order they were
+//   issued (completing one completes the earlier ones first), as on the links: counting
+//   landings on one semaphore tells which have landed. A model that is no chip of a pod
+//   fails on dma.remote.
 // - Timing-only (set_compute_data(false)): vector, MXU and DMA instructions resolve and
 //   check their ranges, keep the MXU's weight / accumulator row counts and signal
 //   semaphores exactly, but move and compute no data; scalars, sld/sst, control flow,

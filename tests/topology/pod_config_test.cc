@@ -82,6 +82,11 @@ TEST(PodConfig, BadNamesSayWhatIsAllowed) {
   EXPECT_NE(error_of("v4:32x32x32").find("4096 chips"), std::string::npos)
       << error_of("v4:32x32x32");
   EXPECT_NE(error_of("v4:4x4").find("3-D"), std::string::npos);
+  // Axes whose product overflows an int, and more chips than any pod may have.
+  EXPECT_NE(error_of("tiny:277777x74244").find("at most 64 chips"), std::string::npos)
+      << error_of("tiny:277777x74244");
+  EXPECT_NE(error_of("v5e:16x16:slices=512").find("at most 65536 chips"), std::string::npos)
+      << error_of("v5e:16x16:slices=512");
   EXPECT_NE(error_of("v5e:4x4:bogus").find("unknown option ':bogus'"), std::string::npos);
   EXPECT_NE(error_of("v9-8").find("no pod name"), std::string::npos);
   EXPECT_NE(error_of("v9:2x2").find("unknown TPU generation 'v9'"), std::string::npos);

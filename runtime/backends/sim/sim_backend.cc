@@ -144,13 +144,8 @@ class SimClient final : public Client {
 
   std::shared_ptr<Executable> compile(const ir::Module& module) override {
     ScopedTimer timer("CompileTime");
-    const std::string text = ir::print_module(module);
-    std::unique_ptr<ir::Module> lowered =
-        ir::parse_module(text, "<sim compile: " + module.name() + ">");
-    passes::make_narrow_64bit_types()->run(*lowered);
-    passes::default_pipeline().run(*lowered);
-    isa::Executable program = tpu::compile(*lowered, chip_);
-    return std::make_shared<SimExecutable>(ir::parse_module(text, module.name()),
+    isa::Executable program = tpu::compile(module, chip_);
+    return std::make_shared<SimExecutable>(ir::parse_module(ir::print_module(module), module.name()),
                                            std::move(program));
   }
 

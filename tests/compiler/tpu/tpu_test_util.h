@@ -156,10 +156,9 @@ struct Case {
 };
 
 inline isa::Executable compile_text(const std::string& hlo, const topology::ChipConfig& chip, bool fuse = false,
-                                    const Options& options = {}) {
-  auto module = ir::parse_module(hlo);
-  if (fuse) passes::default_pipeline().run(*module);
-  return compile(*module, chip, options);
+                                    Options options = {}) {
+  options.passes = fuse;
+  return compile(*ir::parse_module(hlo), chip, options);
 }
 inline isa::Executable compile_text(const std::string& hlo, const std::string& chip, bool fuse = false,
                                     const Options& options = {}) {

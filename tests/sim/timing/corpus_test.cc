@@ -7,7 +7,6 @@
 #include <random>
 
 #include "compiler/ir/parser.h"
-#include "compiler/passes/pass.h"
 #include "compiler/tpu/tpu_compiler.h"
 #include "tests/compiler/tpu/tpu_test_util.h"
 #include "tests/sim/timing/timing_test_util.h"
@@ -82,8 +81,9 @@ TEST(TimingCorpus, EveryCompiledModuleMatchesTheFunctionalModelWithoutHazards) {
         std::mt19937_64 rng(7);
         for (const ir::Instruction* p : module->entry()->parameters())
           args.push_back(tpu::testing::random_literal(p->shape(), rng, -1, 1));
-        if (fuse) passes::default_pipeline().run(*module);
-        exe = tpu::compile(*module, topology::preset("tiny"));
+        tpu::Options options;
+        options.passes = fuse;
+        exe = tpu::compile(*module, topology::preset("tiny"), options);
       } catch (const std::exception&) {
         continue;  // not in what the lowering supports (or a template with placeholders)
       }

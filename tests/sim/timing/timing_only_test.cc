@@ -7,7 +7,6 @@
 
 #include "common/error.h"
 #include "compiler/ir/parser.h"
-#include "compiler/passes/pass.h"
 #include "compiler/tpu/tpu_compiler.h"
 #include "tests/sim/timing/timing_test_util.h"
 
@@ -15,9 +14,7 @@ namespace podsim::sim::timing::testing {
 namespace {
 
 isa::Executable compile_hlo(const std::string& hlo, const std::string& chip) {
-  auto module = ir::parse_module(hlo);
-  passes::default_pipeline().run(*module);
-  return tpu::compile(*module, topology::preset(chip));
+  return tpu::compile(*ir::parse_module(hlo), topology::preset(chip));
 }
 
 std::string gemm_hlo(int n) {

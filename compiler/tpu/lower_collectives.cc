@@ -1,0 +1,486 @@
+// Collectives over the pod's torus (DESIGN.md, "Pods"): replica-id and partition-id from
+// the chip's device id, and all-reduce, reduce-scatter and all-gather as rings of remote
+// DMAs. Every chip runs the same program; what differs per chip (its neighbours in the
+// ring, which chunk it handles at each step) is a row of a table placed in HBM, indexed
+// by the device id at run time.
+//
+// The ring of a group visits its chips in snake order over the torus (row by row,
+// alternate rows reversed), so that consecutive chips of a full slice are neighbours.
+// Each array is cut into G chunks (G chips in the group), each chunk into sub-chunks
+// that flow independently, so that a long message keeps every link busy:
+//   reduce-scatter, G - 1 steps: a chip sends a chunk to the next chip, which adds it to
+//     its own copy of that chunk on the vector unit and sends the sum on (straight from
+//     VMEM), sub-chunk by sub-chunk as each lands; after G - 1 steps each chip holds one
+//     chunk summed over the group;
+//   all-gather, G - 1 steps: each chip forwards the chunk that last landed to the next.
+// all-reduce is the two in turn. Before any data moves, every chip tells the chip that
+// sends to it that it has entered the collective (a one-word remote DMA onto a semaphore
+// no other step uses): data only lands in buffers of a step in progress.
+//
+// Remote data lands on the destination's semaphores in the order it was sent (transfers
+// between two chips stay in order), so counting landings says which sub-chunk is in.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+#include "common/error.h"
+#include "compiler/ir/collective_groups.h"
+#include "compiler/tpu/lower_reduce_plan.h"
+#include "compiler/tpu/lowerings.h"
+#include "compiler/tpu/vector_codegen.h"
+#include "topology/torus.h"
+
+namespace podsim::tpu {
+namespace {
+
+using ir::Instruction;
+using ir::Opcode;
+
+// Semaphores of a collective step. kSemReady is used by nothing else: a chip signals it
+// on the chip before it in the ring, which may still be in an earlier step.
+constexpr int kSemReady = isa::kSemaphores - 1;
+static_assert(kSemBlock + kMaxBlockParts <= kSemReady);
+constexpr int kSemLanded = kSemBlock;       // remote data landed here
+constexpr int kSemSentHbm = kSemBlock + 1;  // remote sends from HBM have read their source
+constexpr int kSemSentVmem = kSemBlock + 2; // + slot: remote sends from a VMEM slot
+constexpr int kSemLoad = kSemInput;         // + slot: loads into a VMEM slot
+constexpr int kSemStore = kSemOnce;         // local copies
+constexpr int kSemSlotStore = kSemOutput;   // + slot: stores from a VMEM slot
+constexpr int kSlots = 2;
+
+// The bytes a sub-chunk may have at most: small enough that the ring's pipeline fills
+// quickly, large enough that per-DMA overheads stay small.
+constexpr int64_t kMaxSubChunkBytes = 64 * 1024;
+
+// One ring per group: ring[g] the devices of group g in ring order, and for every
+// device its ring's next and previous chip and, by ring position, the group position of
+// each chip (where that chip's chunk goes).
+struct Rings {
+  int64_t size = 1;  // chips per group
+  // Per device: next, prev, then a_k = group position of the chip k places back in the
+  // ring (k = 0 .. size - 1; a_0 is the device's own group position).
+  std::vector<int64_t> table;
+  int64_t row() const { return 2 + size; }
+};
+
+// Snake position of a device over its slice (slices in order): rows along x, alternate
+// rows reversed, alternate planes' rows reversed, so consecutive positions are adjacent.
+int64_t snake_position(const topology::Torus& torus, int64_t device) {
+  const topology::ChipCoord c = torus.coord(static_cast<int>(device));
+  const std::array<int, 3> d = torus.pod().dims();
+  const int64_t row = int64_t{c.xyz[2]} * d[1] + (c.xyz[2] % 2 ? d[1] - 1 - c.xyz[1] : c.xyz[1]);
+  const int64_t x = row % 2 ? d[0] - 1 - c.xyz[0] : c.xyz[0];
+  return (int64_t{c.slice} * d[2] * d[1] + row) * d[0] + x;
+}
+
+Rings make_rings(const Lowerer& l, const Instruction& i) {
+  const Target& t = l.target();
+  const auto groups = ir::collective_device_groups(i, t.replicas, t.partitions);
+  Rings r;
+  r.size = static_cast<int64_t>(groups.at(0).size());
+  r.table.assign(static_cast<size_t>(t.devices() * r.row()), 0);
+  const topology::Torus torus(*t.pod);
+  for (const std::vector<int64_t>& group : groups) {
+    if (static_cast<int64_t>(group.size()) != r.size)
+      unsupported(i, "replica groups of different sizes");
+    std::vector<int64_t> ring = group;
+    std::sort(ring.begin(), ring.end(), [&](int64_t a, int64_t b) {
+      return snake_position(torus, a) < snake_position(torus, b);
+    });
+    auto group_position = [&](int64_t device) {
+      return std::find(group.begin(), group.end(), device) - group.begin();
+    };
+    const int64_t g = r.size;
+    for (int64_t p = 0; p < g; ++p) {
+      int64_t* row = &r.table[static_cast<size_t>(ring[static_cast<size_t>(p)] * r.row())];
+      row[0] = ring[static_cast<size_t>((p + 1) % g)];
+      row[1] = ring[static_cast<size_t>((p + g - 1) % g)];
+      for (int64_t k = 0; k < g; ++k)
+        row[2 + k] = group_position(ring[static_cast<size_t>((p - k + g) % g)]);
+    }
+  }
+  return r;
+}
+
+// A contiguous copy of `bytes` bytes as one descriptor.
+int32_t contiguous(ProgramBuilder& pb, int32_t src_region, int32_t dst_region, int64_t bytes) {
+  int64_t eb = 8;
+  while (bytes % eb != 0) eb /= 2;
+  isa::DmaDescriptor d;
+  d.src_region = src_region;
+  d.dst_region = dst_region;
+  d.element_bytes = static_cast<int32_t>(eb);
+  d.sizes = {bytes / eb};
+  d.src_strides = {eb};
+  d.dst_strides = {eb};
+  return pb.descriptor(d);
+}
+
+// Emission of one collective step on the main core: the ring table row in scalar
+// registers, the handshake, and remote sends by run-time offsets.
+class RingStep {
+ public:
+  RingStep(Lowerer& l, const Instruction& i, Rings rings) : l_(l), pb_(l.pb()), rings_(std::move(rings)) {
+    // The table in HBM; this device's row into VMEM.
+    std::vector<uint8_t> bytes(rings_.table.size() * sizeof(int64_t));
+    std::memcpy(bytes.data(), rings_.table.data(), bytes.size());
+    const int32_t table = l_.use(l_.constant_buffer(fmt::format("{}.ring", i.name()), std::move(bytes)));
+    const int64_t row_bytes = rings_.row() * 8;
+    row_ = l_.vmem("ring", row_bytes);
+    const int device = hold();
+    pb_.emit(isa::Opcode::kSdev, isa::DType::kS32, {device, 0});
+    pb_.emit(isa::Opcode::kSmuli, isa::DType::kS32, {device, device, row_bytes});
+    pb_.emit(isa::Opcode::kDma, isa::DType::kF32,
+             {contiguous(pb_, table, row_, row_bytes), device, 0, kSemStore});
+    pb_.wait(kSemStore, 1);
+    next_ = device;  // reused: the device id is not needed again
+    pb_.emit(isa::Opcode::kSld, isa::DType::kS32, {next_, row_, pb_.sreg(0)});
+    prev_ = hold();
+    pb_.emit(isa::Opcode::kSld, isa::DType::kS32, {prev_, row_, pb_.sreg(8)});
+    // Handshake: tell the previous chip this one is here; wait until the next one is.
+    const auto [flag_src, flag_dst] = l_.collective_flags();
+    const int32_t d = contiguous(pb_, l_.use(flag_src), l_.use(flag_dst), 8);
+    pb_.emit(isa::Opcode::kDmaRemote, isa::DType::kF32,
+             {d, pb_.sreg(0), pb_.sreg(0), prev_, kSemStore, kSemReady});
+    pb_.wait(kSemReady, 1);
+    pb_.wait(kSemStore, 1);
+    a_ = hold();
+    off_ = hold();
+  }
+  ~RingStep() {
+    for (int r : held_) pb_.release_sreg(r);
+  }
+
+  int64_t size() const { return rings_.size; }
+
+  // Loads a_k * chunk_bytes + extra into the offset register and returns it.
+  int chunk_offset(int64_t k, int64_t chunk_bytes, int64_t extra) {
+    const int64_t g = rings_.size;
+    pb_.emit(isa::Opcode::kSld, isa::DType::kS32, {a_, row_, pb_.sreg(8 * (2 + ((k % g) + g) % g))});
+    pb_.emit(isa::Opcode::kSmuli, isa::DType::kS32, {a_, a_, chunk_bytes});
+    if (extra != 0) pb_.emit(isa::Opcode::kSaddi, isa::DType::kS32, {off_, a_, extra});
+    return extra != 0 ? off_ : a_;
+  }
+  // The a_k offset register as last loaded, plus `extra`, in the offset register.
+  int plus(int64_t extra) {
+    pb_.emit(isa::Opcode::kSaddi, isa::DType::kS32, {off_, a_, extra});
+    return off_;
+  }
+
+  // Sends with `descriptor` from the offsets in src_reg to those in dst_reg on the next
+  // chip of the ring; sent_semaphore here once the source is read, kSemLanded there.
+  void send(int32_t descriptor, int src_reg, int dst_reg, int sent_semaphore) {
+    pb_.emit(isa::Opcode::kDmaRemote, isa::DType::kF32,
+             {descriptor, src_reg, dst_reg, next_, sent_semaphore, kSemLanded});
+  }
+
+ private:
+  int hold() {
+    int r = pb_.hold_sreg();
+    held_.push_back(r);
+    return r;
+  }
+
+  Lowerer& l_;
+  ProgramBuilder& pb_;
+  Rings rings_;
+  int32_t row_ = -1;
+  int next_ = -1, prev_ = -1, a_ = -1, off_ = -1;
+  std::vector<int> held_;
+};
+
+// How an array moves through the ring: G chunks of chunk_bytes (sub_bytes per
+// sub-chunk), contiguous in `work`.
+struct Chunks {
+  int64_t chunk_bytes = 0;
+  int64_t sub_bytes = 0;
+  int64_t subs() const { return chunk_bytes / sub_bytes; }
+};
+
+// Chunks of at least `elements` elements each: whole vector tiles, whole sub-chunks.
+Chunks plan_chunks(const topology::ChipConfig& chip, int64_t elements, int64_t element_bytes) {
+  const int64_t tile = int64_t{chip.vpu_sublanes} * chip.vpu_lanes * element_bytes;
+  Chunks c;
+  c.chunk_bytes = round_up(std::max<int64_t>(elements, 1) * element_bytes, tile);
+  c.sub_bytes = std::min(c.chunk_bytes, std::max(tile, kMaxSubChunkBytes / tile * tile));
+  c.chunk_bytes = round_up(c.chunk_bytes, c.sub_bytes);
+  return c;
+}
+
+// Reduce-scatter over the ring on `work` (G contiguous chunks, HBM): afterwards the chip's
+// own chunk (a_0) holds the group's reduction. When then_gather, the reduced sub-chunks
+// also go straight on to the next chip's `work` as the first step of an all-gather.
+void ring_reduce_scatter(Lowerer& l, const Instruction& i, RingStep& ring, int32_t work,
+                         const Chunks& c, ir::PrimitiveType type, bool then_gather) {
+  ProgramBuilder& pb = l.pb();
+  const int64_t g = ring.size();
+  const int64_t subs = c.subs();
+  const isa::DType mem = memory_dtype(type);
+  const topology::ChipConfig& chip = l.chip();
+  const int64_t row_bytes = int64_t{chip.vpu_lanes} * ir::type_byte_size(type);
+  const int64_t tile_bytes = row_bytes * chip.vpu_sublanes;
+
+  // Landing slots, one chunk per step, and VMEM slots for the sub-chunk being reduced.
+  const int32_t recv = l.use(l.new_buffer(fmt::format("{}.recv", i.name()),
+                                          ir::Shape(ir::PrimitiveType::kU8, {(g - 1) * c.chunk_bytes})));
+  const int32_t work_region = l.use(work);
+  int32_t mine[kSlots], theirs[kSlots];
+  for (int s = 0; s < kSlots; ++s) {
+    mine[s] = l.vmem(fmt::format("mine{}", s), c.sub_bytes);
+    theirs[s] = l.vmem(fmt::format("theirs{}", s), c.sub_bytes);
+  }
+  const int32_t hbm_to_recv = contiguous(pb, work_region, recv, c.sub_bytes);
+  const int32_t recv_in[kSlots] = {contiguous(pb, recv, theirs[0], c.sub_bytes),
+                                   contiguous(pb, recv, theirs[1], c.sub_bytes)};
+  const int32_t work_in[kSlots] = {contiguous(pb, work_region, mine[0], c.sub_bytes),
+                                   contiguous(pb, work_region, mine[1], c.sub_bytes)};
+  const int32_t to_recv[kSlots] = {contiguous(pb, mine[0], recv, c.sub_bytes),
+                                   contiguous(pb, mine[1], recv, c.sub_bytes)};
+  const int32_t to_work[kSlots] = {contiguous(pb, mine[0], work_region, c.sub_bytes),
+                                   contiguous(pb, mine[1], work_region, c.sub_bytes)};
+
+  // Step 0: the chunk a_1 (its reduction ends g - 1 chips on) goes out from HBM.
+  for (int64_t j = 0; j < subs; ++j) {
+    int src = ring.chunk_offset(1, c.chunk_bytes, j * c.sub_bytes);
+    ring.send(hbm_to_recv, src, pb.sreg(j * c.sub_bytes), kSemSentHbm);
+  }
+  int64_t sent_hbm = subs;
+
+  const Reducer reducer = build_reducer(l, i, 1);
+  VRegs regs(chip.vector_registers, l.step_name());
+  VectorCodegen combine(pb, regs, reducer.expr, reducer.roots);
+  int64_t pending_sends[kSlots] = {0, 0}, pending_stores[kSlots] = {0, 0};
+  // Step k reduces the chunk a_{k+2} (k = 0 .. g - 2): what landed in recv slot k plus the
+  // chip's own copy. The last step's sum is the chip's result chunk a_0.
+  for (int64_t k = 0; k < g - 1; ++k) {
+    const bool last = k == g - 2;
+    for (int64_t j = 0; j < subs; ++j) {
+      const int s = static_cast<int>(j % kSlots);
+      // The slot's previous contents have left.
+      pb.wait(kSemSentVmem + s, pending_sends[s]);
+      pb.wait(kSemSlotStore + s, pending_stores[s]);
+      pending_sends[s] = pending_stores[s] = 0;
+      pb.wait(kSemLanded, 1);
+      const int64_t sub = j * c.sub_bytes;
+      pb.dma(recv_in[s], k * c.chunk_bytes + sub, 0, kSemLoad + s);
+      const int own = ring.chunk_offset(k + 2, c.chunk_bytes, sub);
+      pb.emit(isa::Opcode::kDma, isa::DType::kF32, {work_in[s], own, pb.sreg(0), kSemLoad + s});
+      pb.wait(kSemLoad + s, 2);
+      for (int64_t t = 0; t < c.sub_bytes / tile_bytes; ++t) {
+        const int a = regs.take(), b = regs.take();
+        pb.vld(a, mine[s], t * tile_bytes, row_bytes, mem);
+        pb.vld(b, theirs[s], t * tile_bytes, row_bytes, mem);
+        std::vector<int> leaf_regs;
+        for (int param : reducer.leaf_param) leaf_regs.push_back(param == 0 ? a : b);
+        const std::vector<int> out = combine.emit_on(leaf_regs);
+        pb.vst(mine[s], t * tile_bytes, row_bytes, out.at(0), mem);
+        combine.give_back(out);
+        regs.give(a);
+        regs.give(b);
+      }
+      if (!last) {
+        ring.send(to_recv[s], pb.sreg(0), pb.sreg((k + 1) * c.chunk_bytes + sub), kSemSentVmem + s);
+        ++pending_sends[s];
+        continue;
+      }
+      const int dst = ring.chunk_offset(0, c.chunk_bytes, sub);
+      pb.emit(isa::Opcode::kDma, isa::DType::kF32, {to_work[s], pb.sreg(0), dst, kSemSlotStore + s});
+      ++pending_stores[s];
+      if (then_gather) {
+        ring.send(contiguous(pb, mine[s], work_region, c.sub_bytes), pb.sreg(0), dst, kSemSentVmem + s);
+        ++pending_sends[s];
+      }
+    }
+  }
+  for (int s = 0; s < kSlots; ++s) {
+    pb.wait(kSemSentVmem + s, pending_sends[s]);
+    pb.wait(kSemSlotStore + s, pending_stores[s]);
+  }
+  pb.wait(kSemSentHbm, sent_hbm);
+}
+
+// All-gather over the ring on `work` (G chunks of chunk_bytes at group positions, each
+// chunk_sizes-shaped with the strides given): the chip's own chunk a_0 is in place; when
+// own_sent, its sends (step 0) were issued already. Forwards each landed sub-chunk on.
+void ring_all_gather(Lowerer& l, RingStep& ring, int32_t work, int64_t chunk_bytes,
+                     const std::vector<int64_t>& sub_sizes, const std::vector<int64_t>& strides,
+                     int64_t element_bytes, int64_t sub_step, int64_t subs, bool own_sent) {
+  ProgramBuilder& pb = l.pb();
+  const int64_t g = ring.size();
+  const int32_t region = l.use(work);
+  isa::DmaDescriptor d;
+  d.src_region = d.dst_region = region;
+  d.element_bytes = static_cast<int32_t>(element_bytes);
+  d.sizes = sub_sizes;
+  d.src_strides = d.dst_strides = strides;
+  const int32_t forward = pb.descriptor(d);
+  int64_t sent = 0;
+  if (!own_sent)
+    for (int64_t j = 0; j < subs; ++j) {
+      const int at = ring.chunk_offset(0, chunk_bytes, j * sub_step);
+      ring.send(forward, at, at, kSemSentHbm);
+      ++sent;
+    }
+  // Step k (1 .. g - 1): the chunk a_k lands; all but the last go on.
+  for (int64_t k = 1; k < g; ++k)
+    for (int64_t j = 0; j < subs; ++j) {
+      pb.wait(kSemLanded, 1);
+      if (k == g - 1) continue;
+      const int at = ring.chunk_offset(k, chunk_bytes, j * sub_step);
+      ring.send(forward, at, at, kSemSentHbm);
+      ++sent;
+    }
+  pb.wait(kSemSentHbm, sent);
+}
+
+const Value& array_operand(Lowerer& l, const Instruction& i, Scope& s) {
+  if (i.operand_count() != 1 || !i.operand(0)->shape().is_array())
+    unsupported(i, "tuple or variadic operands");
+  const Value& v = l.value_of(*i.operand(0), s);
+  if (!i.shape().is_array()) unsupported(i, "a tuple result");
+  isa_dtype(i, i.shape().type());
+  return v;
+}
+
+void need_pod(const Lowerer& l, const Instruction& i) {
+  if (!l.target().pod && l.target().devices() == 1) return;
+  if (!l.target().pod) unsupported(i, "several devices need a pod target");
+}
+
+}  // namespace
+
+Value lower_device_id(Lowerer& l, const Instruction& i, Scope& s) {
+  // replica-id = device / partitions; partition-id = device % partitions (u32).
+  l.begin_step(i, s);
+  ProgramBuilder& pb = l.pb();
+  const int64_t partitions = l.target().partitions;
+  const int r = pb.hold_sreg();
+  pb.emit(isa::Opcode::kSdev, isa::DType::kS32, {r, 0});
+  const Opcode op = i.opcode();
+  pb.emit(op == Opcode::kReplicaId ? isa::Opcode::kSdiv : isa::Opcode::kSrem, isa::DType::kS32,
+          {r, r, pb.sreg(partitions)});
+  const int32_t word = l.vmem("id", 8);
+  pb.emit(isa::Opcode::kSst, isa::DType::kS32, {word, pb.sreg(0), r});
+  pb.release_sreg(r);
+  const int32_t out = l.new_buffer(i.name(), i.shape());
+  pb.dma(contiguous(pb, word, l.use(out), 4), 0, 0, kSemStore);
+  pb.wait(kSemStore, 1);
+  return Value{out, i.shape(), {}};
+}
+
+Value lower_all_reduce(Lowerer& l, const Instruction& i, Scope& s) {
+  need_pod(l, i);
+  const Value& in = array_operand(l, i, s);
+  const ir::Shape& shape = i.shape();
+  l.begin_step(i, s);
+  const int32_t out = l.new_buffer(i.name(), shape);
+  Rings rings = l.target().pod ? make_rings(l, i) : Rings{};
+  if (rings.size == 1) {
+    copy_buffer(l, in.buffer, out, shape.byte_size());
+    return Value{out, shape, {}};
+  }
+  const int64_t eb = ir::type_byte_size(shape.type());
+  const int64_t g = rings.size;
+  const Chunks c = plan_chunks(l.chip(), ceil_div(shape.num_elements(), g), eb);
+  // The array, padded to whole chunks, is worked on in place.
+  const bool padded = g * c.chunk_bytes != shape.byte_size();
+  const int32_t work =
+      padded ? l.new_buffer(fmt::format("{}.work", i.name()), ir::Shape(ir::PrimitiveType::kU8, {g * c.chunk_bytes}))
+             : out;
+  copy_buffer(l, in.buffer, work, shape.byte_size());
+  RingStep ring(l, i, std::move(rings));
+  ring_reduce_scatter(l, i, ring, work, c, shape.type(), true);
+  ring_all_gather(l, ring, work, c.chunk_bytes, {c.sub_bytes / 8}, {8}, 8, c.sub_bytes, c.subs(), true);
+  if (padded) copy_buffer(l, work, out, shape.byte_size());
+  return Value{out, shape, {}};
+}
+
+Value lower_reduce_scatter(Lowerer& l, const Instruction& i, Scope& s) {
+  need_pod(l, i);
+  const Value& in = array_operand(l, i, s);
+  const ir::Shape& shape = i.shape();  // one chunk
+  const int64_t dim = i.attrs().dimensions.at(0);
+  l.begin_step(i, s);
+  const int32_t out = l.new_buffer(i.name(), shape);
+  Rings rings = l.target().pod ? make_rings(l, i) : Rings{};
+  const int64_t g = rings.size;
+  if (g == 1) {
+    copy_buffer(l, in.buffer, out, shape.byte_size());
+    return Value{out, shape, {}};
+  }
+  const int64_t eb = ir::type_byte_size(shape.type());
+  // The operand [outer, g * m, inner] into g contiguous chunks [outer, m, inner].
+  const std::vector<int64_t>& dims = in.shape.dims();
+  int64_t outer = 1, inner = 1;
+  for (int64_t a = 0; a < dim; ++a) outer *= dims[static_cast<size_t>(a)];
+  for (size_t a = static_cast<size_t>(dim) + 1; a < dims.size(); ++a) inner *= dims[a];
+  const int64_t m = shape.dims()[static_cast<size_t>(dim)];
+  const Chunks c = plan_chunks(l.chip(), shape.num_elements(), eb);
+  const int32_t work = l.new_buffer(fmt::format("{}.work", i.name()),
+                                    ir::Shape(ir::PrimitiveType::kU8, {g * c.chunk_bytes}));
+  const int n = issue_copy(l.pb(), l.use(in.buffer), 0, l.use(work), 0, eb, {g, outer, m * inner},
+                           {m * inner, g * m * inner, 1}, {c.chunk_bytes / eb, m * inner, 1}, kSemStore);
+  l.pb().wait(kSemStore, n);
+  RingStep ring(l, i, std::move(rings));
+  ring_reduce_scatter(l, i, ring, work, c, shape.type(), false);
+  // The chip's chunk (a_0) out.
+  const int at = ring.chunk_offset(0, c.chunk_bytes, 0);
+  const int k = issue_copy(l.pb(), l.use(work), at, 0, l.use(out), -1, 0, eb, {shape.num_elements()}, {1}, {1},
+                           kSemStore);
+  l.pb().wait(kSemStore, k);
+  return Value{out, shape, {}};
+}
+
+Value lower_all_gather(Lowerer& l, const Instruction& i, Scope& s) {
+  need_pod(l, i);
+  const Value& in = array_operand(l, i, s);
+  const ir::Shape& shape = i.shape();
+  const int64_t dim = i.attrs().dimensions.at(0);
+  l.begin_step(i, s);
+  const int32_t out = l.new_buffer(i.name(), shape);
+  Rings rings = l.target().pod ? make_rings(l, i) : Rings{};
+  const int64_t g = rings.size;
+  if (g == 1) {
+    copy_buffer(l, in.buffer, out, shape.byte_size());
+    return Value{out, shape, {}};
+  }
+  const int64_t eb = ir::type_byte_size(shape.type());
+  // Chunk q of the result: [outer, m, inner] at q * m along dim of [outer, g * m, inner].
+  const std::vector<int64_t>& dims = in.shape.dims();
+  int64_t outer = 1, inner = 1;
+  for (int64_t a = 0; a < dim; ++a) outer *= dims[static_cast<size_t>(a)];
+  for (size_t a = static_cast<size_t>(dim) + 1; a < dims.size(); ++a) inner *= dims[a];
+  const int64_t m = dims[static_cast<size_t>(dim)];
+  const int64_t row = m * inner * eb;  // one chunk's bytes per outer index
+  RingStep ring(l, i, std::move(rings));
+  const int at = ring.chunk_offset(0, row, 0);
+  const int n = issue_copy(l.pb(), l.use(in.buffer), -1, 0, l.use(out), at, 0, eb, {outer, m * inner},
+                           {m * inner, 1}, {g * m * inner, 1}, kSemStore);
+  l.pb().wait(kSemStore, n);
+  // Sub-chunks: whole outer rows when there are several, else slices of the one row.
+  int64_t subs = 1, rows_per_sub = outer;
+  std::vector<int64_t> sub_sizes, strides;
+  int64_t sub_step = 0;
+  if (outer > 1) {
+    rows_per_sub = std::max<int64_t>(1, std::min(outer, kMaxSubChunkBytes / std::max<int64_t>(row, 1)));
+    while (outer % rows_per_sub != 0) --rows_per_sub;
+    subs = outer / rows_per_sub;
+    sub_sizes = {rows_per_sub, m * inner};
+    strides = {g * m * inner * eb, eb};
+    sub_step = rows_per_sub * g * row;
+  } else {
+    int64_t elements = m * inner;
+    int64_t per = std::max<int64_t>(1, kMaxSubChunkBytes / eb);
+    subs = ceil_div(elements, per);
+    while (elements % subs != 0) ++subs;
+    sub_sizes = {elements / subs};
+    strides = {eb};
+    sub_step = elements / subs * eb;
+  }
+  ring_all_gather(l, ring, out, row, sub_sizes, strides, eb, sub_step, subs, false);
+  return Value{out, shape, {}};
+}
+
+}  // namespace podsim::tpu
