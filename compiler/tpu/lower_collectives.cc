@@ -246,7 +246,6 @@ void ring_reduce_scatter(Lowerer& l, const Instruction& i, RingStep& ring, int32
     int src = ring.chunk_offset(1, c.chunk_bytes, j * c.sub_bytes);
     ring.send(hbm_to_recv, src, pb.sreg(j * c.sub_bytes), kSemSentHbm);
   }
-  int64_t sent_hbm = subs;
 
   const Reducer reducer = build_reducer(l, i, 1);
   VRegs regs(chip.vector_registers, l.step_name());
@@ -293,12 +292,14 @@ void ring_reduce_scatter(Lowerer& l, const Instruction& i, RingStep& ring, int32
         ++pending_sends[s];
       }
     }
+    // The step-0 sends were read long ago (the next chip has summed them); waiting here
+    // orders their reads before the all-gather writes into those chunks.
+    if (k == 0) pb.wait(kSemSentHbm, subs);
   }
   for (int s = 0; s < kSlots; ++s) {
     pb.wait(kSemSentVmem + s, pending_sends[s]);
     pb.wait(kSemSlotStore + s, pending_stores[s]);
   }
-  pb.wait(kSemSentHbm, sent_hbm);
 }
 
 // All-gather over the ring on `work` (G chunks of chunk_bytes at group positions, each

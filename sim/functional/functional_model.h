@@ -40,7 +40,8 @@
 //   fails on dma.remote.
 // - Timing-only (set_compute_data(false)): vector, MXU and DMA instructions resolve and
 //   check their ranges, keep the MXU's weight / accumulator row counts and signal
-//   semaphores exactly, but move and compute no data; scalars, sld/sst, control flow,
+//   semaphores exactly, but move and compute no data, except DMAs out of the executable's
+//   constants (small tables that control code reads, as collectives' ring tables); scalars, sld/sst, control flow,
 //   semaphores and barriers execute as always; set_parameter checks the size and writes
 //   nothing. Memory and vector registers keep what they held (zeros, constants), and
 //   control flow that depends on computed data (a while loop's condition, an index read
@@ -206,6 +207,7 @@ class FunctionalModel {
   std::vector<DmaTransfer> in_flight_;
   uint64_t next_dma_id_ = 0;
   bool compute_data_ = true;
+  std::vector<bool> constant_region_;  // by region: holds one of the executable's constants
   static constexpr int64_t kDmaChunkBytes = int64_t{1} << 20;
   std::vector<uint8_t> row_buffer_;    // one tile or MXU row in memory form
   std::vector<uint32_t> lane_buffer_;  // the same in lane form; the vxpose block

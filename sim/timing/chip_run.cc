@@ -185,8 +185,36 @@ void ChipRun::remote_landed(int src_device, const DmaTransfer& t, Cycle cycle) {
   if (hazards_) hazards_->dma_completed(incoming_view(t, src_device).id, cycle);
 }
 
+bool ChipRun::lands_after_earlier(const DmaTransfer& t) const {
+  for (const DmaTransfer& e : model_.dmas_in_flight()) {  // in issue order
+    if (e.id >= t.id) break;
+    if (e.dst_device == t.dst_device) return true;
+  }
+  return false;
+}
+
 void ChipRun::dma_completed(const DmaJob& job, int engine_core, int engine,
                             const DmaTiming& timing) {
+  if (job.transfer.dst_device >= 0 && lands_after_earlier(job.transfer)) {
+    held_.push_back({job, engine_core, engine, timing});
+    return;
+  }
+  land(job, engine_core, engine, timing);
+  // Held transfers to that chip whose turn it now is land now.
+  for (auto it = held_.begin(); it != held_.end();) {
+    if (lands_after_earlier(it->job.transfer)) {
+      ++it;
+      continue;
+    }
+    HeldLanding h = std::move(*it);
+    held_.erase(it);
+    h.timing.end = std::max(h.timing.end, timing.end);
+    land(h.job, h.engine_core, h.engine, h.timing);
+    it = held_.begin();
+  }
+}
+
+void ChipRun::land(const DmaJob& job, int engine_core, int engine, const DmaTiming& timing) {
   const Cycle start = timing.start, end = timing.end;
   const DmaTransfer& d = job.transfer;
   model_.complete_dma(d.id);

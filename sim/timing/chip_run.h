@@ -157,6 +157,16 @@ class ChipRun final : public DmaHost {
   int64_t instructions_ = 0;
   int64_t dmas_ = 0;
   Cycle last_dma_end_ = 0;
+  // Remote transfers whose last byte is in but that land only once every transfer issued
+  // before them to the same chip has: transfers between two chips land in issue order.
+  struct HeldLanding {
+    DmaJob job;
+    int engine_core = 0, engine = 0;
+    DmaTiming timing;
+  };
+  std::vector<HeldLanding> held_;
+  bool lands_after_earlier(const DmaTransfer& t) const;
+  void land(const DmaJob& job, int engine_core, int engine, const DmaTiming& timing);
 };
 
 }  // namespace podsim::sim::timing

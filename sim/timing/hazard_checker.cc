@@ -10,9 +10,11 @@ namespace {
 
 constexpr int64_t kMaxRuns = int64_t{1} << 16;
 
+// A side on another chip (core -1: outgoing_view / incoming_view) overlaps nothing here.
 bool hulls_overlap(const MemoryRange& a, const MemoryRange& b) {
-  return a.space == b.space && (a.space == isa::MemorySpace::kHbm || a.core == b.core) &&
-         a.begin < b.end && b.begin < a.end;
+  return a.core >= 0 && b.core >= 0 && a.space == b.space &&
+         (a.space == isa::MemorySpace::kHbm || a.core == b.core) && a.begin < b.end &&
+         b.begin < a.end;
 }
 
 std::string describe_range(const MemoryRange& r) {
