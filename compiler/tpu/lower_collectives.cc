@@ -209,11 +209,14 @@ Chunks plan_chunks(const topology::ChipConfig& chip, int64_t elements, int64_t e
   return c;
 }
 
-// Reduce-scatter over the ring on `work` (G contiguous chunks, HBM): afterwards the chip's
-// own chunk (a_0) holds the group's reduction. When then_gather, the reduced sub-chunks
-// also go straight on to the next chip's `work` as the first step of an all-gather.
+// Reduce-scatter over the ring on `work` (G contiguous chunks, HBM): afterwards chunk a_0
+// of `result` (laid out as `work`) holds the group's reduction of the chip's own chunk.
+// When then_gather, the reduced sub-chunks also go straight on to the next chip's
+// `result` as the first step of an all-gather (which must then not be `work`: the chunks
+// that land there would overwrite what the first step's sends may still be reading).
 void ring_reduce_scatter(Lowerer& l, const Instruction& i, RingStep& ring, int32_t work,
-                         const Chunks& c, ir::PrimitiveType type, bool then_gather) {
+                         int32_t result, const Chunks& c, ir::PrimitiveType type,
+                         bool then_gather) {
   ProgramBuilder& pb = l.pb();
   const int64_t g = ring.size();
   const int64_t subs = c.subs();
@@ -226,6 +229,7 @@ void ring_reduce_scatter(Lowerer& l, const Instruction& i, RingStep& ring, int32
   const int32_t recv = l.use(l.new_buffer(fmt::format("{}.recv", i.name()),
                                           ir::Shape(ir::PrimitiveType::kU8, {(g - 1) * c.chunk_bytes})));
   const int32_t work_region = l.use(work);
+  const int32_t result_region = l.use(result);
   int32_t mine[kSlots], theirs[kSlots];
   for (int s = 0; s < kSlots; ++s) {
     mine[s] = l.vmem(fmt::format("mine{}", s), c.sub_bytes);
@@ -238,8 +242,8 @@ void ring_reduce_scatter(Lowerer& l, const Instruction& i, RingStep& ring, int32
                                    contiguous(pb, work_region, mine[1], c.sub_bytes)};
   const int32_t to_recv[kSlots] = {contiguous(pb, mine[0], recv, c.sub_bytes),
                                    contiguous(pb, mine[1], recv, c.sub_bytes)};
-  const int32_t to_work[kSlots] = {contiguous(pb, mine[0], work_region, c.sub_bytes),
-                                   contiguous(pb, mine[1], work_region, c.sub_bytes)};
+  const int32_t to_result[kSlots] = {contiguous(pb, mine[0], result_region, c.sub_bytes),
+                                     contiguous(pb, mine[1], result_region, c.sub_bytes)};
 
   // Step 0: the chunk a_1 (its reduction ends g - 1 chips on) goes out from HBM.
   for (int64_t j = 0; j < subs; ++j) {
@@ -285,21 +289,19 @@ void ring_reduce_scatter(Lowerer& l, const Instruction& i, RingStep& ring, int32
         continue;
       }
       const int dst = ring.chunk_offset(0, c.chunk_bytes, sub);
-      pb.emit(isa::Opcode::kDma, isa::DType::kF32, {to_work[s], pb.sreg(0), dst, kSemSlotStore + s});
+      pb.emit(isa::Opcode::kDma, isa::DType::kF32, {to_result[s], pb.sreg(0), dst, kSemSlotStore + s});
       ++pending_stores[s];
       if (then_gather) {
-        ring.send(contiguous(pb, mine[s], work_region, c.sub_bytes), pb.sreg(0), dst, kSemSentVmem + s);
+        ring.send(to_result[s], pb.sreg(0), dst, kSemSentVmem + s);
         ++pending_sends[s];
       }
     }
-    // The step-0 sends were read long ago (the next chip has summed them); waiting here
-    // orders their reads before the all-gather writes into those chunks.
-    if (k == 0) pb.wait(kSemSentHbm, subs);
   }
   for (int s = 0; s < kSlots; ++s) {
     pb.wait(kSemSentVmem + s, pending_sends[s]);
     pb.wait(kSemSlotStore + s, pending_stores[s]);
   }
+  pb.wait(kSemSentHbm, subs);
 }
 
 // All-gather over the ring on `work` (G chunks of chunk_bytes at group positions, each
@@ -385,16 +387,17 @@ Value lower_all_reduce(Lowerer& l, const Instruction& i, Scope& s) {
   const int64_t eb = ir::type_byte_size(shape.type());
   const int64_t g = rings.size;
   const Chunks c = plan_chunks(l.chip(), ceil_div(shape.num_elements(), g), eb);
-  // The array, padded to whole chunks, is worked on in place.
+  // The array, padded to whole chunks, is reduced in `work` and gathered in `gathered`
+  // (the result itself unless padded).
+  const ir::Shape padded_shape(ir::PrimitiveType::kU8, {g * c.chunk_bytes});
   const bool padded = g * c.chunk_bytes != shape.byte_size();
-  const int32_t work =
-      padded ? l.new_buffer(fmt::format("{}.work", i.name()), ir::Shape(ir::PrimitiveType::kU8, {g * c.chunk_bytes}))
-             : out;
+  const int32_t work = l.new_buffer(fmt::format("{}.work", i.name()), padded_shape);
+  const int32_t gathered = padded ? l.new_buffer(fmt::format("{}.gathered", i.name()), padded_shape) : out;
   copy_buffer(l, in.buffer, work, shape.byte_size());
   RingStep ring(l, i, std::move(rings));
-  ring_reduce_scatter(l, i, ring, work, c, shape.type(), true);
-  ring_all_gather(l, ring, work, c.chunk_bytes, {c.sub_bytes / 8}, {8}, 8, c.sub_bytes, c.subs(), true);
-  if (padded) copy_buffer(l, work, out, shape.byte_size());
+  ring_reduce_scatter(l, i, ring, work, gathered, c, shape.type(), true);
+  ring_all_gather(l, ring, gathered, c.chunk_bytes, {c.sub_bytes / 8}, {8}, 8, c.sub_bytes, c.subs(), true);
+  if (padded) copy_buffer(l, gathered, out, shape.byte_size());
   return Value{out, shape, {}};
 }
 
@@ -425,7 +428,7 @@ Value lower_reduce_scatter(Lowerer& l, const Instruction& i, Scope& s) {
                            {m * inner, g * m * inner, 1}, {c.chunk_bytes / eb, m * inner, 1}, kSemStore);
   l.pb().wait(kSemStore, n);
   RingStep ring(l, i, std::move(rings));
-  ring_reduce_scatter(l, i, ring, work, c, shape.type(), false);
+  ring_reduce_scatter(l, i, ring, work, work, c, shape.type(), false);
   // The chip's chunk (a_0) out.
   const int at = ring.chunk_offset(0, c.chunk_bytes, 0);
   const int k = issue_copy(l.pb(), l.use(work), at, 0, l.use(out), -1, 0, eb, {shape.num_elements()}, {1}, {1},

@@ -10,6 +10,8 @@
 
 #include "bench/pod_flows.h"
 #include "common/error.h"
+#include "compiler/ir/parser.h"
+#include "compiler/tpu/tpu_compiler.h"
 #include "isa/isa.h"
 #include "sim/functional/pod_model.h"
 #include "sim/timing/timed_chip.h"
@@ -90,6 +92,56 @@ TEST_P(TimedRing, MatchesTheFunctionalPodWithoutHazards) {
 INSTANTIATE_TEST_SUITE_P(Pods, TimedRing,
                          ::testing::Values("v5e:2x2", "v5e:4x4", "v4:2x2x2", "v4:4x4x4",
                                            "v5e:2x2:slices=2"),
+                         testing::pod_test_name);
+
+class TimedCollectives : public ::testing::TestWithParam<std::string> {};
+
+// Collectives the compiler lowered (tests/compiler/tpu/collectives_test.cc checks them
+// against the evaluator on the functional pod) compute the same on the timed pod, with
+// no hazard; the all-reduce takes at least what a ring needs to move its bytes.
+TEST_P(TimedCollectives, CompiledRingsMatchTheFunctionalPodWithoutHazards) {
+  const topology::PodConfig pod = topology::pod_config(GetParam());
+  const int n = pod.chips();
+  const std::string hlo = fmt::format(R"(HloModule m
+add {{
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}}
+ENTRY e {{
+  x = f32[300,70] parameter(0)
+  y = f32[6,{},40] parameter(1)
+  ar = f32[300,70] all-reduce(x), to_apply=add
+  rs = f32[6,2,40] reduce-scatter(y), dimensions={{1}}, to_apply=add
+  ag = f32[6,{},40] all-gather(rs), dimensions={{1}}
+  ROOT t = (f32[300,70], f32[6,2,40], f32[6,{},40]) tuple(ar, rs, ag)
+}})",
+                                      2 * n, 2 * n, 2 * n);
+  const isa::Executable exe = tpu::compile(*ir::parse_module(hlo), tpu::Target(pod));
+  auto params = random_parameters(exe, n);
+  PodFunctionalModel functional(exe);
+  for (int d = 0; d < n; ++d)
+    for (size_t k = 0; k < params[0].size(); ++k)
+      functional.chip(d).set_parameter(static_cast<int>(k), params[static_cast<size_t>(d)][k]);
+  functional.run_to_completion(100'000'000);
+
+  TimingOptions options;
+  options.check_hazards = options.hazards_are_errors = true;
+  PodRunResult r = run_timed_pod(exe, params, options);
+  EXPECT_TRUE(r.hazards.empty());
+  for (int d = 0; d < n; ++d)
+    for (int k = 0; k < 3; ++k)
+      EXPECT_EQ(r.chips[static_cast<size_t>(d)].outputs.at(static_cast<size_t>(k)),
+                functional.chip(d).read_output(k))
+          << "chip " << d << " output " << k;
+  // A ring all-reduce sends 2 (n - 1) / n of the array out of every chip over one link.
+  const double ring_seconds =
+      2.0 * (n - 1) / n * 300 * 70 * 4 / pod.ici_link_bandwidth_bytes_per_s;
+  EXPECT_GT(r.seconds, ring_seconds);
+}
+
+INSTANTIATE_TEST_SUITE_P(Pods, TimedCollectives,
+                         ::testing::Values("tiny:1x2", "v5e:2x2", "v4:2x2x2", "v5e:2x2:slices=2"),
                          testing::pod_test_name);
 
 TEST(TimedPod, AMissingWaitIsAHazardNamingBothChips) {
