@@ -23,7 +23,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <numeric>
 
 #include "common/error.h"
 #include "compiler/ir/collective_groups.h"
@@ -163,12 +162,6 @@ class RingStep {
     if (extra != 0) pb_.emit(isa::Opcode::kSaddi, isa::DType::kS32, {off_, a_, extra});
     return extra != 0 ? off_ : a_;
   }
-  // The a_k offset register as last loaded, plus `extra`, in the offset register.
-  int plus(int64_t extra) {
-    pb_.emit(isa::Opcode::kSaddi, isa::DType::kS32, {off_, a_, extra});
-    return off_;
-  }
-
   // Sends with `descriptor` from the offsets in src_reg to those in dst_reg on the next
   // chip of the ring; sent_semaphore here once the source is read, kSemLanded there.
   void send(int32_t descriptor, int src_reg, int dst_reg, int sent_semaphore) {
@@ -347,11 +340,6 @@ const Value& array_operand(Lowerer& l, const Instruction& i, Scope& s) {
   return v;
 }
 
-void need_pod(const Lowerer& l, const Instruction& i) {
-  if (!l.target().pod && l.target().devices() == 1) return;
-  if (!l.target().pod) unsupported(i, "several devices need a pod target");
-}
-
 }  // namespace
 
 Value lower_device_id(Lowerer& l, const Instruction& i, Scope& s) {
@@ -374,7 +362,6 @@ Value lower_device_id(Lowerer& l, const Instruction& i, Scope& s) {
 }
 
 Value lower_all_reduce(Lowerer& l, const Instruction& i, Scope& s) {
-  need_pod(l, i);
   const Value& in = array_operand(l, i, s);
   const ir::Shape& shape = i.shape();
   l.begin_step(i, s);
@@ -402,7 +389,6 @@ Value lower_all_reduce(Lowerer& l, const Instruction& i, Scope& s) {
 }
 
 Value lower_reduce_scatter(Lowerer& l, const Instruction& i, Scope& s) {
-  need_pod(l, i);
   const Value& in = array_operand(l, i, s);
   const ir::Shape& shape = i.shape();  // one chunk
   const int64_t dim = i.attrs().dimensions.at(0);
@@ -438,7 +424,6 @@ Value lower_reduce_scatter(Lowerer& l, const Instruction& i, Scope& s) {
 }
 
 Value lower_all_gather(Lowerer& l, const Instruction& i, Scope& s) {
-  need_pod(l, i);
   const Value& in = array_operand(l, i, s);
   const ir::Shape& shape = i.shape();
   const int64_t dim = i.attrs().dimensions.at(0);
