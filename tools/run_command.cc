@@ -24,7 +24,6 @@
 #include "compiler/ir/safetensors.h"
 #include "compiler/ir/verifier.h"
 #include "compiler/cpu/cpu_compiler.h"
-#include "compiler/passes/pass.h"
 #include "compiler/tpu/tpu_compiler.h"
 #include "isa/isa.h"
 #include "sim/functional/functional_model.h"
@@ -154,33 +153,31 @@ isa::Executable compile_for_chip(const ir::Module& module, const std::string& ch
   return tpu::compile(module, topology::chip_config(chip_name));
 }
 
-// The bytes of each argument as the compiled module takes them (64-bit types narrowed).
-std::vector<std::vector<uint8_t>> parameter_bytes(const std::vector<ir::Literal>& args) {
+// The bytes of each argument as an executable compiled from a module takes them (64-bit
+// types narrowed), or as they are (the parameters of a .pex).
+std::vector<std::vector<uint8_t>> parameter_bytes(const std::vector<ir::Literal>& args,
+                                                  bool compiled = true) {
   std::vector<std::vector<uint8_t>> out;
-  for (const ir::Literal& wide : args) {
-    const ir::Literal a = passes::narrow_literal(wide);
-    auto bytes = a.bytes();
-    const auto* data = reinterpret_cast<const uint8_t*>(bytes.data());
-    out.emplace_back(data, data + bytes.size());
+  for (const ir::Literal& a : args) {
+    if (compiled) {
+      out.push_back(tpu::parameter_bytes(a));
+      continue;
+    }
+    const auto* data = reinterpret_cast<const uint8_t*>(a.bytes().data());
+    out.emplace_back(data, data + a.bytes().size());
   }
   return out;
 }
 
 // Output k of a simulated run (bytes as FunctionalModel::read_output) as literals of the
-// module's flattened root shapes (computed narrowed, widened back).
+// module's flattened root shapes.
 std::vector<ir::Literal> output_literals(const ir::Module& module, const std::vector<std::vector<uint8_t>>& outputs) {
   std::vector<ir::Literal> out;
   std::vector<ir::Shape> shapes = flat_output_shapes(module.entry()->root()->shape());
   if (outputs.size() != shapes.size())
     fail("the simulated run has {} outputs, the module {}", outputs.size(), shapes.size());
-  for (size_t k = 0; k < shapes.size(); ++k) {
-    ir::Literal l(passes::narrow_64bit_shape(shapes[k]));
-    const std::vector<uint8_t>& bytes = outputs[k];
-    if (bytes.size() != l.bytes().size())
-      fail("output {} of the simulated run has {} bytes, expected {}", k, bytes.size(), l.bytes().size());
-    if (!bytes.empty()) std::memcpy(l.bytes().data(), bytes.data(), bytes.size());
-    out.push_back(l.shape() == shapes[k] ? std::move(l) : passes::convert_literal(l, shapes[k].type()));
-  }
+  for (size_t k = 0; k < shapes.size(); ++k)
+    out.push_back(tpu::output_literal(outputs[k], shapes[k], k, "the simulated run"));
   return out;
 }
 
@@ -331,7 +328,7 @@ int run_executable(RunOptions options) {
              named.at(*found).shape().to_string(false), b.name, shape.to_string(false));
       args.push_back(named.at(*found));
     }
-    parameters.push_back(parameter_bytes(args));
+    parameters.push_back(parameter_bytes(args, /*compiled=*/false));
   }
 
   auto start = std::chrono::steady_clock::now();

@@ -23,11 +23,13 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "common/error.h"
 #include "compiler/ir/collective_groups.h"
 #include "compiler/tpu/lower_reduce_plan.h"
 #include "compiler/tpu/lowerings.h"
+#include "compiler/tpu/tiling.h"
 #include "compiler/tpu/vector_codegen.h"
 #include "topology/torus.h"
 
@@ -103,20 +105,6 @@ Rings make_rings(const Lowerer& l, const Instruction& i) {
   return r;
 }
 
-// A contiguous copy of `bytes` bytes as one descriptor.
-int32_t contiguous(ProgramBuilder& pb, int32_t src_region, int32_t dst_region, int64_t bytes) {
-  int64_t eb = 8;
-  while (bytes % eb != 0) eb /= 2;
-  isa::DmaDescriptor d;
-  d.src_region = src_region;
-  d.dst_region = dst_region;
-  d.element_bytes = static_cast<int32_t>(eb);
-  d.sizes = {bytes / eb};
-  d.src_strides = {eb};
-  d.dst_strides = {eb};
-  return pb.descriptor(d);
-}
-
 // Emission of one collective step on the main core: the ring table row in scalar
 // registers, the handshake, and remote sends by run-time offsets.
 class RingStep {
@@ -132,7 +120,7 @@ class RingStep {
     pb_.emit(isa::Opcode::kSdev, isa::DType::kS32, {device, 0});
     pb_.emit(isa::Opcode::kSmuli, isa::DType::kS32, {device, device, row_bytes});
     pb_.emit(isa::Opcode::kDma, isa::DType::kF32,
-             {contiguous(pb_, table, row_, row_bytes), device, 0, kSemStore});
+             {contiguous_descriptor(pb_, table, row_, row_bytes), device, 0, kSemStore});
     pb_.wait(kSemStore, 1);
     next_ = device;  // reused: the device id is not needed again
     pb_.emit(isa::Opcode::kSld, isa::DType::kS32, {next_, row_, pb_.sreg(0)});
@@ -140,7 +128,7 @@ class RingStep {
     pb_.emit(isa::Opcode::kSld, isa::DType::kS32, {prev_, row_, pb_.sreg(8)});
     // Handshake: tell the previous chip this one is here; wait until the next one is.
     const auto [flag_src, flag_dst] = l_.collective_flags();
-    const int32_t d = contiguous(pb_, l_.use(flag_src), l_.use(flag_dst), 8);
+    const int32_t d = contiguous_descriptor(pb_, l_.use(flag_src), l_.use(flag_dst), 8);
     pb_.emit(isa::Opcode::kDmaRemote, isa::DType::kF32,
              {d, pb_.sreg(0), pb_.sreg(0), prev_, kSemStore, kSemReady});
     pb_.wait(kSemReady, 1);
@@ -154,11 +142,17 @@ class RingStep {
 
   int64_t size() const { return rings_.size; }
 
-  // Loads a_k * chunk_bytes + extra into the offset register and returns it.
+  // a_k * chunk_bytes + extra in a register (the offset register unless extra is 0); a_k
+  // is loaded again only when k or chunk_bytes changed since the last call.
   int chunk_offset(int64_t k, int64_t chunk_bytes, int64_t extra) {
     const int64_t g = rings_.size;
-    pb_.emit(isa::Opcode::kSld, isa::DType::kS32, {a_, row_, pb_.sreg(8 * (2 + ((k % g) + g) % g))});
-    pb_.emit(isa::Opcode::kSmuli, isa::DType::kS32, {a_, a_, chunk_bytes});
+    k = ((k % g) + g) % g;
+    if (k != a_k_ || chunk_bytes != a_scale_) {
+      pb_.emit(isa::Opcode::kSld, isa::DType::kS32, {a_, row_, pb_.sreg(8 * (2 + k))});
+      pb_.emit(isa::Opcode::kSmuli, isa::DType::kS32, {a_, a_, chunk_bytes});
+      a_k_ = k;
+      a_scale_ = chunk_bytes;
+    }
     if (extra != 0) pb_.emit(isa::Opcode::kSaddi, isa::DType::kS32, {off_, a_, extra});
     return extra != 0 ? off_ : a_;
   }
@@ -181,6 +175,7 @@ class RingStep {
   Rings rings_;
   int32_t row_ = -1;
   int next_ = -1, prev_ = -1, a_ = -1, off_ = -1;
+  int64_t a_k_ = -1, a_scale_ = 0;  // what a_ holds: a_{a_k_} * a_scale_
   std::vector<int> held_;
 };
 
@@ -228,15 +223,15 @@ void ring_reduce_scatter(Lowerer& l, const Instruction& i, RingStep& ring, int32
     mine[s] = l.vmem(fmt::format("mine{}", s), c.sub_bytes);
     theirs[s] = l.vmem(fmt::format("theirs{}", s), c.sub_bytes);
   }
-  const int32_t hbm_to_recv = contiguous(pb, work_region, recv, c.sub_bytes);
-  const int32_t recv_in[kSlots] = {contiguous(pb, recv, theirs[0], c.sub_bytes),
-                                   contiguous(pb, recv, theirs[1], c.sub_bytes)};
-  const int32_t work_in[kSlots] = {contiguous(pb, work_region, mine[0], c.sub_bytes),
-                                   contiguous(pb, work_region, mine[1], c.sub_bytes)};
-  const int32_t to_recv[kSlots] = {contiguous(pb, mine[0], recv, c.sub_bytes),
-                                   contiguous(pb, mine[1], recv, c.sub_bytes)};
-  const int32_t to_result[kSlots] = {contiguous(pb, mine[0], result_region, c.sub_bytes),
-                                     contiguous(pb, mine[1], result_region, c.sub_bytes)};
+  const int32_t hbm_to_recv = contiguous_descriptor(pb, work_region, recv, c.sub_bytes);
+  const int32_t recv_in[kSlots] = {contiguous_descriptor(pb, recv, theirs[0], c.sub_bytes),
+                                   contiguous_descriptor(pb, recv, theirs[1], c.sub_bytes)};
+  const int32_t work_in[kSlots] = {contiguous_descriptor(pb, work_region, mine[0], c.sub_bytes),
+                                   contiguous_descriptor(pb, work_region, mine[1], c.sub_bytes)};
+  const int32_t to_recv[kSlots] = {contiguous_descriptor(pb, mine[0], recv, c.sub_bytes),
+                                   contiguous_descriptor(pb, mine[1], recv, c.sub_bytes)};
+  const int32_t to_result[kSlots] = {contiguous_descriptor(pb, mine[0], result_region, c.sub_bytes),
+                                     contiguous_descriptor(pb, mine[1], result_region, c.sub_bytes)};
 
   // Step 0: the chunk a_1 (its reduction ends g - 1 chips on) goes out from HBM.
   for (int64_t j = 0; j < subs; ++j) {
@@ -331,13 +326,36 @@ void ring_all_gather(Lowerer& l, RingStep& ring, int32_t work, int64_t chunk_byt
   pb.wait(kSemSentHbm, sent);
 }
 
-const Value& array_operand(Lowerer& l, const Instruction& i, Scope& s) {
+// A collective's step begun: its array operand, its result buffer, and the rings of its
+// groups. A group of one chip (no pod, or groups of one) needs no ring: the result is a
+// copy of the operand, made already (single).
+struct CollectiveStep {
+  Value in;
+  int32_t out = -1;
+  Rings rings;
+  bool single() const { return rings.size == 1; }
+};
+
+CollectiveStep begin_collective(Lowerer& l, const Instruction& i, Scope& s) {
   if (i.operand_count() != 1 || !i.operand(0)->shape().is_array())
     unsupported(i, "tuple or variadic operands");
-  const Value& v = l.value_of(*i.operand(0), s);
   if (!i.shape().is_array()) unsupported(i, "a tuple result");
   isa_dtype(i, i.shape().type());
-  return v;
+  CollectiveStep c;
+  c.in = l.value_of(*i.operand(0), s);
+  l.begin_step(i, s);
+  c.out = l.new_buffer(i.name(), i.shape());
+  if (l.target().pod) c.rings = make_rings(l, i);
+  if (c.single()) copy_buffer(l, c.in.buffer, c.out, i.shape().byte_size());
+  return c;
+}
+
+// Elements before and after dimension dim of dims (row-major: [outer, dims[dim], inner]).
+std::pair<int64_t, int64_t> outer_inner(const std::vector<int64_t>& dims, int64_t dim) {
+  int64_t outer = 1, inner = 1;
+  for (int64_t a = 0; a < dim; ++a) outer *= dims[static_cast<size_t>(a)];
+  for (size_t a = static_cast<size_t>(dim) + 1; a < dims.size(); ++a) inner *= dims[a];
+  return {outer, inner};
 }
 
 }  // namespace
@@ -356,23 +374,18 @@ Value lower_device_id(Lowerer& l, const Instruction& i, Scope& s) {
   pb.emit(isa::Opcode::kSst, isa::DType::kS32, {word, pb.sreg(0), r});
   pb.release_sreg(r);
   const int32_t out = l.new_buffer(i.name(), i.shape());
-  pb.dma(contiguous(pb, word, l.use(out), 4), 0, 0, kSemStore);
+  pb.dma(contiguous_descriptor(pb, word, l.use(out), 4), 0, 0, kSemStore);
   pb.wait(kSemStore, 1);
   return Value{out, i.shape(), {}};
 }
 
 Value lower_all_reduce(Lowerer& l, const Instruction& i, Scope& s) {
-  const Value& in = array_operand(l, i, s);
+  CollectiveStep step = begin_collective(l, i, s);
   const ir::Shape& shape = i.shape();
-  l.begin_step(i, s);
-  const int32_t out = l.new_buffer(i.name(), shape);
-  Rings rings = l.target().pod ? make_rings(l, i) : Rings{};
-  if (rings.size == 1) {
-    copy_buffer(l, in.buffer, out, shape.byte_size());
-    return Value{out, shape, {}};
-  }
+  const int32_t out = step.out;
+  if (step.single()) return Value{out, shape, {}};
   const int64_t eb = ir::type_byte_size(shape.type());
-  const int64_t g = rings.size;
+  const int64_t g = step.rings.size;
   const Chunks c = plan_chunks(l.chip(), ceil_div(shape.num_elements(), g), eb);
   // The array, padded to whole chunks, is reduced in `work` and gathered in `gathered`
   // (the result itself unless padded).
@@ -380,8 +393,8 @@ Value lower_all_reduce(Lowerer& l, const Instruction& i, Scope& s) {
   const bool padded = g * c.chunk_bytes != shape.byte_size();
   const int32_t work = l.new_buffer(fmt::format("{}.work", i.name()), padded_shape);
   const int32_t gathered = padded ? l.new_buffer(fmt::format("{}.gathered", i.name()), padded_shape) : out;
-  copy_buffer(l, in.buffer, work, shape.byte_size());
-  RingStep ring(l, i, std::move(rings));
+  copy_buffer(l, step.in.buffer, work, shape.byte_size());
+  RingStep ring(l, i, std::move(step.rings));
   ring_reduce_scatter(l, i, ring, work, gathered, c, shape.type(), true);
   ring_all_gather(l, ring, gathered, c.chunk_bytes, {c.sub_bytes / 8}, {8}, 8, c.sub_bytes, c.subs(), true);
   if (padded) copy_buffer(l, gathered, out, shape.byte_size());
@@ -389,31 +402,23 @@ Value lower_all_reduce(Lowerer& l, const Instruction& i, Scope& s) {
 }
 
 Value lower_reduce_scatter(Lowerer& l, const Instruction& i, Scope& s) {
-  const Value& in = array_operand(l, i, s);
+  CollectiveStep step = begin_collective(l, i, s);
   const ir::Shape& shape = i.shape();  // one chunk
-  const int64_t dim = i.attrs().dimensions.at(0);
-  l.begin_step(i, s);
-  const int32_t out = l.new_buffer(i.name(), shape);
-  Rings rings = l.target().pod ? make_rings(l, i) : Rings{};
-  const int64_t g = rings.size;
-  if (g == 1) {
-    copy_buffer(l, in.buffer, out, shape.byte_size());
-    return Value{out, shape, {}};
-  }
+  const int32_t out = step.out;
+  if (step.single()) return Value{out, shape, {}};
+  const int64_t g = step.rings.size;
   const int64_t eb = ir::type_byte_size(shape.type());
   // The operand [outer, g * m, inner] into g contiguous chunks [outer, m, inner].
-  const std::vector<int64_t>& dims = in.shape.dims();
-  int64_t outer = 1, inner = 1;
-  for (int64_t a = 0; a < dim; ++a) outer *= dims[static_cast<size_t>(a)];
-  for (size_t a = static_cast<size_t>(dim) + 1; a < dims.size(); ++a) inner *= dims[a];
+  const int64_t dim = i.attrs().dimensions.at(0);
+  const auto [outer, inner] = outer_inner(step.in.shape.dims(), dim);
   const int64_t m = shape.dims()[static_cast<size_t>(dim)];
   const Chunks c = plan_chunks(l.chip(), shape.num_elements(), eb);
   const int32_t work = l.new_buffer(fmt::format("{}.work", i.name()),
                                     ir::Shape(ir::PrimitiveType::kU8, {g * c.chunk_bytes}));
-  const int n = issue_copy(l.pb(), l.use(in.buffer), 0, l.use(work), 0, eb, {g, outer, m * inner},
+  const int n = issue_copy(l.pb(), l.use(step.in.buffer), 0, l.use(work), 0, eb, {g, outer, m * inner},
                            {m * inner, g * m * inner, 1}, {c.chunk_bytes / eb, m * inner, 1}, kSemStore);
   l.pb().wait(kSemStore, n);
-  RingStep ring(l, i, std::move(rings));
+  RingStep ring(l, i, std::move(step.rings));
   ring_reduce_scatter(l, i, ring, work, work, c, shape.type(), false);
   // The chip's chunk (a_0) out.
   const int at = ring.chunk_offset(0, c.chunk_bytes, 0);
@@ -424,28 +429,20 @@ Value lower_reduce_scatter(Lowerer& l, const Instruction& i, Scope& s) {
 }
 
 Value lower_all_gather(Lowerer& l, const Instruction& i, Scope& s) {
-  const Value& in = array_operand(l, i, s);
+  CollectiveStep step = begin_collective(l, i, s);
   const ir::Shape& shape = i.shape();
-  const int64_t dim = i.attrs().dimensions.at(0);
-  l.begin_step(i, s);
-  const int32_t out = l.new_buffer(i.name(), shape);
-  Rings rings = l.target().pod ? make_rings(l, i) : Rings{};
-  const int64_t g = rings.size;
-  if (g == 1) {
-    copy_buffer(l, in.buffer, out, shape.byte_size());
-    return Value{out, shape, {}};
-  }
+  const int32_t out = step.out;
+  if (step.single()) return Value{out, shape, {}};
+  const int64_t g = step.rings.size;
   const int64_t eb = ir::type_byte_size(shape.type());
   // Chunk q of the result: [outer, m, inner] at q * m along dim of [outer, g * m, inner].
-  const std::vector<int64_t>& dims = in.shape.dims();
-  int64_t outer = 1, inner = 1;
-  for (int64_t a = 0; a < dim; ++a) outer *= dims[static_cast<size_t>(a)];
-  for (size_t a = static_cast<size_t>(dim) + 1; a < dims.size(); ++a) inner *= dims[a];
-  const int64_t m = dims[static_cast<size_t>(dim)];
+  const int64_t dim = i.attrs().dimensions.at(0);
+  const auto [outer, inner] = outer_inner(step.in.shape.dims(), dim);
+  const int64_t m = step.in.shape.dims()[static_cast<size_t>(dim)];
   const int64_t row = m * inner * eb;  // one chunk's bytes per outer index
-  RingStep ring(l, i, std::move(rings));
+  RingStep ring(l, i, std::move(step.rings));
   const int at = ring.chunk_offset(0, row, 0);
-  const int n = issue_copy(l.pb(), l.use(in.buffer), -1, 0, l.use(out), at, 0, eb, {outer, m * inner},
+  const int n = issue_copy(l.pb(), l.use(step.in.buffer), -1, 0, l.use(out), at, 0, eb, {outer, m * inner},
                            {m * inner, 1}, {g * m * inner, 1}, kSemStore);
   l.pb().wait(kSemStore, n);
   // Sub-chunks: whole outer rows when there are several, else slices of the one row.

@@ -18,10 +18,9 @@ int64_t floor_div(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 
 }  // namespace
 
 void copy_buffer(Lowerer& l, int32_t src, int32_t dst, int64_t bytes) {
-  int64_t eb = 8;
-  while (bytes % eb != 0) eb /= 2;
-  int n = issue_copy(l.pb(), l.use(src), 0, l.use(dst), 0, eb, {bytes / eb}, {1}, {1}, kSemOnce);
-  l.pb().wait(kSemOnce, n);
+  if (bytes == 0) return;
+  l.pb().dma(contiguous_descriptor(l.pb(), l.use(src), l.use(dst), bytes), 0, 0, kSemOnce);
+  l.pb().wait(kSemOnce, 1);
 }
 
 Value lower_view_copy(Lowerer& l, const Instruction& i, Scope& s) {

@@ -391,6 +391,22 @@ isa::Executable Lowerer::run() {
   return e;
 }
 
+std::vector<uint8_t> parameter_bytes(const ir::Literal& argument) {
+  const ir::Literal narrowed = passes::narrow_literal(argument);
+  const auto* data = reinterpret_cast<const uint8_t*>(narrowed.bytes().data());
+  return {data, data + narrowed.bytes().size()};
+}
+
+ir::Literal output_literal(std::span<const uint8_t> bytes, const ir::Shape& shape, size_t k,
+                           std::string_view run) {
+  ir::Literal literal(passes::narrow_64bit_shape(shape));
+  if (bytes.size() != literal.bytes().size())
+    fail("output {} of {} has {} bytes, expected {}", k, run, bytes.size(), literal.bytes().size());
+  if (!bytes.empty()) std::memcpy(literal.bytes().data(), bytes.data(), bytes.size());
+  return literal.type() == shape.type() ? std::move(literal)
+                                        : passes::convert_literal(literal, shape.type());
+}
+
 Target::Target(topology::PodConfig pod_config, int64_t replica_count)
     : chip(pod_config.chip), pod(std::move(pod_config)) {
   const int64_t chips = pod->chips();

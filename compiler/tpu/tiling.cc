@@ -25,6 +25,19 @@ Collapsed collapse(const std::vector<int64_t>& dims, const std::vector<int>& lab
   return c;
 }
 
+int32_t contiguous_descriptor(ProgramBuilder& pb, int32_t src_region, int32_t dst_region, int64_t bytes) {
+  int64_t eb = 8;
+  while (bytes % eb != 0) eb /= 2;
+  isa::DmaDescriptor d;
+  d.src_region = src_region;
+  d.dst_region = dst_region;
+  d.element_bytes = static_cast<int32_t>(eb);
+  d.sizes = {bytes / eb};
+  d.src_strides = {eb};
+  d.dst_strides = {eb};
+  return pb.descriptor(d);
+}
+
 int issue_copy(ProgramBuilder& pb, int32_t src_region, int64_t src_offset, int32_t dst_region, int64_t dst_offset,
                int64_t element_bytes, const std::vector<int64_t>& sizes, const std::vector<int64_t>& src_strides,
                const std::vector<int64_t>& dst_strides, int semaphore) {

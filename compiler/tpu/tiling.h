@@ -28,6 +28,9 @@ Collapsed collapse(const std::vector<int64_t>& dims, const std::vector<int>& lab
 int issue_copy(ProgramBuilder& pb, int32_t src_region, int64_t src_offset, int32_t dst_region, int64_t dst_offset,
                int64_t element_bytes, const std::vector<int64_t>& sizes, const std::vector<int64_t>& src_strides,
                const std::vector<int64_t>& dst_strides, int semaphore);
+// A descriptor copying `bytes` contiguous bytes from src_region to dst_region (offsets
+// given at issue), in the widest elements of up to 8 bytes that divide them.
+int32_t contiguous_descriptor(ProgramBuilder& pb, int32_t src_region, int32_t dst_region, int64_t bytes);
 // The same with a run-time part of an offset: src_reg / dst_reg name a scalar register
 // holding bytes added to src_offset / dst_offset (-1: none).
 int issue_copy(ProgramBuilder& pb, int32_t src_region, int src_reg, int64_t src_offset, int32_t dst_region,

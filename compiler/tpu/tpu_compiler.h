@@ -19,8 +19,10 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "compiler/ir/module.h"
 #include "isa/isa.h"
@@ -65,5 +67,13 @@ struct Options {
 // flattened) as outputs out0, out1, ...; for a pod target, the pod, replicas and
 // partitions, and collectives lowered to remote DMAs over the torus.
 isa::Executable compile(const ir::Module& module, const Target& target, const Options& options = {});
+
+// Host side of an executable compiled with options.passes: an argument's bytes as the
+// executable takes it (64-bit types narrowed), and output k's bytes, as a run returns
+// them, as a literal of the module's shape (widened back; podsim::Error naming `run` and
+// k when the size is wrong).
+std::vector<uint8_t> parameter_bytes(const ir::Literal& argument);
+ir::Literal output_literal(std::span<const uint8_t> bytes, const ir::Shape& shape, size_t k,
+                           std::string_view run);
 
 }  // namespace podsim::tpu

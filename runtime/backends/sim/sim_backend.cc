@@ -9,7 +9,6 @@
 #include "common/error.h"
 #include "compiler/ir/parser.h"
 #include "compiler/ir/printer.h"
-#include "compiler/passes/pass.h"
 #include "compiler/tpu/tpu_compiler.h"
 #include "runtime/backends/host_device.h"
 #include "runtime/metrics.h"
@@ -87,11 +86,7 @@ class SimExecutable final : public Executable {
                                                const std::vector<ir::Shape>& shapes) {
     std::vector<std::vector<uint8_t>> parameters;
     parameters.reserve(args.size());
-    for (const ir::Literal* arg : args) {
-      ir::Literal narrowed = passes::narrow_literal(*arg);
-      const auto* data = reinterpret_cast<const uint8_t*>(narrowed.bytes().data());
-      parameters.emplace_back(data, data + narrowed.bytes().size());
-    }
+    for (const ir::Literal* arg : args) parameters.push_back(tpu::parameter_bytes(*arg));
     sim::timing::TimingOptions options;
     options.profile = profiling().load();
     options.check_hazards = options.hazards_are_errors = check_hazards();
@@ -101,17 +96,9 @@ class SimExecutable final : public Executable {
       fail("the simulated run of {} has {} outputs, expected {}", name, run.outputs.size(),
            shapes.size());
     std::vector<ir::Literal> results;
-    for (size_t k = 0; k < shapes.size(); ++k) {
-      ir::Literal literal(passes::narrow_64bit_shape(shapes[k]));
-      if (run.outputs[k].size() != literal.bytes().size())
-        fail("output {} of the simulated run of {} has {} bytes, expected {}", k, name,
-             run.outputs[k].size(), literal.bytes().size());
-      if (!run.outputs[k].empty())
-        std::memcpy(literal.bytes().data(), run.outputs[k].data(), run.outputs[k].size());
-      results.push_back(literal.type() == shapes[k].type()
-                            ? std::move(literal)
-                            : passes::convert_literal(literal, shapes[k].type()));
-    }
+    for (size_t k = 0; k < shapes.size(); ++k)
+      results.push_back(
+          tpu::output_literal(run.outputs[k], shapes[k], k, "the simulated run of " + name));
     if (options.profile) {
       run.profile.program = name;
       std::lock_guard lock(last_run_mutex());
