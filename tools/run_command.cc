@@ -183,6 +183,22 @@ std::vector<ir::Literal> output_literals(const ir::Module& module, const std::ve
 
 using DeviceBytes = std::vector<std::vector<std::vector<uint8_t>>>;  // [device][k]
 
+sim::timing::TimingOptions timing_options(const RunOptions& options) {
+  sim::timing::TimingOptions timing;
+  timing.instruction_trace = !options.trace_instructions.empty();
+  timing.check_hazards = timing.hazards_are_errors = options.check_hazards;
+  timing.timing_only = options.timing_only;
+  timing.profile_host_link = options.host_link;
+  return timing;
+}
+
+// Writes the profile where --profile says, if it says.
+void write_profile(const traces::Profile& profile, const RunOptions& options, std::string& report) {
+  if (options.profile.empty()) return;
+  traces::write_chrome_trace(profile, options.profile);
+  report += fmt::format("wrote the profile to {} (open it in Perfetto UI)\n", options.profile);
+}
+
 // Runs an executable on every chip of its pod (one chip without) with parameters[device]
 // (none in a timing-only run); returns outputs[device][k] and adds the simulator's report.
 DeviceBytes run_on_pod(const isa::Executable& exe, const DeviceBytes& parameters,
@@ -204,18 +220,12 @@ DeviceBytes run_on_pod(const isa::Executable& exe, const DeviceBytes& parameters
   if (!options.trace_instructions.empty())
     fail("--trace-instructions traces one chip; this executable runs on {} chips",
          exe.replicas * exe.partitions);
-  sim::timing::TimingOptions timing;
-  timing.check_hazards = timing.hazards_are_errors = options.check_hazards;
-  timing.timing_only = options.timing_only;
-  timing.profile_host_link = options.host_link;
-  sim::timing::PodRunResult result = sim::timing::run_timed_pod(exe, parameters, timing);
+  sim::timing::PodRunResult result =
+      sim::timing::run_timed_pod(exe, parameters, timing_options(options));
   result.profile.program = std::filesystem::path(options.file).stem().string();
   report += sim::timing::format_pod_summary(result, exe.chip);
   if (result.chips.size() <= 4) report += traces::format_summary(traces::summarize(result.profile));
-  if (!options.profile.empty()) {
-    traces::write_chrome_trace(result.profile, options.profile);
-    report += fmt::format("wrote the profile to {} (open it in Perfetto UI)\n", options.profile);
-  }
+  write_profile(result.profile, options, report);
   for (sim::timing::TimedRunResult& chip : result.chips) outputs.push_back(std::move(chip.outputs));
   return outputs;
 }
@@ -234,20 +244,13 @@ std::vector<ir::Literal> run_sim_functional(ir::Module& module, const std::vecto
 std::vector<ir::Literal> run_sim_timed(ir::Module& module, const std::vector<ir::Literal>& args,
                                        const RunOptions& options, std::string& report) {
   isa::Executable exe = compile_for_chip(module, options.chip);
-  sim::timing::TimingOptions timing;
-  timing.instruction_trace = !options.trace_instructions.empty();
-  timing.check_hazards = timing.hazards_are_errors = options.check_hazards;
-  timing.timing_only = options.timing_only;
-  timing.profile_host_link = options.host_link;
-  sim::timing::TimedRunResult result =
-      sim::timing::run_timed(exe, options.timing_only ? std::vector<std::vector<uint8_t>>{} : parameter_bytes(args), timing);
+  sim::timing::TimedRunResult result = sim::timing::run_timed(
+      exe, options.timing_only ? std::vector<std::vector<uint8_t>>{} : parameter_bytes(args),
+      timing_options(options));
   result.profile.program = module.name();
   report = traces::format_summary(traces::summarize(result.profile));
   report += sim::timing::format_host_link(result, exe.chip);
-  if (!options.profile.empty()) {
-    traces::write_chrome_trace(result.profile, options.profile);
-    report += fmt::format("wrote the profile to {} (open it in Perfetto UI)\n", options.profile);
-  }
+  write_profile(result.profile, options, report);
   if (!options.trace_instructions.empty()) {
     std::FILE* f = std::fopen(options.trace_instructions.c_str(), "wb");
     if (!f) fail("cannot write the instruction trace to {}: {}", options.trace_instructions, std::strerror(errno));
