@@ -10,6 +10,7 @@
 #include "common/error.h"
 #include "runtime/backends/cpu/cpu_backend.h"
 #include "runtime/backends/sim/sim_backend.h"
+#include "runtime/collectives.h"
 #include "runtime/device_internal.h"
 
 namespace podsim::runtime {
@@ -163,6 +164,11 @@ void reset_backends_for_testing() {
 }  // namespace podsim::runtime
 
 namespace podsim {
+
+runtime::Device& device() {
+  if (runtime::Device* own = lazy::launched_device()) return *own;
+  return device(0);
+}
 
 runtime::Device& device(int index) {
   runtime::Client& client = runtime::default_client();

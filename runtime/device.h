@@ -88,6 +88,13 @@ class Client {
   virtual std::shared_ptr<Executable> deserialize(std::string_view serialized) = 0;
   // Copies host data to device; the buffer's event completes when the copy does.
   virtual std::shared_ptr<Buffer> transfer_to_device(ir::Literal literal, Device& device) = 0;
+
+  // For the launcher (runtime/collectives.h): replicated launches start afresh (every
+  // device's next launch meets the others' next), and a device whose replica stopped
+  // (returned or failed, `why`) fails at once every replicated launch still waiting
+  // for it, until the next start.
+  virtual void replicas_starting() {}
+  virtual void replica_stopped(Device& /*device*/, const std::string& /*why*/) {}
 };
 
 // Backend registry. Factories run on first use of the backend.
@@ -103,8 +110,10 @@ Client& default_client();
 
 namespace podsim {
 
-// As torch_xla: the default device (PODSIM_DEVICE) and all devices of its backend.
-runtime::Device& device(int index = 0);
+// As torch_xla: the default device (PODSIM_DEVICE: inside a launch, the replica's own
+// device; else the backend's first), device `index` of the backend, and all its devices.
+runtime::Device& device();
+runtime::Device& device(int index);
 std::vector<runtime::Device*> devices();
 int device_count();
 

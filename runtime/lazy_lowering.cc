@@ -6,6 +6,7 @@
 #include <bit>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "compiler/ir/native_types.h"
 #include "runtime/lazy_graph.h"
@@ -187,6 +188,11 @@ class Lowering {
       case ir::Opcode::kSelectAndScatter:
         result = lower_windowed(node, std::move(operands));
         break;
+      case ir::Opcode::kAllReduce:
+      case ir::Opcode::kAllGather:
+      case ir::Opcode::kReduceScatter:
+        result = lower_collective(node, operands.at(0));
+        break;
       case ir::Opcode::kGetTupleElement: {
         ir::Instruction* tuple = tuples_[static_cast<size_t>(node.operands[0]->index)];
         result = add(entry_, ir::Opcode::kGetTupleElement, node_shape(node), {tuple});
@@ -201,6 +207,34 @@ class Lowering {
     }
     set_metadata(*result, node);
     return result;
+  }
+
+  // Collective attributes (runtime/collectives.cc): all-reduce [ReduceKind, replicas,
+  // group size, ids...], all-gather [dim, replicas, group size, ids...], reduce-scatter
+  // [ReduceKind, dim, replicas, group size, ids...]. The module gets replica_count.
+  ir::Instruction* lower_collective(const Node& node, ir::Instruction* input) {
+    const std::vector<int64_t> a = node.attrs.vec();
+    size_t at = 0;
+    std::optional<ReduceKind> kind;
+    if (node.op != ir::Opcode::kAllGather) kind = static_cast<ReduceKind>(a.at(at++));
+    std::optional<int64_t> dim;
+    if (node.op != ir::Opcode::kAllReduce) dim = a.at(at++);
+    const int64_t replicas = a.at(at++);
+    const auto group_size = static_cast<size_t>(a.at(at++));
+    if (replicas_ != 0 && replicas_ != replicas)
+      fail("internal error: one lazy graph has collectives over {} and {} replicas", replicas_,
+           replicas);
+    replicas_ = replicas;
+    module_->replica_count = replicas;
+    ir::ReplicaGroups groups;
+    for (; at < a.size(); at += group_size)
+      groups.groups.emplace_back(a.begin() + static_cast<std::ptrdiff_t>(at),
+                                 a.begin() + static_cast<std::ptrdiff_t>(at + group_size));
+    ir::Instruction* c = add(entry_, node.op, node_shape(node), {input});
+    c->attrs().replica_groups = std::move(groups);
+    if (dim) c->attrs().dimensions = {*dim};
+    if (kind) c->add_called(scalar_reducer(*kind, node.type));
+    return c;
   }
 
   // The nn ops' window attributes (runtime/ops_nn.cc): convolution [#spatial, input,
@@ -358,6 +392,7 @@ class Lowering {
   std::vector<ir::Instruction*> values_;
   std::vector<ir::Instruction*> tuples_;  // rng-bit-generator nodes: their (state, bits)
   std::vector<ir::Instruction*> parameters_;
+  int64_t replicas_ = 0;  // of the collectives lowered so far
   std::vector<std::pair<std::pair<int64_t, ir::PrimitiveType>, ir::Computation*>> reducers_;
   int64_t next_id_ = 0;
 };

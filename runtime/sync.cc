@@ -9,6 +9,7 @@
 
 #include "compiler/ir/evaluator.h"
 #include "compiler/ir/verifier.h"
+#include "runtime/collectives.h"
 #include "runtime/compile_cache.h"
 #include "runtime/debug.h"
 #include "runtime/metrics.h"
@@ -263,7 +264,9 @@ std::vector<std::vector<ImplPtr>> by_device(std::vector<ImplPtr> tensors) {
 void lazy::mark_step(SyncCause cause, std::source_location loc) {
   static runtime::Counter& steps = runtime::counter("MarkStep");
   steps.add();
-  for (const auto& group : by_device(pending_tensors())) sync_tensors(group, cause, loc);
+  // Inside a launch, a replica launches its own device's graph only.
+  for (const auto& group : by_device(pending_tensors(launched_device())))
+    sync_tensors(group, cause, loc);
   debug::on_step_end();
 }
 

@@ -66,12 +66,9 @@ std::shared_ptr<Buffer> host_transfer(ir::Literal literal, Device& device, Devic
   return buffer;
 }
 
-std::vector<std::shared_ptr<Buffer>> execute_on_host(
+std::vector<std::shared_ptr<const HostBuffer>> check_host_arguments(
     const std::string& name, std::span<const ir::Shape> parameter_shapes,
-    std::span<const ir::Shape> output_shapes, std::span<const std::shared_ptr<Buffer>> arguments,
-    Device& device, DeviceKind kind, HostRunFn run) {
-  HostDevice& host = as_host_device(device, kind, "execute");
-  // Mistakes visible before running (count, placement, shapes) are thrown at once.
+    std::span<const std::shared_ptr<Buffer>> arguments, Device& device, DeviceKind kind) {
   if (arguments.size() != parameter_shapes.size())
     fail("execute {}: expected {} argument(s), got {}", name, parameter_shapes.size(),
          arguments.size());
@@ -90,6 +87,17 @@ std::vector<std::shared_ptr<Buffer>> execute_on_host(
            buffer->shape().to_string(false), i, parameter_shapes[i].to_string(false));
     args.push_back(std::move(buffer));
   }
+  return args;
+}
+
+std::vector<std::shared_ptr<Buffer>> execute_on_host(
+    const std::string& name, std::span<const ir::Shape> parameter_shapes,
+    std::span<const ir::Shape> output_shapes, std::span<const std::shared_ptr<Buffer>> arguments,
+    Device& device, DeviceKind kind, HostRunFn run) {
+  HostDevice& host = as_host_device(device, kind, "execute");
+  // Mistakes visible before running (count, placement, shapes) are thrown at once.
+  std::vector<std::shared_ptr<const HostBuffer>> args =
+      check_host_arguments(name, parameter_shapes, arguments, device, kind);
 
   std::vector<std::shared_ptr<HostBuffer>> outputs;
   outputs.reserve(output_shapes.size());

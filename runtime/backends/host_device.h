@@ -74,6 +74,12 @@ std::shared_ptr<Buffer> host_transfer(ir::Literal literal, Device& device, Devic
 // Computes a module's outputs from its arguments' literals (on the device's worker).
 using HostRunFn = std::function<std::vector<ir::Literal>(std::span<const ir::Literal* const>)>;
 
+// The arguments of a run on device checked at once (count, device, shapes against
+// parameter_shapes), as host buffers; `name` names the module in errors.
+std::vector<std::shared_ptr<const HostBuffer>> check_host_arguments(
+    const std::string& name, std::span<const ir::Shape> parameter_shapes,
+    std::span<const std::shared_ptr<Buffer>> arguments, Device& device, DeviceKind kind);
+
 // Executable::execute for host devices: checks the arguments at once (count, device,
 // shapes against parameter_shapes), makes the output buffers, and queues run on the
 // device; a failure (of an argument's computation or of the run) becomes the error of

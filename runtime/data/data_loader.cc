@@ -11,12 +11,17 @@ DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, DataLoaderOptions
   if (!dataset_) fail("DataLoader: the dataset is null");
   if (options_.batch_size < 1)
     fail("DataLoader: batch_size {} must be at least 1", options_.batch_size);
+  if (options_.replicas < 1 || options_.rank < 0 || options_.rank >= options_.replicas)
+    fail("DataLoader: rank {} is not one of {} replica(s)", options_.rank, options_.replicas);
+  if (options_.replicas > 1 && !options_.drop_last)
+    fail("DataLoader: {} replicas need drop_last (every replica takes an equal shard)",
+         options_.replicas);
 }
 
 int64_t DataLoader::num_batches() const {
   int64_t n = dataset_->size();
-  return options_.drop_last ? n / options_.batch_size
-                            : (n + options_.batch_size - 1) / options_.batch_size;
+  int64_t global = options_.batch_size * options_.replicas;
+  return options_.drop_last ? n / global : (n + global - 1) / global;
 }
 
 std::vector<int64_t> DataLoader::epoch_order(int64_t epoch) const {
@@ -36,7 +41,7 @@ Example DataLoader::batch(std::span<const int64_t> order, int64_t index) const {
   if (index < 0 || index >= num_batches())
     fail("DataLoader::batch: batch {} is out of range (an epoch has {} batches)", index,
          num_batches());
-  auto begin = static_cast<size_t>(index * options_.batch_size);
+  auto begin = static_cast<size_t>((index * options_.replicas + options_.rank) * options_.batch_size);
   size_t count = std::min(static_cast<size_t>(options_.batch_size), order.size() - begin);
   return dataset_->get_batch(order.subspan(begin, count));
 }

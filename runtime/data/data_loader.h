@@ -5,6 +5,12 @@
 //   for (const Example& batch : loader) ...   // each range-for is one epoch
 //
 // A shuffled epoch's order depends only on (seed, epoch number), so runs repeat exactly.
+//
+// Data-parallel replicas each take their own shard of every batch: with replicas = R and
+// rank = r, the loader walks the same epoch order as every other replica in global
+// batches of R x batch_size and gives rank r the r-th slice of each (all shards equal,
+// so drop_last is required). The replicas together see exactly the batches one loader of
+// batch R x batch_size would give.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +28,8 @@ struct DataLoaderOptions {
   bool shuffle = false;
   uint64_t seed = 0;
   bool drop_last = false;
+  int64_t replicas = 1;  // data-parallel replicas sharing the epoch order
+  int64_t rank = 0;      // which replica's shard this loader gives (0 .. replicas-1)
 };
 
 class DataLoader {
@@ -36,7 +44,7 @@ class DataLoader {
   // The example order of an epoch (0, 1, ...): the identity, or a permutation drawn
   // from (seed, epoch) when shuffling.
   std::vector<int64_t> epoch_order(int64_t epoch) const;
-  // Batch number i (0-based) of an epoch with that order.
+  // Batch number i (0-based) of an epoch with that order (this rank's shard of it).
   Example batch(std::span<const int64_t> order, int64_t index) const;
   // Epochs started so far by begin(); the next begin() runs epoch number epoch().
   int64_t epoch() const { return epoch_; }

@@ -199,7 +199,7 @@ TEST_F(RegistryTest, BadSimTopologyIsAClearError) {
   ScopedEnv env("PODSIM_DEVICE", "SIM");
   ScopedEnv chip("PODSIM_TOPOLOGY", "no-such-chip");
   EXPECT_THAT(error_of([] { default_client(); }),
-              StartsWith("SIM backend (PODSIM_TOPOLOGY=no-such-chip): unknown chip preset"));
+              StartsWith("SIM backend (PODSIM_TOPOLOGY=no-such-chip): neither a chip (v4, "));
 }
 
 TEST_F(RegistryTest, UnbuiltBackendsAreAClearError) {

@@ -8,7 +8,9 @@
 
 #include "common/error.h"
 #include "compiler/cpu/cpu_compiler.h"
+#include "compiler/ir/evaluator.h"
 #include "runtime/backends/host_device.h"
+#include "runtime/backends/replicated.h"
 #include "runtime/metrics.h"
 
 namespace podsim::runtime {
@@ -24,10 +26,14 @@ std::string_view host_arch() {
 #endif
 }
 
+// A module with several replicas runs them together in process (through the client's
+// rendezvous) on the reference evaluator, which computes collectives exactly and
+// deterministically; one replica runs the compiled plan.
 class CpuExecutable final : public Executable {
  public:
-  explicit CpuExecutable(std::shared_ptr<const cpu::Executable> plan)
+  CpuExecutable(std::shared_ptr<const cpu::Executable> plan, ReplicaRendezvous& rendezvous)
       : plan_(std::move(plan)),
+        rendezvous_(rendezvous),
         parameter_shapes_(entry_parameter_shapes(plan_->module())),
         output_shapes_(entry_output_shapes(plan_->module())) {
     const cpu::ExecutableStats& stats = plan_->stats();
@@ -44,6 +50,11 @@ class CpuExecutable final : public Executable {
 
   std::vector<std::shared_ptr<Buffer>> execute(std::span<const std::shared_ptr<Buffer>> arguments,
                                                Device& device) override {
+    const ir::Module& module = plan_->module();
+    if (module.replica_count * module.num_partitions > 1)
+      return rendezvous_.execute(this, module.name(), module.replica_count * module.num_partitions,
+                                 parameter_shapes_, output_shapes_, arguments, device,
+                                 [plan = plan_](const auto& args) { return run_replicas(*plan, args); });
     return execute_on_host(plan_->module().name(), parameter_shapes_, output_shapes_, arguments, device,
                            DeviceKind::kCpu, [plan = plan_](std::span<const ir::Literal* const> args) {
                              return plan->run(std::vector<const ir::Literal*>(args.begin(), args.end()));
@@ -51,7 +62,26 @@ class CpuExecutable final : public Executable {
   }
 
  private:
+  static std::vector<std::vector<ir::Literal>> run_replicas(
+      const cpu::Executable& plan, const std::vector<std::vector<const ir::Literal*>>& args) {
+    std::vector<std::vector<ir::Literal>> arguments(args.size());
+    for (size_t d = 0; d < args.size(); ++d)
+      for (const ir::Literal* arg : args[d]) arguments[d].push_back(*arg);
+    std::vector<ir::Literal> results = ir::evaluate_spmd(plan.module(), arguments);
+    std::vector<std::vector<ir::Literal>> outputs;
+    for (ir::Literal& result : results) {
+      if (!result.shape().is_tuple()) {
+        outputs.push_back({});
+        outputs.back().push_back(std::move(result));
+      } else {
+        outputs.push_back(std::move(result.elements()));
+      }
+    }
+    return outputs;
+  }
+
   std::shared_ptr<const cpu::Executable> plan_;
+  ReplicaRendezvous& rendezvous_;
   ExecutableInfo info_;
   std::vector<ir::Shape> parameter_shapes_;
   std::vector<ir::Shape> output_shapes_;
@@ -64,6 +94,7 @@ class CpuClient final : public Client {
       owned_.push_back(std::make_unique<HostDevice>(*this, DeviceKind::kCpu, i));
       devices_.push_back(owned_.back().get());
     }
+    rendezvous_ = std::make_unique<ReplicaRendezvous>(devices_, DeviceKind::kCpu);
   }
 
   DeviceKind kind() const override { return DeviceKind::kCpu; }
@@ -77,21 +108,27 @@ class CpuClient final : public Client {
 
   std::shared_ptr<Executable> compile(const ir::Module& module) override {
     ScopedTimer timer("CompileTime");
-    return std::make_shared<CpuExecutable>(cpu::compile(module));
+    return std::make_shared<CpuExecutable>(cpu::compile(module), *rendezvous_);
   }
 
   std::shared_ptr<Executable> deserialize(std::string_view serialized) override {
-    return std::make_shared<CpuExecutable>(cpu::compile_serialized(serialized));
+    return std::make_shared<CpuExecutable>(cpu::compile_serialized(serialized), *rendezvous_);
   }
 
   std::shared_ptr<Buffer> transfer_to_device(ir::Literal literal, Device& device) override {
     return host_transfer(std::move(literal), device, DeviceKind::kCpu);
   }
 
+  void replicas_starting() override { rendezvous_->start(); }
+  void replica_stopped(Device& device, const std::string& why) override {
+    rendezvous_->stopped(device, why);
+  }
+
  private:
   // Each device's destructor drains its queue before the client is gone.
   std::vector<std::unique_ptr<HostDevice>> owned_;
   std::vector<Device*> devices_;
+  std::unique_ptr<ReplicaRendezvous> rendezvous_;  // last: goes before the devices
 };
 
 }  // namespace

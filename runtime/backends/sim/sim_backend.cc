@@ -11,9 +11,11 @@
 #include "compiler/ir/printer.h"
 #include "compiler/tpu/tpu_compiler.h"
 #include "runtime/backends/host_device.h"
+#include "runtime/backends/replicated.h"
 #include "runtime/metrics.h"
 #include "sim/timing/timed_chip.h"
 #include "topology/chip_config.h"
+#include "topology/pod_config.h"
 
 namespace podsim::runtime {
 namespace {
@@ -38,14 +40,29 @@ std::optional<SimRun>& last_run() {
   return run;
 }
 
+sim::timing::TimingOptions timing_options() {
+  sim::timing::TimingOptions options;
+  options.profile = profiling().load();
+  options.check_hazards = options.hazards_are_errors = check_hazards();
+  return options;
+}
+
+void keep_last_run(SimRun run) {
+  std::lock_guard lock(last_run_mutex());
+  last_run() = std::move(run);
+}
+
 // Holds the module as traced (its parameter and result types are what buffers have)
 // and the program compiled from its 64-bit-narrowed form: a run converts s64/u64/f64
-// arguments to 32 bits and the results back (PyTorch/XLA's behaviour on TPUs).
+// arguments to 32 bits and the results back (PyTorch/XLA's behaviour on TPUs). A
+// replicated program (a pod's) runs through the client's rendezvous.
 class SimExecutable final : public Executable {
  public:
-  SimExecutable(std::unique_ptr<ir::Module> module, isa::Executable program)
+  SimExecutable(std::unique_ptr<ir::Module> module, isa::Executable program,
+                ReplicaRendezvous& rendezvous)
       : module_(std::move(module)),
         program_(std::make_shared<const isa::Executable>(std::move(program))),
+        rendezvous_(rendezvous),
         parameter_shapes_(entry_parameter_shapes(*module_)),
         output_shapes_(entry_output_shapes(*module_)) {
     for (const ir::Shape& shape : parameter_shapes_) info_.argument_bytes += shape.byte_size();
@@ -71,44 +88,69 @@ class SimExecutable final : public Executable {
 
   std::vector<std::shared_ptr<Buffer>> execute(std::span<const std::shared_ptr<Buffer>> arguments,
                                                Device& device) override {
+    const int64_t devices = program_->replicas * program_->partitions;
+    if (devices > 1)
+      return rendezvous_.execute(this, module_->name(), devices, parameter_shapes_, output_shapes_,
+                                 arguments, device,
+                                 [this](const std::vector<std::vector<const ir::Literal*>>& args) {
+                                   return run_pod(args);
+                                 });
     return execute_on_host(module_->name(), parameter_shapes_, output_shapes_, arguments, device,
-                           DeviceKind::kSim,
-                           [program = program_, name = module_->name(),
-                            shapes = output_shapes_](std::span<const ir::Literal* const> args) {
-                             return run_narrowed(*program, name, args, shapes);
+                           DeviceKind::kSim, [this](std::span<const ir::Literal* const> args) {
+                             return run_chip(args);
                            });
   }
 
  private:
-  static std::vector<ir::Literal> run_narrowed(const isa::Executable& program,
-                                               const std::string& name,
-                                               std::span<const ir::Literal* const> args,
-                                               const std::vector<ir::Shape>& shapes) {
+  std::vector<ir::Literal> results(std::vector<std::vector<uint8_t>>& outputs, int device) const {
+    const std::string run = device < 0 ? "the simulated run of " + module_->name()
+                                       : fmt::format("chip {} of the pod run of {}", device,
+                                                     module_->name());
+    if (outputs.size() != output_shapes_.size())
+      fail("{} has {} outputs, expected {}", run, outputs.size(), output_shapes_.size());
+    std::vector<ir::Literal> literals;
+    for (size_t k = 0; k < output_shapes_.size(); ++k)
+      literals.push_back(tpu::output_literal(outputs[k], output_shapes_[k], k, run));
+    return literals;
+  }
+
+  std::vector<ir::Literal> run_chip(std::span<const ir::Literal* const> args) const {
     std::vector<std::vector<uint8_t>> parameters;
     parameters.reserve(args.size());
     for (const ir::Literal* arg : args) parameters.push_back(tpu::parameter_bytes(*arg));
-    sim::timing::TimingOptions options;
-    options.profile = profiling().load();
-    options.check_hazards = options.hazards_are_errors = check_hazards();
-    sim::timing::TimedRunResult run = sim::timing::run_timed(program, parameters, options);
+    sim::timing::TimingOptions options = timing_options();
+    sim::timing::TimedRunResult run = sim::timing::run_timed(*program_, parameters, options);
     counter_add("SimulatedCycles", static_cast<int64_t>(run.cycles));
-    if (run.outputs.size() != shapes.size())
-      fail("the simulated run of {} has {} outputs, expected {}", name, run.outputs.size(),
-           shapes.size());
-    std::vector<ir::Literal> results;
-    for (size_t k = 0; k < shapes.size(); ++k)
-      results.push_back(
-          tpu::output_literal(run.outputs[k], shapes[k], k, "the simulated run of " + name));
+    std::vector<ir::Literal> literals = results(run.outputs, -1);
     if (options.profile) {
-      run.profile.program = name;
-      std::lock_guard lock(last_run_mutex());
-      last_run() = SimRun{name, run.cycles, run.seconds, std::move(run.profile)};
+      run.profile.program = module_->name();
+      keep_last_run({module_->name(), run.cycles, run.seconds, 1, 0, 0, std::move(run.profile)});
     }
-    return results;
+    return literals;
+  }
+
+  std::vector<std::vector<ir::Literal>> run_pod(
+      const std::vector<std::vector<const ir::Literal*>>& args) const {
+    std::vector<std::vector<std::vector<uint8_t>>> parameters(args.size());
+    for (size_t d = 0; d < args.size(); ++d)
+      for (const ir::Literal* arg : args[d]) parameters[d].push_back(tpu::parameter_bytes(*arg));
+    sim::timing::TimingOptions options = timing_options();
+    sim::timing::PodRunResult run = sim::timing::run_timed_pod(*program_, parameters, options);
+    counter_add("SimulatedCycles", static_cast<int64_t>(run.cycles));
+    std::vector<std::vector<ir::Literal>> literals;
+    for (size_t d = 0; d < run.chips.size(); ++d)
+      literals.push_back(results(run.chips[d].outputs, static_cast<int>(d)));
+    if (options.profile) {
+      run.profile.program = module_->name();
+      keep_last_run({module_->name(), run.cycles, run.seconds, static_cast<int>(run.chips.size()),
+                     run.ici_bytes, run.dcn_bytes, std::move(run.profile)});
+    }
+    return literals;
   }
 
   std::unique_ptr<ir::Module> module_;
   std::shared_ptr<const isa::Executable> program_;
+  ReplicaRendezvous& rendezvous_;
   std::vector<ir::Shape> parameter_shapes_;
   std::vector<ir::Shape> output_shapes_;
   ExecutableInfo info_;
@@ -116,24 +158,44 @@ class SimExecutable final : public Executable {
 
 class SimClient final : public Client {
  public:
-  explicit SimClient(topology::ChipConfig chip)
-      : chip_(std::move(chip)),
-        device_(*this, DeviceKind::kSim, 0, static_cast<int64_t>(chip_.hbm_bytes)),
-        devices_{&device_} {}
+  SimClient(topology::ChipConfig chip, std::optional<topology::PodConfig> pod)
+      : chip_(std::move(chip)), pod_(std::move(pod)) {
+    const int chips = pod_ ? pod_->chips() : 1;
+    for (int d = 0; d < chips; ++d) {
+      owned_.push_back(std::make_unique<HostDevice>(*this, DeviceKind::kSim, d,
+                                                    static_cast<int64_t>(chip_.hbm_bytes)));
+      devices_.push_back(owned_.back().get());
+    }
+    rendezvous_ = std::make_unique<ReplicaRendezvous>(devices_, DeviceKind::kSim);
+  }
 
   DeviceKind kind() const override { return DeviceKind::kSim; }
   std::span<Device* const> devices() const override { return devices_; }
 
   // The whole configuration, not just its name: a TOML file may change any field.
   std::string target() const override {
-    return fmt::format("sim/{}/{}", tpu::kCompilerVersion, topology::to_toml(chip_));
+    return fmt::format("sim/{}/{}{}", tpu::kCompilerVersion, topology::to_toml(chip_),
+                       pod_ ? topology::to_toml(*pod_) : "");
   }
 
+  // One replica: the chip's program. Several: the pod's, every chip a replica.
   std::shared_ptr<Executable> compile(const ir::Module& module) override {
     ScopedTimer timer("CompileTime");
-    isa::Executable program = tpu::compile(module, chip_);
+    const int64_t devices = module.replica_count * module.num_partitions;
+    isa::Executable program;
+    if (devices == 1) {
+      program = tpu::compile(module, chip_);
+    } else {
+      if (!pod_ || devices != pod_->chips())
+        fail("{} runs on {} devices ({} replicas x {} partitions) but PODSIM_TOPOLOGY={} has "
+             "{} chip(s); name a pod of {} chips (e.g. {}-{})",
+             module.name(), devices, module.replica_count, module.num_partitions, name(),
+             devices_.size(), devices, chip_.name, devices);
+      tpu::Target target(*pod_, module.replica_count);
+      program = tpu::compile(module, target);
+    }
     return std::make_shared<SimExecutable>(ir::parse_module(ir::print_module(module), module.name()),
-                                           std::move(program));
+                                           std::move(program), *rendezvous_);
   }
 
   std::shared_ptr<Executable> deserialize(std::string_view serialized) override {
@@ -148,30 +210,55 @@ class SimClient final : public Client {
                                                bytes.size(), "<serialized SIM executable>");
     if (!(program.chip == chip_))
       fail("serialized SIM executable: built for chip {}, not {}", program.chip.name, chip_.name);
-    return std::make_shared<SimExecutable>(std::move(module), std::move(program));
+    if (program.pod && !(pod_ && *program.pod == *pod_))
+      fail("serialized SIM executable: built for pod {}, not {}", program.pod->name, name());
+    return std::make_shared<SimExecutable>(std::move(module), std::move(program), *rendezvous_);
   }
 
   std::shared_ptr<Buffer> transfer_to_device(ir::Literal literal, Device& device) override {
     return host_transfer(std::move(literal), device, DeviceKind::kSim);
   }
 
+  void replicas_starting() override { rendezvous_->start(); }
+  void replica_stopped(Device& device, const std::string& why) override {
+    rendezvous_->stopped(device, why);
+  }
+
  private:
+  const std::string& name() const { return pod_ ? pod_->name : chip_.name; }
+
   topology::ChipConfig chip_;
-  HostDevice device_;
+  std::optional<topology::PodConfig> pod_;
+  // Each device's destructor drains its queue; the rendezvous goes first.
+  std::vector<std::unique_ptr<HostDevice>> owned_;
   std::vector<Device*> devices_;
+  std::unique_ptr<ReplicaRendezvous> rendezvous_;
 };
 
 }  // namespace
 
-std::string sim_chip_from_env() {
+std::string sim_topology_from_env() {
   const char* value = std::getenv("PODSIM_TOPOLOGY");
-  return value != nullptr && *value != '\0' ? value : kDefaultSimChip;
+  return value != nullptr && *value != '\0' ? value : kDefaultSimTopology;
 }
 
-std::unique_ptr<Client> make_sim_client(const std::string& chip) {
-  std::string name = chip.empty() ? sim_chip_from_env() : chip;
+std::unique_ptr<Client> make_sim_client(const std::string& topology) {
+  std::string name = topology.empty() ? sim_topology_from_env() : topology;
   try {
-    return std::make_unique<SimClient>(topology::chip_config(name));
+    if (topology::names_a_chip(name))
+      return std::make_unique<SimClient>(topology::chip_config(name), std::nullopt);
+    std::optional<topology::PodConfig> found;
+    try {
+      found = topology::pod_config(name);
+    } catch (const Error& e) {
+      std::string chips;
+      for (const std::string& preset : topology::preset_names())
+        chips += (chips.empty() ? "" : ", ") + preset;
+      fail("neither a chip ({}, or a chip TOML file) nor a pod: {}", chips, e.what());
+    }
+    topology::PodConfig pod = std::move(*found);
+    topology::ChipConfig chip = pod.chip;
+    return std::make_unique<SimClient>(std::move(chip), std::move(pod));
   } catch (const Error& e) {
     fail("SIM backend (PODSIM_TOPOLOGY={}): {}", name, e.what());
   }

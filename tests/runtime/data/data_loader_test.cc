@@ -71,6 +71,33 @@ TEST(DataLoader, ShuffleIsAPermutationPerEpochAndRepeatsWithTheSeed) {
 TEST(DataLoader, BadOptionsAreErrors) {
   EXPECT_THROW(DataLoader(numbered(3), {.batch_size = 0}), Error);
   EXPECT_THROW(DataLoader(nullptr), Error);
+  EXPECT_THROW(DataLoader(numbered(8), {.batch_size = 2, .drop_last = true, .replicas = 2, .rank = 2}),
+               Error);
+  // Replicas need equal shards.
+  EXPECT_THROW(DataLoader(numbered(8), {.batch_size = 2, .replicas = 2, .rank = 0}), Error);
+}
+
+TEST(DataLoader, ReplicaShardsTogetherAreTheGlobalBatches) {
+  constexpr int64_t replicas = 3, batch = 2;
+  DataLoader global(numbered(23), {.batch_size = replicas * batch, .shuffle = true, .seed = 5,
+                                   .drop_last = true});
+  auto expected = epoch_ids(global);
+  ASSERT_EQ(expected.size(), 3u);  // 23 examples: three global batches of 6
+  std::vector<std::vector<std::vector<int64_t>>> shards;
+  for (int64_t rank = 0; rank < replicas; ++rank) {
+    DataLoader loader(numbered(23), {.batch_size = batch, .shuffle = true, .seed = 5,
+                                     .drop_last = true, .replicas = replicas, .rank = rank});
+    EXPECT_EQ(loader.num_batches(), 3);
+    shards.push_back(epoch_ids(loader));
+  }
+  for (size_t b = 0; b < expected.size(); ++b) {
+    std::vector<int64_t> joined;
+    for (const auto& shard : shards) {
+      ASSERT_EQ(shard[b].size(), static_cast<size_t>(batch));
+      joined.insert(joined.end(), shard[b].begin(), shard[b].end());
+    }
+    EXPECT_EQ(joined, expected[b]) << "batch " << b;
+  }
 }
 
 }  // namespace

@@ -1,0 +1,205 @@
+// The launcher and the collectives of runtime/collectives.h. Collective nodes carry
+// their replica count and groups as attributes (so graphs of different worlds or groups
+// hash apart); lazy_lowering.cc turns them into HLO collectives and sets the module's
+// replica_count.
+#include "runtime/collectives.h"
+
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <mutex>
+#include <thread>
+
+#include "runtime/optim/optimizer.h"
+#include "runtime/tensor_impl.h"
+
+namespace podsim {
+namespace {
+
+using lazy::Dims;
+using lazy::NodePtr;
+using lazy::OpSite;
+
+thread_local runtime::Device* launched = nullptr;
+thread_local int replica = 0;
+thread_local int replicas = 1;
+
+// Groups as attributes: [group size, ids of every group...]; every replica in exactly
+// one group, all groups of one size (the result shapes of all-gather and reduce-scatter
+// depend on it). Empty groups: one group of every replica.
+std::vector<int64_t> group_attributes(const OpSite& site, const ReplicaGroups& groups) {
+  const int64_t world = replicas;
+  std::vector<int64_t> attrs;
+  if (groups.empty()) {
+    attrs.push_back(world);
+    for (int64_t r = 0; r < world; ++r) attrs.push_back(r);
+    return attrs;
+  }
+  const auto size = static_cast<int64_t>(groups[0].size());
+  attrs.push_back(size);
+  std::vector<int> seen(static_cast<size_t>(world), 0);
+  for (const auto& group : groups) {
+    if (static_cast<int64_t>(group.size()) != size || size == 0)
+      lazy::op_fail(site, "replica groups must all have the same size, and not 0");
+    for (int64_t r : group) {
+      if (r < 0 || r >= world)
+        lazy::op_fail(site, "replica {} is out of range: the launch has {} replica(s)", r, world);
+      if (seen[static_cast<size_t>(r)]++ != 0)
+        lazy::op_fail(site, "replica {} is in more than one group", r);
+      attrs.push_back(r);
+    }
+  }
+  for (int64_t r = 0; r < world; ++r)
+    if (seen[static_cast<size_t>(r)] == 0) lazy::op_fail(site, "replica {} is in no group", r);
+  return attrs;
+}
+
+lazy::ReduceKind reduce_kind(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kMax:
+      return lazy::ReduceKind::kMax;
+    case ReduceOp::kMin:
+      return lazy::ReduceKind::kMin;
+    default:
+      return lazy::ReduceKind::kSum;
+  }
+}
+
+// The operand's value; collectives need a device tensor.
+NodePtr operand(const Tensor& x, const OpSite& site) {
+  const lazy::TensorImpl& impl = lazy::checked(x, site);
+  if (impl.device == nullptr)
+    lazy::op_fail(site, "{} is a host tensor; collectives run between devices",
+                  lazy::impl_shape_string(impl));
+  return lazy::value_of(impl, site);
+}
+
+// result times scale (and divided by the group size for a mean).
+Tensor scaled(NodePtr result, ReduceOp op, double scale, int64_t group_size,
+              runtime::Device* device, const OpSite& site) {
+  if (op == ReduceOp::kMean) scale /= static_cast<double>(group_size);
+  if (scale != 1.0) {
+    if (!ir::is_float(result->type))
+      lazy::op_fail(site, "a mean or a scale needs a floating-point tensor, got {}",
+                    lazy::shape_string(result->type, result->dims));
+    result = lazy::elementwise(ir::Opcode::kMultiply, result,
+                               lazy::scalar_operand(Scalar(scale), result->type, site), site);
+  }
+  return lazy::make_result(std::move(result), device, site);
+}
+
+std::mutex& launch_mutex() {
+  static std::mutex* mutex = new std::mutex;
+  return *mutex;
+}
+
+}  // namespace
+
+runtime::Device* lazy::launched_device() { return launched; }
+
+int world_size() { return replicas; }
+int ordinal() { return replica; }
+
+Tensor all_reduce(const Tensor& x, ReduceOp op, double scale, const ReplicaGroups& groups,
+                  Loc loc) {
+  const OpSite site{"all_reduce", loc};
+  NodePtr value = operand(x, site);
+  std::vector<int64_t> attrs = group_attributes(site, groups);
+  const int64_t group_size = attrs[0];
+  if (replicas > 1) {
+    attrs.insert(attrs.begin(), {static_cast<int64_t>(reduce_kind(op)), replicas});
+    value = lazy::unary_node(site, ir::Opcode::kAllReduce, value->type, value->dims, value, attrs);
+  }
+  return scaled(std::move(value), op, scale, group_size, x.impl()->device, site);
+}
+
+Tensor all_gather(const Tensor& x, int64_t dim, const ReplicaGroups& groups, Loc loc) {
+  const OpSite site{"all_gather", loc};
+  NodePtr value = operand(x, site);
+  const int64_t d = lazy::wrap_dim(dim, static_cast<int64_t>(value->dims.size()), site);
+  std::vector<int64_t> attrs = group_attributes(site, groups);
+  if (replicas > 1) {
+    Dims dims = value->dims;
+    dims[static_cast<size_t>(d)] *= attrs[0];
+    attrs.insert(attrs.begin(), {d, replicas});
+    value = lazy::unary_node(site, ir::Opcode::kAllGather, value->type, dims, value, attrs);
+  }
+  return lazy::make_result(std::move(value), x.impl()->device, site);
+}
+
+Tensor reduce_scatter(const Tensor& x, ReduceOp op, int64_t dim, double scale,
+                      const ReplicaGroups& groups, Loc loc) {
+  const OpSite site{"reduce_scatter", loc};
+  NodePtr value = operand(x, site);
+  const int64_t d = lazy::wrap_dim(dim, static_cast<int64_t>(value->dims.size()), site);
+  std::vector<int64_t> attrs = group_attributes(site, groups);
+  const int64_t group_size = attrs[0];
+  if (value->dims[static_cast<size_t>(d)] % group_size != 0)
+    lazy::op_fail(site, "dimension {} of {} does not divide into {} shards", d,
+                  lazy::shape_string(value->type, value->dims), group_size);
+  if (replicas > 1) {
+    Dims dims = value->dims;
+    dims[static_cast<size_t>(d)] /= group_size;
+    attrs.insert(attrs.begin(), {static_cast<int64_t>(reduce_kind(op)), d, replicas});
+    value = lazy::unary_node(site, ir::Opcode::kReduceScatter, value->type, dims, value, attrs);
+  }
+  return scaled(std::move(value), op, scale, group_size, x.impl()->device, site);
+}
+
+void optimizer_step(optim::Optimizer& optimizer, Loc loc) {
+  if (replicas > 1)
+    for (optim::ParamGroup& group : optimizer.param_groups())
+      for (Tensor& param : group.params)
+        if (Tensor grad = param.grad(); grad.defined())
+          param.set_grad(all_reduce(grad, ReduceOp::kMean, 1.0, {}, loc));
+  optimizer.step(loc);
+}
+
+void launch(const std::function<void(int)>& fn, std::vector<runtime::Device*> devices) {
+  if (launched != nullptr) fail("launch: called from inside a launch (replica {})", replica);
+  std::unique_lock lock(launch_mutex(), std::try_to_lock);
+  if (!lock.owns_lock()) fail("launch: another launch is running; one launch at a time");
+  if (devices.empty()) devices = podsim::devices();
+  for (size_t i = 0; i < devices.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (devices[i] == devices[j]) fail("launch: {} is given twice", devices[i]->name());
+  const int world = static_cast<int>(devices.size());
+  for (runtime::Device* device : devices) device->client().replicas_starting();
+  std::vector<std::exception_ptr> errors(devices.size());
+  std::vector<int> order(devices.size(), 0);  // when each failed (1, 2, ...)
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  threads.reserve(devices.size());
+  for (int r = 0; r < world; ++r)
+    threads.emplace_back([&, r] {
+      launched = devices[static_cast<size_t>(r)];
+      replica = r;
+      replicas = world;
+      std::string why = "its replica returned";
+      try {
+        fn(r);
+      } catch (...) {
+        errors[static_cast<size_t>(r)] = std::current_exception();
+        order[static_cast<size_t>(r)] = ++failures;
+        why = "its replica failed";
+        try {
+          throw;
+        } catch (const std::exception& e) {
+          why = fmt::format("its replica failed: {}", e.what());
+        } catch (...) {
+        }
+      }
+      launched->client().replica_stopped(*launched, why);
+      launched = nullptr;
+      replica = 0;
+      replicas = 1;
+    });
+  for (std::thread& thread : threads) thread.join();
+  if (failures == 0) return;
+  auto first = std::min_element(order.begin(), order.end(), [](int a, int b) {
+    return a != 0 && (b == 0 || a < b);
+  });
+  std::rethrow_exception(errors[static_cast<size_t>(first - order.begin())]);
+}
+
+}  // namespace podsim

@@ -1,0 +1,266 @@
+// The launcher and the lazy collectives on four CPU devices (in process) and on the four
+// chips of a simulated 2x2 pod (one pod simulation per step): every replica's result
+// against values computed here from what each replica contributed; optimizer_step
+// against the mean gradient; graphs that differ across replicas and replicas that stop
+// early fail with errors naming the devices instead of hanging.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "runtime/collectives.h"
+#include "runtime/metrics.h"
+#include "runtime/optim/sgd.h"
+#include "runtime/tensor.h"
+
+namespace podsim {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr int kReplicas = 4;
+
+// Set before either backend is first used.
+const bool kEnvironment = [] {
+  return setenv("PODSIM_CPU_DEVICES", "4", 1) == 0 && setenv("PODSIM_TOPOLOGY", "tiny:2x2", 1) == 0;
+}();
+
+std::vector<runtime::Device*> devices_of(const std::string& backend) {
+  std::span<runtime::Device* const> all = runtime::client(backend).devices();
+  return {all.begin(), all.end()};
+}
+
+// Replica r's contribution: element i is (r + 1) * (i + 1) - 3 * r.
+float contribution(int r, int i) { return static_cast<float>((r + 1) * (i + 1) - 3 * r); }
+std::vector<float> contributions(int r, int n) {
+  std::vector<float> v;
+  for (int i = 0; i < n; ++i) v.push_back(contribution(r, i));
+  return v;
+}
+
+// Runs fn on every replica and collects what each returns.
+std::vector<std::vector<float>> per_replica(const std::string& backend,
+                                            const std::function<Tensor(int)>& fn) {
+  std::vector<std::vector<float>> results(kReplicas);
+  launch(
+      [&](int r) {
+        Tensor t = fn(r);
+        mark_step();
+        results[static_cast<size_t>(r)] = t.to_vector<float>();
+      },
+      devices_of(backend));
+  return results;
+}
+
+class CollectivesTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override { ASSERT_TRUE(kEnvironment); }
+  std::vector<runtime::Device*> devices() const { return devices_of(GetParam()); }
+};
+
+TEST_P(CollectivesTest, LaunchGivesEachReplicaItsDevice) {
+  ASSERT_EQ(devices().size(), static_cast<size_t>(kReplicas));
+  std::mutex mutex;
+  std::vector<std::string> seen(kReplicas);
+  launch(
+      [&](int r) {
+        EXPECT_EQ(world_size(), kReplicas);
+        EXPECT_EQ(ordinal(), r);
+        std::lock_guard lock(mutex);
+        seen[static_cast<size_t>(r)] = device().name();
+      },
+      devices());
+  for (int r = 0; r < kReplicas; ++r)
+    EXPECT_EQ(seen[static_cast<size_t>(r)], devices()[static_cast<size_t>(r)]->name());
+  EXPECT_EQ(world_size(), 1);
+  EXPECT_EQ(ordinal(), 0);
+}
+
+TEST_P(CollectivesTest, AllReduceSumMeanMaxMin) {
+  constexpr int n = 6;
+  for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMean, ReduceOp::kMax, ReduceOp::kMin}) {
+    auto results = per_replica(GetParam(), [&](int r) {
+      return all_reduce(Tensor::from_vector<float>(contributions(r, n), {2, 3}, &device()), op, 0.5);
+    });
+    for (int i = 0; i < n; ++i) {
+      float sum = 0, max = contribution(0, i), min = max;
+      for (int r = 0; r < kReplicas; ++r) {
+        sum += contribution(r, i);
+        max = std::max(max, contribution(r, i));
+        min = std::min(min, contribution(r, i));
+      }
+      float expected = op == ReduceOp::kSum    ? sum
+                       : op == ReduceOp::kMean ? sum / kReplicas
+                       : op == ReduceOp::kMax  ? max
+                                               : min;
+      for (int r = 0; r < kReplicas; ++r)
+        EXPECT_FLOAT_EQ(results[static_cast<size_t>(r)][static_cast<size_t>(i)], 0.5f * expected)
+            << "op " << static_cast<int>(op) << " replica " << r << " element " << i;
+    }
+  }
+}
+
+TEST_P(CollectivesTest, AllReduceOverGroups) {
+  const ReplicaGroups groups = {{0, 2}, {3, 1}};
+  auto results = per_replica(GetParam(), [&](int r) {
+    return all_reduce(Tensor::from_vector<float>(contributions(r, 4), {4}, &device()),
+                      ReduceOp::kSum, 1.0, groups);
+  });
+  for (int r = 0; r < kReplicas; ++r) {
+    int partner = r == 0 ? 2 : r == 2 ? 0 : r == 1 ? 3 : 1;
+    for (int i = 0; i < 4; ++i)
+      EXPECT_FLOAT_EQ(results[static_cast<size_t>(r)][static_cast<size_t>(i)],
+                      contribution(r, i) + contribution(partner, i));
+  }
+}
+
+TEST_P(CollectivesTest, AllGatherConcatenatesInReplicaOrder) {
+  auto results = per_replica(GetParam(), [&](int r) {
+    return all_gather(Tensor::from_vector<float>(contributions(r, 6), {2, 3}, &device()), 1);
+  });
+  // [2, 12]: row j holds every replica's row j in turn.
+  for (int r = 0; r < kReplicas; ++r) {
+    ASSERT_EQ(results[static_cast<size_t>(r)].size(), 24u);
+    for (int row = 0; row < 2; ++row)
+      for (int q = 0; q < kReplicas; ++q)
+        for (int c = 0; c < 3; ++c)
+          EXPECT_FLOAT_EQ(results[static_cast<size_t>(r)][static_cast<size_t>(row * 12 + q * 3 + c)],
+                          contribution(q, row * 3 + c));
+  }
+}
+
+TEST_P(CollectivesTest, ReduceScatterGivesEachReplicaItsBlock) {
+  constexpr int n = 8;
+  auto results = per_replica(GetParam(), [&](int r) {
+    return reduce_scatter(Tensor::from_vector<float>(contributions(r, n), {n}, &device()),
+                          ReduceOp::kSum, 0, 2.0);
+  });
+  for (int r = 0; r < kReplicas; ++r) {
+    ASSERT_EQ(results[static_cast<size_t>(r)].size(), 2u);
+    for (int k = 0; k < 2; ++k) {
+      float sum = 0;
+      for (int q = 0; q < kReplicas; ++q) sum += contribution(q, 2 * r + k);
+      EXPECT_FLOAT_EQ(results[static_cast<size_t>(r)][static_cast<size_t>(k)], 2 * sum);
+    }
+  }
+}
+
+TEST_P(CollectivesTest, OptimizerStepAveragesGradients) {
+  constexpr int n = 4;
+  constexpr double lr = 0.25;
+  auto results = per_replica(GetParam(), [&](int r) {
+    Tensor w = Tensor::from_vector<float>({1, 2, 3, 4}, {n}, &device());
+    w.requires_grad_();
+    // d/dw sum(w * c_r) = c_r: each replica has its own gradient.
+    (w * Tensor::from_vector<float>(contributions(r, n), {n}, &device())).sum().backward();
+    optim::SGD sgd({w}, {.lr = lr});
+    optimizer_step(sgd);
+    return w.detach();
+  });
+  for (int i = 0; i < n; ++i) {
+    float mean = 0;
+    for (int r = 0; r < kReplicas; ++r) mean += contribution(r, i) / kReplicas;
+    for (int r = 0; r < kReplicas; ++r)
+      EXPECT_FLOAT_EQ(results[static_cast<size_t>(r)][static_cast<size_t>(i)],
+                      static_cast<float>(i + 1 - lr * mean));
+  }
+}
+
+TEST_P(CollectivesTest, StepsCompileOnceAndRunTogether) {
+  const int64_t compiled = runtime::counter_value("UncachedCompile");
+  const int64_t cycles = runtime::counter_value("SimulatedCycles");
+  launch(
+      [&](int r) {
+        Tensor x = Tensor::from_vector<float>(contributions(r, 4), {4}, &device());
+        for (int step = 0; step < 3; ++step) {
+          x = all_reduce(x * 0.5, ReduceOp::kMean);
+          mark_step();
+        }
+        // Every replica ends with the same value: the mean of the contributions, halved
+        // three times (each step's mean leaves it the same on all replicas).
+        std::vector<float> got = x.to_vector<float>();
+        for (int i = 0; i < 4; ++i) {
+          float mean = 0;
+          for (int q = 0; q < kReplicas; ++q) mean += contribution(q, i) / kReplicas;
+          EXPECT_FLOAT_EQ(got[static_cast<size_t>(i)], mean / 8) << "replica " << r;
+        }
+      },
+      devices());
+  EXPECT_EQ(runtime::counter_value("UncachedCompile") - compiled, 1);
+  // On SIM each step is one pod simulation.
+  if (GetParam() == "SIM") {
+    EXPECT_GT(runtime::counter_value("SimulatedCycles"), cycles);
+  }
+}
+
+TEST_P(CollectivesTest, DifferentGraphsOnReplicasAreAnErrorNamingThem) {
+  std::string error;
+  try {
+    launch(
+        [&](int r) {
+          Tensor x = Tensor::from_vector<float>(contributions(r, 4), {4}, &device());
+          if (r == 2) x = x + 1;  // replica 2 traces another graph
+          Tensor y = all_reduce(x);
+          mark_step();
+          y.to_vector<float>();
+        },
+        devices());
+  } catch (const Error& e) {
+    error = e.what();
+  }
+  EXPECT_THAT(error, HasSubstr("every device must launch the same graphs in the same order"));
+  EXPECT_THAT(error, HasSubstr(devices()[2]->name()));
+}
+
+TEST_P(CollectivesTest, AReplicaThatStopsFailsTheOthersPromptly) {
+  const auto start = std::chrono::steady_clock::now();
+  std::string error;
+  try {
+    launch(
+        [&](int r) {
+          if (r == 1) fail("replica 1 gives up");
+          Tensor y = all_reduce(Tensor::from_vector<float>(contributions(r, 4), {4}, &device()));
+          mark_step();
+          y.to_vector<float>();
+        },
+        devices());
+  } catch (const Error& e) {
+    error = e.what();
+  }
+  // The first failure is the cause; the others' rounds failed without waiting out the
+  // collective timeout (300 s by default).
+  EXPECT_THAT(error, HasSubstr("replica 1 gives up"));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(60));
+  // A later launch starts afresh.
+  auto results = per_replica(GetParam(), [&](int r) {
+    return all_reduce(Tensor::from_vector<float>(contributions(r, 2), {2}, &device()));
+  });
+  for (int r = 0; r < kReplicas; ++r)
+    EXPECT_FLOAT_EQ(results[static_cast<size_t>(r)][0],
+                    contribution(0, 0) + contribution(1, 0) + contribution(2, 0) + contribution(3, 0));
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, CollectivesTest, ::testing::Values("CPU", "SIM"));
+
+TEST(CollectivesOutsideALaunch, AreTheIdentityTimesTheScale) {
+  runtime::Device& cpu = *devices_of("CPU")[0];
+  Tensor x = Tensor::from_vector<float>({1, -2, 4}, {3}, &cpu);
+  EXPECT_EQ(all_reduce(x, ReduceOp::kSum, 2.0).to_vector<float>(), (std::vector<float>{2, -4, 8}));
+  EXPECT_EQ(all_gather(x).to_vector<float>(), (std::vector<float>{1, -2, 4}));
+  EXPECT_EQ(reduce_scatter(x, ReduceOp::kMean, 0).to_vector<float>(),
+            (std::vector<float>{1, -2, 4}));
+}
+
+TEST(CollectivesOutsideALaunch, BadGroupsAreErrors) {
+  runtime::Device& cpu = *devices_of("CPU")[0];
+  Tensor x = Tensor::from_vector<float>({1, 2}, {2}, &cpu);
+  EXPECT_THROW(all_reduce(x, ReduceOp::kSum, 1.0, {{0, 1}}), Error);  // replica 1 of 1
+  EXPECT_THROW(launch([](int) {}, {devices_of("CPU")[0], devices_of("CPU")[0]}), Error);
+}
+
+}  // namespace
+}  // namespace podsim
