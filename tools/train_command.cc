@@ -1,5 +1,6 @@
 // podsim train mlp|transformer: the training workloads of examples/train on the host
-// CPU or a simulated chip, with a progress line per few steps.
+// CPU, a simulated chip or a simulated pod (data parallel, a replica per chip), with a
+// progress line per few steps.
 #include <fmt/core.h>
 
 #include <memory>
@@ -13,21 +14,30 @@ Command add_train_command(CLI::App& app) {
   auto options = std::make_shared<examples::TrainOptions>();
   auto workload = std::make_shared<std::string>();
   CLI::App* cmd = app.add_subcommand(
-      "train", "Train an example model on lazy tensors (CPU or a simulated chip)");
+      "train", "Train an example model on lazy tensors (CPU, a simulated chip or pod)");
   cmd->add_option("workload", *workload,
                   "mlp: a perceptron on scikit-learn's handwritten digits; transformer: a small "
                   "character-level GPT")
       ->required()
       ->check(CLI::IsMember({"mlp", "transformer"}));
   cmd->add_option("--device", options->device,
-                  "cpu (the host CPU backend) or sim (a simulated chip)")
+                  "cpu (the host CPU backend) or sim (a simulated chip or pod)")
       ->check(CLI::IsMember({"cpu", "sim"}))
       ->capture_default_str();
-  cmd->add_option("--chip", options->chip,
-                  "For --device sim: a chip preset or TOML file (default v5e)");
+  CLI::Option* topology = cmd->add_option(
+      "--topology", options->topology,
+      "For --device sim: a pod (v5e-4, v5e:2x2, v4-8, a pod TOML file; data parallel, one "
+      "replica per chip) or a chip (v5e, v4, a chip TOML file); default PODSIM_TOPOLOGY, "
+      "else the v5e chip");
+  cmd->add_option("--chip", options->topology, "For --device sim: a chip preset or TOML file")
+      ->excludes(topology);
+  cmd->add_option("--replicas", options->replicas,
+                  "For --device cpu: data-parallel replicas, one CPU device each (default 1)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--steps", options->steps, "Training steps (default: mlp 300, transformer 200)")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--batch", options->batch, "Batch size (default: mlp 64, transformer 16)")
+  cmd->add_option("--batch", options->batch,
+                  "Global batch size, split over the replicas (default: mlp 64, transformer 16)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--lr", options->lr, "Peak learning rate (default: mlp 1e-2, transformer 3e-3)")
       ->check(CLI::PositiveNumber);

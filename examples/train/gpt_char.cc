@@ -81,33 +81,33 @@ TrainResult train_transformer(const TrainOptions& options, std::ostream& out) {
   const int64_t steps = options.steps > 0 ? options.steps : 200;
   const int64_t batch = options.batch > 0 ? options.batch : 16;
   const double lr = options.lr > 0 ? options.lr : 3e-3;
-  runtime::Device& device = training_device(options);
 
   const data::TextCorpus corpus = data::load_text_corpus();
   GptConfig config;
   auto dataset = std::make_shared<data::CharTextDataset>(corpus.text, config.block);
   config.vocab = dataset->vocab_size();
+  std::vector<Replica> replicas = make_replicas(options, [&](runtime::Device& device) {
+    auto model = std::make_shared<Gpt>(config);
+    model->to(device);
+    auto optimizer = std::make_unique<optim::AdamW>(model->parameters(), optim::AdamWOptions{.lr = lr});
+    auto schedule = std::make_unique<optim::CosineWarmupLR>(*optimizer, steps / 10, steps);
+    const int64_t vocab = config.vocab;
+    return Replica{nullptr, model, std::move(optimizer), std::move(schedule),
+                   [model, vocab](const data::Example& b) {
+                     Tensor logits = (*model)(b[0]);
+                     return nn::functional::cross_entropy(logits.reshape({-1, vocab}),
+                                                          b[1].reshape({-1}));
+                   }};
+  });
   out << fmt::format(
       "transformer: {} characters from {}, vocabulary {}; {} layers, {} heads, width {}, context "
       "{} "
       "on {}, {} steps of batch {} (loss at start ~ ln {} = {:.2f})\n",
       corpus.text.size(), corpus.source, config.vocab, config.layers, config.heads, config.embed,
-      config.block, device.name(), steps, batch, config.vocab, std::log(double(config.vocab)));
+      config.block, placement(replicas), steps, batch, config.vocab,
+      std::log(double(config.vocab)));
 
-  manual_seed(options.seed);
-  auto model = std::make_shared<Gpt>(config);
-  model->to(device);
-  optim::AdamW optimizer(model->parameters(), {.lr = lr});
-  optim::CosineWarmupLR schedule(optimizer, steps / 10, steps);
-
-  TrainResult result = train(
-      {*model, optimizer, schedule}, dataset, steps, batch,
-      [&](const data::Example& b) {
-        Tensor logits = (*model)(b[0]);
-        return nn::functional::cross_entropy(logits.reshape({-1, config.vocab}),
-                                             b[1].reshape({-1}));
-      },
-      options, out);
+  TrainResult result = train(replicas, dataset, steps, batch, options, out);
   out << fmt::format(
       "transformer: loss {:.3f} -> {:.3f} after {} steps ({:.1f} steps/s, {} compilation(s))\n",
       result.first_loss, result.final_loss, result.steps, result.steps_per_second,

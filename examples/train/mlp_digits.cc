@@ -39,28 +39,29 @@ TrainResult train_mlp(const TrainOptions& options, std::ostream& out) {
   const int64_t steps = options.steps > 0 ? options.steps : 300;
   const int64_t batch = options.batch > 0 ? options.batch : 64;
   const double lr = options.lr > 0 ? options.lr : 1e-2;
-  runtime::Device& device = training_device(options);
 
   auto [train_raw, test_raw] = data::train_test_split(data::load_digits(), 0.2, options.seed);
   auto train_set = std::make_shared<data::TensorDataset>(scaled(train_raw));
   const data::TensorDataset test = scaled(test_raw);
+  std::vector<Replica> replicas = make_replicas(options, [&](runtime::Device& device) {
+    auto model = std::make_shared<nn::Sequential>(std::initializer_list<std::shared_ptr<nn::Module>>{
+        std::make_shared<nn::Linear>(kPixels, kHidden), std::make_shared<nn::ReLU>(),
+        std::make_shared<nn::Linear>(kHidden, kClasses)});
+    model->to(device);
+    auto optimizer = std::make_unique<optim::Adam>(model->parameters(), optim::AdamOptions{.lr = lr});
+    auto schedule = std::make_unique<optim::CosineWarmupLR>(*optimizer, steps / 20, steps);
+    return Replica{nullptr, model, std::move(optimizer), std::move(schedule),
+                   [model](const data::Example& b) {
+                     return nn::functional::cross_entropy((*model)(b[0]), b[1]);
+                   }};
+  });
+  runtime::Device& device = *replicas[0].device;
   out << fmt::format("mlp: digits {} train / {} test, {}-{}-{} on {}, {} steps of batch {}\n",
-                     train_set->size(), test.size(), kPixels, kHidden, kClasses, device.name(),
-                     steps, batch);
+                     train_set->size(), test.size(), kPixels, kHidden, kClasses,
+                     placement(replicas), steps, batch);
 
-  manual_seed(options.seed);
-  auto model = std::make_shared<nn::Sequential>(std::initializer_list<std::shared_ptr<nn::Module>>{
-      std::make_shared<nn::Linear>(kPixels, kHidden), std::make_shared<nn::ReLU>(),
-      std::make_shared<nn::Linear>(kHidden, kClasses)});
-  model->to(device);
-  optim::Adam optimizer(model->parameters(), {.lr = lr});
-  optim::CosineWarmupLR schedule(optimizer, steps / 20, steps);
-
-  TrainResult result = train(
-      {*model, optimizer, schedule}, train_set, steps, batch,
-      [&](const data::Example& b) { return nn::functional::cross_entropy((*model)(b[0]), b[1]); },
-      options, out);
-  result.test_accuracy = accuracy(*model, test, device);
+  TrainResult result = train(replicas, train_set, steps, batch, options, out);
+  result.test_accuracy = accuracy(*replicas[0].model, test, device);
   out << fmt::format(
       "mlp: test accuracy {:.2f}% after {} steps ({:.1f} steps/s, {} compilation(s))\n",
       100 * *result.test_accuracy, result.steps, result.steps_per_second, result.compilations);

@@ -1,7 +1,9 @@
 // The training workloads behind `podsim train`: what a user reads first to see how a
 // model is trained on podsim's lazy tensors (nn modules, autograd, an optimizer with a
 // schedule, a device loader that marks each step), on the host CPU or on a simulated
-// chip. Each prints a progress line (step, loss, steps/s) and returns what it measured.
+// chip or pod, on one device or data parallel over several (one replica per chip of a
+// simulated pod, or per CPU device). Each prints a progress line (step, loss, steps/s)
+// and returns what it measured.
 //   mlp          a multilayer perceptron on scikit-learn's handwritten digits
 //   transformer  a small character-level GPT on a text corpus from a Debian package
 #pragma once
@@ -10,6 +12,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "runtime/device.h"
 
@@ -17,9 +20,12 @@ namespace podsim::examples {
 
 struct TrainOptions {
   std::string device = "cpu";  // "cpu" or "sim"
-  std::string chip;            // sim: a preset or TOML file (default: PODSIM_TOPOLOGY, else v5e)
-  int64_t steps = 0;           // 0: the workload's default
-  int64_t batch = 0;           // 0: the workload's default
+  // sim: a chip (preset or TOML file: one device) or a pod (v5e-8, v5e:2x2, TOML: one
+  // replica per chip); default PODSIM_TOPOLOGY, else the v5e chip.
+  std::string topology;
+  int64_t replicas = 0;  // cpu: data-parallel replicas (0: one); sim: must match the pod
+  int64_t steps = 0;     // 0: the workload's default
+  int64_t batch = 0;     // global batch (split over replicas); 0: the workload's default
   double lr = 0;               // 0: the workload's default
   uint64_t seed = 0;
   int64_t log_every = 0;   // progress line every N steps (0: about 10 lines a run)
@@ -28,18 +34,20 @@ struct TrainOptions {
 };
 
 struct TrainResult {
-  std::string device;  // "CPU:0", "SIM:0"
+  std::string device;  // "CPU:0", "SIM:0" (the first replica's)
+  int64_t replicas = 1;
   int64_t steps = 0;
   double first_loss = 0;  // mean loss of the first logged window
   double final_loss = 0;  // mean loss of the last logged window
   double steps_per_second = 0;
   std::optional<double> test_accuracy;  // classification workloads
   int64_t compilations = 0;             // graphs compiled during training (UncachedCompile)
-  int64_t simulated_cycles = 0;         // on a simulated chip: chip cycles of all steps
+  int64_t simulated_cycles = 0;         // on a simulated chip or pod: cycles of all steps
 };
 
-// The device the options name (creating its backend's client on first use).
-runtime::Device& training_device(const TrainOptions& options);
+// The devices the options name, one per replica (creating the backend's client on first
+// use); podsim::Error when the backend has too few.
+std::vector<runtime::Device*> training_devices(const TrainOptions& options);
 
 TrainResult train_mlp(const TrainOptions& options, std::ostream& out);
 TrainResult train_transformer(const TrainOptions& options, std::ostream& out);

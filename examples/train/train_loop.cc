@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "runtime/backends/sim/sim_backend.h"
+#include "runtime/collectives.h"
 #include "runtime/data/device_loader.h"
 #include "runtime/metrics.h"
 #include "runtime/optim/checkpoint.h"
@@ -16,26 +17,60 @@
 
 namespace podsim::examples {
 
-runtime::Device& training_device(const TrainOptions& options) {
-  if (options.device == "cpu") return *runtime::client("CPU").devices()[0];
+std::vector<runtime::Device*> training_devices(const TrainOptions& options) {
+  if (options.replicas < 0) fail("--replicas {}: expected a positive count", options.replicas);
+  if (options.device == "cpu") {
+    if (!options.topology.empty())
+      fail("--topology {} names a simulated chip or pod: add --device sim", options.topology);
+    const auto replicas = std::max<int64_t>(1, options.replicas);
+    // The CPU backend reads its device count when its client is first made.
+    if (replicas > 1) setenv("PODSIM_CPU_DEVICES", std::to_string(replicas).c_str(), 1);
+    std::span<runtime::Device* const> all = runtime::client("CPU").devices();
+    if (static_cast<int64_t>(all.size()) < replicas)
+      fail("--replicas {}: the CPU backend has {} device(s) (it was made before; set "
+           "PODSIM_CPU_DEVICES={})",
+           replicas, all.size(), replicas);
+    return {all.begin(), all.begin() + replicas};
+  }
   if (options.device == "sim") {
-    // The SIM backend reads its chip when its client is first made.
-    if (!options.chip.empty()) setenv("PODSIM_TOPOLOGY", options.chip.c_str(), 1);
-    return *runtime::client("SIM").devices()[0];
+    // The SIM backend reads its chip or pod when its client is first made.
+    if (!options.topology.empty()) setenv("PODSIM_TOPOLOGY", options.topology.c_str(), 1);
+    std::span<runtime::Device* const> all = runtime::client("SIM").devices();
+    if (options.replicas > 0 && options.replicas != static_cast<int64_t>(all.size()))
+      fail("--replicas {}: the simulated {} has {} chip(s), and every chip trains a replica "
+           "(choose the pod with --topology)",
+           options.replicas, runtime::sim_topology_from_env(), all.size());
+    return {all.begin(), all.end()};
   }
   fail("--device {}: expected cpu or sim", options.device);
+}
+
+std::vector<Replica> make_replicas(const TrainOptions& options,
+                                   const std::function<Replica(runtime::Device&)>& make) {
+  std::vector<Replica> replicas;
+  for (runtime::Device* device : training_devices(options)) {
+    manual_seed(options.seed);
+    replicas.push_back(make(*device));
+    replicas.back().device = device;
+  }
+  return replicas;
+}
+
+std::string placement(const std::vector<Replica>& replicas) {
+  if (replicas.size() == 1) return replicas[0].device->name();
+  return fmt::format("{} replicas on {} .. {} (data parallel)", replicas.size(),
+                     replicas.front().device->name(), replicas.back().device->name());
 }
 
 namespace {
 
 using StepFn = std::function<Tensor(const data::Example& batch)>;
 
+// One replica's loop; replica 0 prints and fills result.
 void run_training(data::DeviceLoader& loader, int64_t steps, int64_t log_every, const StepFn& step,
                   const std::string& profile, std::ostream& out, TrainResult& result) {
-  if (!profile.empty() && loader.device().kind() != runtime::DeviceKind::kSim)
-    fail("--profile needs a simulated chip (--device sim); {} has no cycle model",
-         loader.device().name());
   using Clock = std::chrono::steady_clock;
+  const bool leader = ordinal() == 0;
   const int64_t compiled_before = runtime::counter_value("UncachedCompile");
   const int64_t cycles_before = runtime::counter_value("SimulatedCycles");
   std::vector<Tensor> window;  // the losses since the last progress line
@@ -54,7 +89,7 @@ void run_training(data::DeviceLoader& loader, int64_t steps, int64_t log_every, 
         // Profile only the last step: everything before it runs unprofiled.
         mark_step();
         wait_device_ops();
-        runtime::set_sim_profiling(true);
+        if (leader) runtime::set_sim_profiling(true);
       }
       window.push_back(step(batch));
       ++done;
@@ -68,6 +103,10 @@ void run_training(data::DeviceLoader& loader, int64_t steps, int64_t log_every, 
         // Launch the step before reading its loss: reading first would run the loss's
         // part of the step as a graph of its own (PyTorch/XLA logs the same way).
         mark_step();
+        if (!leader) {
+          window.clear();
+          continue;
+        }
         double loss = window_mean();
         if (first_window) result.first_loss = loss;
         first_window = false;
@@ -84,53 +123,84 @@ void run_training(data::DeviceLoader& loader, int64_t steps, int64_t log_every, 
   }
   mark_step();
   wait_device_ops();
+  if (!leader) return;
   double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   result.steps = done;
   result.steps_per_second = done > 1 && seconds > 0 ? static_cast<double>(done - 1) / seconds : 0;
   result.compilations = runtime::counter_value("UncachedCompile") - compiled_before;
   result.simulated_cycles = runtime::counter_value("SimulatedCycles") - cycles_before;
+}
+
+// What the run's last profiled step and cycle count say, after every replica finished.
+void report_simulation(const std::string& profile, std::ostream& out, const TrainResult& result) {
   if (!profile.empty()) {
     std::optional<runtime::SimRun> run = runtime::last_sim_run();
     runtime::set_sim_profiling(false);
     if (!run) fail("no profiled run of the last step");
     traces::write_chrome_trace(run->profile, profile);
-    out << traces::format_summary(traces::summarize(run->profile))
-        << fmt::format("wrote the profile of the last step to {} (open it in Perfetto UI)\n",
+    out << traces::format_summary(traces::summarize(run->profile));
+    if (run->chips > 1)
+      out << fmt::format("last step on {} chips: {:.1f} KiB over ICI, {:.1f} KiB over DCN\n",
+                         run->chips, run->ici_bytes / 1024, run->dcn_bytes / 1024);
+    out << fmt::format("wrote the profile of the last step to {} (open it in Perfetto UI)\n",
                        profile);
   }
   if (result.simulated_cycles > 0)
-    out << fmt::format("simulated chip: {} cycles per step on average\n",
+    out << fmt::format("simulated {}: {} cycles per step on average\n",
+                       result.replicas > 1 ? fmt::format("pod ({} chips)", result.replicas)
+                                           : std::string("chip"),
                        result.simulated_cycles / result.steps);
 }
 
 }  // namespace
 
-TrainResult train(const Training& training, std::shared_ptr<const data::Dataset> dataset,
-                  int64_t steps, int64_t batch, const LossFn& loss, const TrainOptions& options,
-                  std::ostream& out) {
-  runtime::Device& device = training_device(options);
-  data::DeviceLoader loader(
-      data::DataLoader(
-          std::move(dataset),
-          {.batch_size = batch, .shuffle = true, .seed = options.seed, .drop_last = true}),
-      device);
+TrainResult train(std::vector<Replica>& replicas, std::shared_ptr<const data::Dataset> dataset,
+                  int64_t steps, int64_t batch, const TrainOptions& options, std::ostream& out) {
+  if (replicas.empty()) fail("train: no replicas");
+  const auto world = static_cast<int64_t>(replicas.size());
+  if (batch % world != 0)
+    fail("--batch {} does not split over {} replicas: use a multiple of {}", batch, world, world);
+  runtime::Device& first = *replicas[0].device;
+  if (!options.profile.empty() && first.kind() != runtime::DeviceKind::kSim)
+    fail("--profile needs a simulated chip (--device sim); {} has no cycle model", first.name());
   TrainResult result;
-  result.device = device.name();
+  result.device = first.name();
+  result.replicas = world;
   const int64_t log_every =
       options.log_every > 0 ? options.log_every : std::max<int64_t>(1, steps / 10);
-  run_training(
-      loader, steps, log_every,
-      [&](const data::Example& b) {
-        Tensor value = loss(b);
-        value.backward();
-        training.optimizer.step();
-        training.optimizer.zero_grad();
-        training.schedule.step();
-        return value;
-      },
-      options.profile, out, result);
+  auto replica_loop = [&](int rank) {
+    Replica& replica = replicas[static_cast<size_t>(rank)];
+    data::DeviceLoader loader(
+        data::DataLoader(dataset, {.batch_size = batch / world,
+                                   .shuffle = true,
+                                   .seed = options.seed,
+                                   .drop_last = true,
+                                   .replicas = world,
+                                   .rank = rank}),
+        *replica.device);
+    run_training(
+        loader, steps, log_every,
+        [&](const data::Example& b) {
+          Tensor value = replica.loss(b);
+          value.backward();
+          optimizer_step(*replica.optimizer);  // all-reduces the gradients
+          replica.optimizer->zero_grad();
+          replica.schedule->step();
+          return all_reduce(value.detach(), ReduceOp::kMean);  // the global batch's loss
+        },
+        options.profile, out, result);
+  };
+  if (world == 1) {
+    replica_loop(0);
+  } else {
+    std::vector<runtime::Device*> devices;
+    for (Replica& replica : replicas) devices.push_back(replica.device);
+    launch(replica_loop, devices);
+  }
+  report_simulation(options.profile, out, result);
   if (!options.checkpoint.empty()) {
-    optim::save_checkpoint(training.model, &training.optimizer, result.steps, options.checkpoint);
+    optim::save_checkpoint(*replicas[0].model, replicas[0].optimizer.get(), result.steps,
+                           options.checkpoint);
     out << "checkpoint written to " << options.checkpoint << "\n";
   }
   return result;

@@ -19,7 +19,7 @@ namespace {
 TEST(TrainMlp, ReachesTheAccuracyOnTheSimulatedChip) {
   TrainOptions options;
   options.device = "sim";
-  options.chip = "v5e";
+  options.topology = "v5e";
   std::ostringstream log;
   TrainResult result = train_mlp(options, log);
   EXPECT_EQ(result.device, "SIM:0");
