@@ -147,11 +147,41 @@ Tensor reduce_scatter(const Tensor& x, ReduceOp op, int64_t dim, double scale,
 }
 
 void optimizer_step(optim::Optimizer& optimizer, Loc loc) {
-  if (replicas > 1)
+  if (replicas > 1) {
+    // As XLA's all-reduce combiner would: the grads of one type flattened into buckets of
+    // up to kGradientBucketBytes, one all-reduce per bucket (each all-reduce pays the
+    // ring's latency once), then split back.
+    std::vector<Tensor*> params;
     for (optim::ParamGroup& group : optimizer.param_groups())
       for (Tensor& param : group.params)
-        if (Tensor grad = param.grad(); grad.defined())
-          param.set_grad(all_reduce(grad, ReduceOp::kMean, 1.0, {}, loc));
+        if (param.grad().defined()) params.push_back(&param);
+    std::vector<bool> done(params.size(), false);
+    for (size_t first = 0; first < params.size(); ++first) {
+      if (done[first]) continue;
+      const DType type = params[first]->grad().dtype();
+      std::vector<Tensor*> bucket;
+      int64_t bytes = 0;
+      for (size_t i = first; i < params.size(); ++i) {
+        Tensor grad = params[i]->grad();
+        if (done[i] || grad.dtype() != type) continue;
+        const int64_t size = grad.numel() * static_cast<int64_t>(ir::type_byte_size(type));
+        if (!bucket.empty() && bytes + size > kGradientBucketBytes) continue;
+        bucket.push_back(params[i]);
+        bytes += size;
+        done[i] = true;
+      }
+      std::vector<Tensor> flat;
+      for (Tensor* param : bucket) flat.push_back(param->grad().reshape({-1}, loc));
+      Tensor reduced = all_reduce(flat.size() == 1 ? flat[0] : cat(flat, 0, loc), ReduceOp::kMean,
+                                  1.0, {}, loc);
+      int64_t at = 0;
+      for (Tensor* param : bucket) {
+        Tensor grad = param->grad();
+        param->set_grad(reduced.narrow(0, at, grad.numel(), loc).reshape(grad.shape(), loc));
+        at += grad.numel();
+      }
+    }
+  }
   optimizer.step(loc);
 }
 

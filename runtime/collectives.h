@@ -56,8 +56,12 @@ Tensor all_gather(const Tensor& x, int64_t dim = 0, const ReplicaGroups& groups 
 Tensor reduce_scatter(const Tensor& x, ReduceOp op, int64_t dim, double scale = 1.0,
                       const ReplicaGroups& groups = {}, Loc loc = Loc::current());
 
-// xm.optimizer_step: averages every parameter's grad over all replicas (one all-reduce
-// per grad, in parameter order), then optimizer.step(). Outside a launch, just step().
+// xm.optimizer_step: averages every parameter's grad over all replicas, then
+// optimizer.step(). Grads of one dtype travel together, flattened and concatenated into
+// buckets of at most kGradientBucketBytes (a grad larger than that alone): one
+// all-reduce per bucket, as XLA's all-reduce combiner makes of PyTorch/XLA's gradient
+// all-reduce. Outside a launch, just step().
+inline constexpr int64_t kGradientBucketBytes = int64_t{64} << 20;
 void optimizer_step(optim::Optimizer& optimizer, Loc loc = Loc::current());
 
 // Runs fn(replica) once per device, each on its own thread, with podsim::device() that

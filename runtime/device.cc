@@ -11,6 +11,7 @@
 #include "runtime/backends/cpu/cpu_backend.h"
 #include "runtime/backends/sim/sim_backend.h"
 #include "runtime/collectives.h"
+#include "runtime/compile_cache.h"
 #include "runtime/device_internal.h"
 
 namespace podsim::runtime {
@@ -149,6 +150,8 @@ Client& default_client() {
 namespace internal {
 
 void reset_backends_for_testing() {
+  // Cached executables belong to the clients (they launch through them).
+  CompileCache::global().clear();
   std::vector<std::unique_ptr<Client>> clients;
   {
     Registry& r = registry();

@@ -5,7 +5,8 @@
 
 namespace podsim::runtime::internal {
 
-// Destroys every client created so far and forgets the default choice; the next
+// Empties the in-memory compile cache (its executables belong to the clients), destroys
+// every client created so far and forgets the default choice; the next
 // default_client() reads the environment again. Only when no buffer, executable or
 // device reference of those clients is still in use.
 void reset_backends_for_testing();

@@ -39,6 +39,7 @@ struct TrainResult {
   int64_t steps = 0;
   double first_loss = 0;  // mean loss of the first logged window
   double final_loss = 0;  // mean loss of the last logged window
+  std::vector<double> losses;  // every logged window's mean loss, in order
   double steps_per_second = 0;
   std::optional<double> test_accuracy;  // classification workloads
   int64_t compilations = 0;             // graphs compiled during training (UncachedCompile)

@@ -111,6 +111,7 @@ void run_training(data::DeviceLoader& loader, int64_t steps, int64_t log_every, 
         if (first_window) result.first_loss = loss;
         first_window = false;
         result.final_loss = loss;
+        result.losses.push_back(loss);
         Clock::time_point now = Clock::now();
         double rate = static_cast<double>(window.size()) /
                       std::chrono::duration<double>(now - last_line).count();
