@@ -24,7 +24,7 @@ build: configure
 # waits for nothing else (and no test can stop it).
 demo: configure
 	@cmake --build $(BUILD) -j $(JOBS) --target podsim
-	$(PODSIM) train mlp --device sim --chip v5e
+	$(PODSIM) train mlp --device sim --topology v5e-8
 
 test: build
 	ctest --test-dir $(BUILD) -LE slow --output-on-failure --no-tests=error -j $(JOBS)

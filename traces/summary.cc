@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string_view>
 #include <utility>
 
 #include "traces/chrome_trace.h"
@@ -144,13 +145,26 @@ std::string op_table(const std::vector<OpTime>& ops, size_t max_ops, bool with_c
 
 }  // namespace
 
+bool is_collective_op(const std::string& name) {
+  for (std::string_view opcode : {"all-reduce", "all-gather", "reduce-scatter", "collective-permute",
+                                  "all-to-all", "collective-broadcast"})
+    if (name.starts_with(opcode) &&
+        (name.size() == opcode.size() || name[opcode.size()] == '.' || name[opcode.size()] == '-'))
+      return true;
+  return false;
+}
+
 Summary summarize(const Profile& profile) {
   validate_profile(profile);
   Summary summary;
   summary.program = profile.program;
   for (const ChipProfile& chip : profile.chips) {
     summary.chips.push_back(summarize_chip(profile, chip));
-    summary.seconds = std::max(summary.seconds, summary.chips.back().seconds);
+    ChipSummary& added = summary.chips.back();
+    for (const OpTime& op : added.ops)
+      if (is_collective_op(op.name)) added.collective_seconds += op.seconds;
+    summary.seconds = std::max(summary.seconds, added.seconds);
+    summary.collective_seconds = std::max(summary.collective_seconds, added.collective_seconds);
   }
   // Profile-wide: each op's longest time over the chips (flops and bytes summed).
   std::vector<OpTime> by_slot(profile.source_ops.size() + 1);
@@ -191,6 +205,10 @@ std::string format_summary(const Summary& summary, size_t max_ops) {
   out += fmt::format("profile of {}: {} on {} chip(s)\n",
                      summary.program.empty() ? "(unnamed program)" : summary.program,
                      format_seconds(summary.seconds), summary.chips.size());
+  if (summary.collective_seconds > 0)
+    out += fmt::format("collectives: {} on the chip that spent the most in them ({} of the run)\n",
+                       format_seconds(summary.collective_seconds),
+                       format_percent(summary.collective_seconds / summary.seconds));
   for (const ChipSummary& chip : summary.chips) {
     out += fmt::format("\n{}: {} cycles at {} = {}; some unit busy {} of the time\n", chip.name,
                        format_count(chip.total_cycles), format_si(chip.clock_hz, "Hz"),

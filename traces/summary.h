@@ -52,6 +52,9 @@ struct ChipSummary {
   double clock_hz = 0;
   uint64_t total_cycles = 0;
   double seconds = 0;
+  // Time in collective ops (is_collective_op): communication the chip waited for, as
+  // long as collectives do not overlap compute.
+  double collective_seconds = 0;
   uint64_t busy_cycles = 0;  // union of all spans on all tracks
 
   double flops = 0;      // all units
@@ -73,9 +76,16 @@ struct ChipSummary {
 struct Summary {
   std::string program;
   double seconds = 0;  // the slowest chip's
+  double collective_seconds = 0;  // the most any chip spent in collective ops
   std::vector<ChipSummary> chips;
   std::vector<OpTime> ops;  // over all chips: each op's longest time on any chip, longest first
 };
+
+// Whether a source op is a collective: its instruction is named after an HLO collective
+// opcode ("all-reduce.3", "all-gather", "reduce-scatter.1", "collective-permute.2",
+// "all-to-all", "collective-broadcast", with -start/-done forms), as podsim's lowering
+// and XLA's dumps name them.
+bool is_collective_op(const std::string& name);
 
 // Validates the profile (validate_profile) and derives the figures defined above.
 Summary summarize(const Profile& profile);

@@ -66,11 +66,27 @@ namespace {
 
 using StepFn = std::function<Tensor(const data::Example& batch)>;
 
+// The simulated pod step just profiled, for a progress line: its time, split into
+// compute and collectives, and the bytes that crossed ICI links. Profiling stays on when
+// keep_profiling (the last step's profile is wanted).
+std::string pod_step_report(bool keep_profiling) {
+  std::optional<runtime::SimRun> run = runtime::last_sim_run();
+  if (!keep_profiling) runtime::set_sim_profiling(false);
+  if (!run) return "";
+  traces::Summary summary = traces::summarize(run->profile);
+  return fmt::format("  | pod step {}: compute {}, collectives {}; {:.1f} KiB over ICI",
+                     traces::format_seconds(summary.seconds),
+                     traces::format_seconds(summary.seconds - summary.collective_seconds),
+                     traces::format_seconds(summary.collective_seconds), run->ici_bytes / 1024);
+}
+
 // One replica's loop; replica 0 prints and fills result.
 void run_training(data::DeviceLoader& loader, int64_t steps, int64_t log_every, const StepFn& step,
                   const std::string& profile, std::ostream& out, TrainResult& result) {
   using Clock = std::chrono::steady_clock;
   const bool leader = ordinal() == 0;
+  const bool pod_report =
+      world_size() > 1 && loader.device().kind() == runtime::DeviceKind::kSim;
   const int64_t compiled_before = runtime::counter_value("UncachedCompile");
   const int64_t cycles_before = runtime::counter_value("SimulatedCycles");
   std::vector<Tensor> window;  // the losses since the last progress line
@@ -85,8 +101,10 @@ void run_training(data::DeviceLoader& loader, int64_t steps, int64_t log_every, 
   while (done < steps) {
     for (const data::Example& batch : loader) {
       if (done == steps) break;
-      if (!profile.empty() && done == steps - 1) {
-        // Profile only the last step: everything before it runs unprofiled.
+      // Profiled steps: the last one for --profile; on a pod, the last of each window,
+      // for the progress line's split of the step. Everything else runs unprofiled.
+      const bool ends_window = (done + 1) % log_every == 0 || done + 1 == steps;
+      if ((!profile.empty() && done == steps - 1) || (pod_report && ends_window)) {
         mark_step();
         wait_device_ops();
         if (leader) runtime::set_sim_profiling(true);
@@ -117,7 +135,8 @@ void run_training(data::DeviceLoader& loader, int64_t steps, int64_t log_every, 
                       std::chrono::duration<double>(now - last_line).count();
         last_line = now;
         window.clear();
-        out << fmt::format("step {:>5}/{}  loss {:.4f}  {:.1f} steps/s\n", done, steps, loss, rate)
+        out << fmt::format("step {:>5}/{}  loss {:.4f}  {:.1f} steps/s{}\n", done, steps, loss, rate,
+                           pod_report ? pod_step_report(done == steps && !profile.empty()) : "")
             << std::flush;
       }
     }
