@@ -285,12 +285,21 @@ void sync(const std::vector<Tensor>& tensors, Loc loc) {
 }
 
 void wait_device_ops() {
+  // Inside a launch, the replica's own device only: another replica's device may wait
+  // for this replica's next launch.
+  runtime::Device* own = lazy::launched_device();
   std::vector<std::shared_ptr<runtime::Event>> events;
   {
     lazy::LastLaunches& last = lazy::last_launches();
     std::lock_guard guard(last.mutex);
-    for (const auto& [device, event] : last.events) events.push_back(event);
-    last.events.clear();
+    for (auto it = last.events.begin(); it != last.events.end();) {
+      if (own != nullptr && it->first != own) {
+        ++it;
+        continue;
+      }
+      events.push_back(it->second);
+      it = last.events.erase(it);
+    }
   }
   for (const auto& event : events) event->wait();
 }

@@ -407,7 +407,8 @@ void mark_step(Loc loc = Loc::current());
 void sync(Loc loc = Loc::current());  // the same as mark_step()
 // Runs the graph of just these tensors (all on one device), without counting a step.
 void sync(const std::vector<Tensor>& tensors, Loc loc = Loc::current());
-// Waits until everything launched so far has finished (rethrows a failure).
+// Waits until everything launched so far has finished (rethrows a failure); inside a
+// launch (runtime/collectives.h), what the replica launched on its own device.
 void wait_device_ops();
 // PODSIM_EAGER=1 sets it at start: each op runs at once.
 void set_eager_mode(bool eager);

@@ -105,32 +105,56 @@ Rings make_rings(const Lowerer& l, const Instruction& i) {
   return r;
 }
 
+// This device's row of a per-device table of int64 (row_len entries a device), placed in
+// HBM as a constant: the row is copied into VMEM, where sld reads it.
+int32_t device_row(Lowerer& l, const std::string& name, const std::vector<int64_t>& table,
+                   int64_t row_len) {
+  ProgramBuilder& pb = l.pb();
+  std::vector<uint8_t> bytes(table.size() * sizeof(int64_t));
+  std::memcpy(bytes.data(), table.data(), bytes.size());
+  const int32_t region = l.use(l.constant_buffer(name, std::move(bytes)));
+  const int64_t row_bytes = row_len * 8;
+  const int32_t row = l.vmem("table_row", row_bytes);
+  const int device = pb.hold_sreg();
+  pb.emit(isa::Opcode::kSdev, isa::DType::kS32, {device, 0});
+  pb.emit(isa::Opcode::kSmuli, isa::DType::kS32, {device, device, row_bytes});
+  pb.emit(isa::Opcode::kDma, isa::DType::kF32,
+          {contiguous_descriptor(pb, region, row, row_bytes), device, 0, kSemStore});
+  pb.wait(kSemStore, 1);
+  pb.release_sreg(device);
+  return row;
+}
+
+// The handshake's one-word send (Lowerer::collective_flags), and in a fresh register
+// (the caller releases it) where it lands on the other chip: the word of this chip's
+// device id, so that chips signalling the same chip write different bytes.
+int32_t flag_descriptor(Lowerer& l) {
+  const auto [flag_src, flag_dst] = l.collective_flags();
+  return contiguous_descriptor(l.pb(), l.use(flag_src), l.use(flag_dst), 8);
+}
+int flag_word(Lowerer& l) {
+  ProgramBuilder& pb = l.pb();
+  const int word = pb.hold_sreg();
+  pb.emit(isa::Opcode::kSdev, isa::DType::kS32, {word, 0});
+  pb.emit(isa::Opcode::kSmuli, isa::DType::kS32, {word, word, 8});
+  return word;
+}
+
 // Emission of one collective step on the main core: the ring table row in scalar
 // registers, the handshake, and remote sends by run-time offsets.
 class RingStep {
  public:
   RingStep(Lowerer& l, const Instruction& i, Rings rings) : l_(l), pb_(l.pb()), rings_(std::move(rings)) {
-    // The table in HBM; this device's row into VMEM.
-    std::vector<uint8_t> bytes(rings_.table.size() * sizeof(int64_t));
-    std::memcpy(bytes.data(), rings_.table.data(), bytes.size());
-    const int32_t table = l_.use(l_.constant_buffer(fmt::format("{}.ring", i.name()), std::move(bytes)));
-    const int64_t row_bytes = rings_.row() * 8;
-    row_ = l_.vmem("ring", row_bytes);
-    const int device = hold();
-    pb_.emit(isa::Opcode::kSdev, isa::DType::kS32, {device, 0});
-    pb_.emit(isa::Opcode::kSmuli, isa::DType::kS32, {device, device, row_bytes});
-    pb_.emit(isa::Opcode::kDma, isa::DType::kF32,
-             {contiguous_descriptor(pb_, table, row_, row_bytes), device, 0, kSemStore});
-    pb_.wait(kSemStore, 1);
-    next_ = device;  // reused: the device id is not needed again
+    row_ = device_row(l_, fmt::format("{}.ring", i.name()), rings_.table, rings_.row());
+    next_ = hold();
     pb_.emit(isa::Opcode::kSld, isa::DType::kS32, {next_, row_, pb_.sreg(0)});
     prev_ = hold();
     pb_.emit(isa::Opcode::kSld, isa::DType::kS32, {prev_, row_, pb_.sreg(8)});
     // Handshake: tell the previous chip this one is here; wait until the next one is.
-    const auto [flag_src, flag_dst] = l_.collective_flags();
-    const int32_t d = contiguous_descriptor(pb_, l_.use(flag_src), l_.use(flag_dst), 8);
+    const int word = flag_word(l_);
     pb_.emit(isa::Opcode::kDmaRemote, isa::DType::kF32,
-             {d, pb_.sreg(0), pb_.sreg(0), prev_, kSemStore, kSemReady});
+             {flag_descriptor(l_), pb_.sreg(0), word, prev_, kSemStore, kSemReady});
+    pb_.release_sreg(word);
     pb_.wait(kSemReady, 1);
     pb_.wait(kSemStore, 1);
     a_ = hold();
@@ -350,6 +374,137 @@ CollectiveStep begin_collective(Lowerer& l, const Instruction& i, Scope& s) {
   return c;
 }
 
+// The latency from chip a to chip b: ICI hops inside a slice, DCN between slices.
+double route_latency_ns(const topology::Torus& torus, int64_t a, int64_t b) {
+  const topology::PodConfig& pod = torus.pod();
+  const int x = static_cast<int>(a), y = static_cast<int>(b);
+  if (torus.coord(x).slice != torus.coord(y).slice) return pod.dcn_latency_ns;
+  return torus.hops(x, y) * pod.ici_link_latency_ns;
+}
+
+// The most bytes the one-shot all-reduce gathers in VMEM (the group's arrays).
+constexpr int64_t kOneShotMaxBytes = 2 << 20;
+
+// The cost model choosing an all-reduce's algorithm (Options::AllReduce::kAuto), from the pod's figures: a ring
+// takes 2 (G - 1) steps, each a route to the next chip plus the HBM latency of landing
+// and loading the sum, and moves 2 (G - 1) / G of the array over each link; the one-shot
+// exchange takes two routes to the farthest chip of the group (ready, then data) and
+// moves G - 1 arrays out of every chip (counted as over one link: a bound). True when the
+// one-shot is the faster and the group's arrays fit kOneShotMaxBytes.
+bool prefer_one_shot(const Lowerer& l, const Instruction& i, const Rings& rings, int64_t bytes,
+                     int64_t padded) {
+  const Target& t = l.target();
+  const int64_t g = rings.size;
+  if (g * padded > kOneShotMaxBytes) return false;
+  const topology::Torus torus(*t.pod);
+  const topology::PodConfig& pod = *t.pod;
+  double ring_hop = 0, farthest = 0;
+  bool dcn = false;
+  for (const std::vector<int64_t>& group : ir::collective_device_groups(i, t.replicas, t.partitions))
+    for (int64_t a : group) {
+      ring_hop = std::max(ring_hop, route_latency_ns(torus, a, rings.table[static_cast<size_t>(a * rings.row())]));
+      for (int64_t b : group) {
+        farthest = std::max(farthest, route_latency_ns(torus, a, b));
+        dcn = dcn || torus.coord(static_cast<int>(a)).slice != torus.coord(static_cast<int>(b)).slice;
+      }
+    }
+  const double bw = dcn ? std::min(pod.ici_link_bandwidth_bytes_per_s, pod.dcn_host_bandwidth_bytes_per_s)
+                        : pod.ici_link_bandwidth_bytes_per_s;
+  const double hbm = l.chip().hbm_latency_ns;
+  const double b = static_cast<double>(bytes), steps = 2.0 * static_cast<double>(g - 1);
+  const double ring_ns = steps * (ring_hop + 2 * hbm) + steps / static_cast<double>(g) * b / bw * 1e9;
+  const double one_shot_ns = 2 * farthest + 2 * hbm + static_cast<double>(g - 1) * b / bw * 1e9;
+  return one_shot_ns < ring_ns;
+}
+
+// The one-shot all-reduce, for arrays whose time is latency: once every chip of the
+// group has said it is in the step, each sends its whole array (from HBM, each copy over
+// its own route, all at once) into its slot of every other chip's VMEM, then reduces
+// the group's G arrays in group order (the reference evaluator's order) on the vector
+// unit. A table row per device holds its group position p and the devices at positions
+// p + 1, ..., p + G - 1 (mod G).
+Value one_shot_all_reduce(Lowerer& l, const Instruction& i, const CollectiveStep& step,
+                          int64_t padded) {
+  ProgramBuilder& pb = l.pb();
+  const Target& t = l.target();
+  const ir::Shape& shape = i.shape();
+  const topology::ChipConfig& chip = l.chip();
+  const int64_t bytes = shape.byte_size();
+  const int64_t row_bytes = int64_t{chip.vpu_lanes} * ir::type_byte_size(shape.type());
+  const int64_t tile_bytes = row_bytes * chip.vpu_sublanes;
+  const isa::DType mem = memory_dtype(shape.type());
+  const int64_t g = step.rings.size;
+  std::vector<int64_t> table(static_cast<size_t>(t.devices() * g), 0);
+  for (const std::vector<int64_t>& group : ir::collective_device_groups(i, t.replicas, t.partitions))
+    for (int64_t p = 0; p < g; ++p) {
+      int64_t* row = &table[static_cast<size_t>(group[static_cast<size_t>(p)] * g)];
+      row[0] = p;
+      for (int64_t k = 1; k < g; ++k) row[k] = group[static_cast<size_t>((p + k) % g)];
+    }
+  const int32_t row = device_row(l, fmt::format("{}.peers", i.name()), table, g);
+  const int32_t slots = l.vmem("slots", g * padded);
+  const int32_t input = l.use(step.in.buffer);
+  const int peer = pb.hold_sreg(), at = pb.hold_sreg();
+  // Ready: tell every peer; meanwhile the chip's own array goes into its slot p.
+  const int32_t flag = flag_descriptor(l);
+  const int word = flag_word(l);
+  for (int64_t k = 1; k < g; ++k) {
+    pb.emit(isa::Opcode::kSld, isa::DType::kS32, {peer, row, pb.sreg(8 * k)});
+    pb.emit(isa::Opcode::kDmaRemote, isa::DType::kF32,
+            {flag, pb.sreg(0), word, peer, kSemStore, kSemReady});
+  }
+  pb.release_sreg(word);
+  pb.emit(isa::Opcode::kSld, isa::DType::kS32, {at, row, pb.sreg(0)});
+  pb.emit(isa::Opcode::kSmuli, isa::DType::kS32, {at, at, padded});
+  const int32_t to_slot = contiguous_descriptor(pb, input, slots, bytes);
+  pb.emit(isa::Opcode::kDma, isa::DType::kF32, {to_slot, pb.sreg(0), at, kSemLoad});
+  pb.wait(kSemReady, g - 1);
+  pb.wait(kSemStore, g - 1);
+  for (int64_t k = 1; k < g; ++k) {
+    pb.emit(isa::Opcode::kSld, isa::DType::kS32, {peer, row, pb.sreg(8 * k)});
+    pb.emit(isa::Opcode::kDmaRemote, isa::DType::kF32,
+            {to_slot, pb.sreg(0), at, peer, kSemSentHbm, kSemLanded});
+  }
+  pb.release_sreg(peer);
+  pb.release_sreg(at);
+  pb.wait(kSemLoad, 1);
+  pb.wait(kSemLanded, g - 1);
+
+  // slot 0 (+) slot 1 (+) ... tile by tile, into `sum`, then out to HBM.
+  const Reducer reducer = build_reducer(l, i, 1);
+  VRegs regs(chip.vector_registers, l.step_name());
+  VectorCodegen combine(pb, regs, reducer.expr, reducer.roots);
+  const int32_t sum = l.vmem("sum", padded);
+  for (int64_t tile = 0; tile < padded / tile_bytes; ++tile) {
+    int acc = regs.take();
+    bool acc_from_combine = false;
+    pb.vld(acc, slots, tile * tile_bytes, row_bytes, mem);
+    for (int64_t q = 1; q < g; ++q) {
+      const int next = regs.take();
+      pb.vld(next, slots, q * padded + tile * tile_bytes, row_bytes, mem);
+      std::vector<int> leaf_regs;
+      for (int param : reducer.leaf_param) leaf_regs.push_back(param == 0 ? acc : next);
+      const int out = combine.emit_on(leaf_regs).at(0);
+      if (acc_from_combine)
+        combine.give_back({acc});
+      else
+        regs.give(acc);
+      regs.give(next);
+      acc = out;
+      acc_from_combine = true;
+    }
+    pb.vst(sum, tile * tile_bytes, row_bytes, acc, mem);
+    if (acc_from_combine)
+      combine.give_back({acc});
+    else
+      regs.give(acc);
+  }
+  pb.dma(contiguous_descriptor(pb, sum, l.use(step.out), bytes), 0, 0, kSemStore);
+  pb.wait(kSemStore, 1);
+  pb.wait(kSemSentHbm, g - 1);
+  return Value{step.out, shape, {}};
+}
+
 // Elements before and after dimension dim of dims (row-major: [outer, dims[dim], inner]).
 std::pair<int64_t, int64_t> outer_inner(const std::vector<int64_t>& dims, int64_t dim) {
   int64_t outer = 1, inner = 1;
@@ -386,6 +541,13 @@ Value lower_all_reduce(Lowerer& l, const Instruction& i, Scope& s) {
   if (step.single()) return Value{out, shape, {}};
   const int64_t eb = ir::type_byte_size(shape.type());
   const int64_t g = step.rings.size;
+  const int64_t tile_bytes = int64_t{l.chip().vpu_sublanes} * l.chip().vpu_lanes * eb;
+  const int64_t padded_bytes = round_up(std::max<int64_t>(shape.byte_size(), 1), tile_bytes);
+  const Options::AllReduce algorithm = l.options().all_reduce;
+  if (algorithm == Options::AllReduce::kOneShot ||
+      (algorithm == Options::AllReduce::kAuto &&
+       prefer_one_shot(l, i, step.rings, shape.byte_size(), padded_bytes)))
+    return one_shot_all_reduce(l, i, step, padded_bytes);
   const Chunks c = plan_chunks(l.chip(), ceil_div(shape.num_elements(), g), eb);
   // The array, padded to whole chunks, is reduced in `work` and gathered in `gathered`
   // (the result itself unless padded).

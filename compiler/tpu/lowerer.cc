@@ -120,7 +120,8 @@ int32_t Lowerer::constant_buffer(std::string_view name, std::vector<uint8_t> dat
 std::pair<int32_t, int32_t> Lowerer::collective_flags() {
   if (flags_.first < 0)
     flags_ = {constant_buffer("collective.flag_out", std::vector<uint8_t>(8, 0)),
-              constant_buffer("collective.flag_in", std::vector<uint8_t>(8, 0))};
+              constant_buffer("collective.flag_in",
+                              std::vector<uint8_t>(static_cast<size_t>(8 * target_.devices()), 0))};
   return flags_;
 }
 

@@ -82,8 +82,8 @@ class Lowerer {
   // A constant array placed in HBM before the run.
   int32_t constant_buffer(std::string_view name, std::vector<uint8_t> data);
   const Buffer& buffer(int32_t b) const { return buffers_[static_cast<size_t>(b)]; }
-  // Two words in HBM for collectives' handshakes: one every chip sends from, one every
-  // chip's neighbours write into (buffers, whole run).
+  // HBM for collectives' handshakes (buffers, whole run): a word every chip sends from,
+  // and a word per device that the chip of that device id writes into on the others.
   std::pair<int32_t, int32_t> collective_flags();
   // The buffer's HBM region, recording that the step in progress uses it.
   int32_t use(int32_t buffer);

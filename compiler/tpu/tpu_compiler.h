@@ -58,6 +58,12 @@ struct Options {
   // pipeline (simplification, fusion). false lowers the module as it is (tests of one
   // lowering, `podsim compile --no-passes`); a 64-bit type is then an error.
   bool passes = true;
+  // How all-reduces move data: chosen per instruction by the pod's cost model (kAuto), or
+  // forced (tests and benchmarks of either algorithm). kRing: reduce-scatter then
+  // all-gather around a ring; kOneShot: every chip sends its array to every other chip of
+  // its group and reduces them all (the latency-bound choice).
+  enum class AllReduce { kAuto, kRing, kOneShot };
+  AllReduce all_reduce = AllReduce::kAuto;
 };
 
 // The one compile driver: the passes (options.passes) on a copy of the verified module,

@@ -197,6 +197,25 @@ TEST_P(CollectivesTest, StepsCompileOnceAndRunTogether) {
   }
 }
 
+// A replica that runs ahead launches its next step while another still waits for the
+// last one: waiting for the device ops of a replica waits for its own device only (the
+// other's next step cannot run before this replica launches its part).
+TEST_P(CollectivesTest, WaitingDoesNotWaitForOtherReplicasNextSteps) {
+  const auto start = std::chrono::steady_clock::now();
+  launch(
+      [&](int r) {
+        Tensor x = Tensor::from_vector<float>(contributions(r, 4), {4}, &device());
+        for (int step = 0; step < 6; ++step) {
+          x = all_reduce(x, ReduceOp::kMean);
+          mark_step();
+          if (r != 0) wait_device_ops();
+        }
+        x.to_vector<float>();
+      },
+      devices());
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(60));
+}
+
 TEST_P(CollectivesTest, DifferentGraphsOnReplicasAreAnErrorNamingThem) {
   std::string error;
   try {

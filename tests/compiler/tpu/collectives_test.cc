@@ -27,12 +27,18 @@ ir::Literal small_integers(const ir::Shape& shape, std::mt19937& rng) {
   return l;
 }
 
-// Compiles `hlo` for the pod, runs it on every chip and compares with the evaluator.
-void check_on_pod(const std::string& hlo, const std::string& pod_name) {
-  SCOPED_TRACE(pod_name + "\n" + hlo);
+// Compiles `hlo` for the pod, runs it on every chip and compares with the evaluator;
+// all-reduces with each algorithm in turn.
+void check_on_pod(const std::string& hlo, const std::string& pod_name);
+
+void check_on_pod(const std::string& hlo, const std::string& pod_name, Options::AllReduce algorithm) {
+  SCOPED_TRACE(pod_name + " all-reduce algorithm " + std::to_string(static_cast<int>(algorithm)) +
+               "\n" + hlo);
   const topology::PodConfig pod = topology::pod_config(pod_name);
   auto module = ir::parse_module(hlo);
-  const isa::Executable exe = compile(*module, Target(pod));
+  Options compile_options;
+  compile_options.all_reduce = algorithm;
+  const isa::Executable exe = compile(*module, Target(pod), compile_options);
   sim::PodFunctionalModel model(exe);
   const int n = model.chips();
   std::mt19937 rng(static_cast<unsigned>(n) * 7 + 1);
@@ -67,6 +73,11 @@ void check_on_pod(const std::string& hlo, const std::string& pod_name) {
                                 << " differs from the evaluator first at byte " << at;
     }
   }
+}
+
+void check_on_pod(const std::string& hlo, const std::string& pod_name) {
+  for (Options::AllReduce algorithm : {Options::AllReduce::kRing, Options::AllReduce::kOneShot})
+    check_on_pod(hlo, pod_name, algorithm);
 }
 
 class Collectives : public ::testing::TestWithParam<std::string> {
