@@ -69,11 +69,14 @@ using StepFn = std::function<Tensor(const data::Example& batch)>;
 // The simulated pod step just profiled, for a progress line: its time, split into
 // compute and collectives, and the bytes that crossed ICI links. Profiling stays on when
 // keep_profiling (the last step's profile is wanted).
-std::string pod_step_report(bool keep_profiling) {
+std::string pod_step_report(bool keep_profiling, TrainResult& result) {
   std::optional<runtime::SimRun> run = runtime::last_sim_run();
   if (!keep_profiling) runtime::set_sim_profiling(false);
   if (!run) return "";
   traces::Summary summary = traces::summarize(run->profile);
+  result.pod_step_seconds = summary.seconds;
+  result.pod_collective_seconds = summary.collective_seconds;
+  result.pod_ici_bytes = run->ici_bytes;
   return fmt::format("  | pod step {}: compute {}, collectives {}; {:.1f} KiB over ICI",
                      traces::format_seconds(summary.seconds),
                      traces::format_seconds(summary.seconds - summary.collective_seconds),
@@ -136,7 +139,7 @@ void run_training(data::DeviceLoader& loader, int64_t steps, int64_t log_every, 
         last_line = now;
         window.clear();
         out << fmt::format("step {:>5}/{}  loss {:.4f}  {:.1f} steps/s{}\n", done, steps, loss, rate,
-                           pod_report ? pod_step_report(done == steps && !profile.empty()) : "")
+                           pod_report ? pod_step_report(done == steps && !profile.empty(), result) : "")
             << std::flush;
       }
     }

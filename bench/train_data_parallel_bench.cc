@@ -1,0 +1,57 @@
+// Data-parallel training steps on simulated pods: the MLP and the small GPT of `podsim
+// train`, one replica per chip, on one v5e chip and on v5e slices of 4, 8 and 16 chips
+// (global batch 64 for the MLP, 16 for the GPT: each chip's share shrinks as the slice
+// grows). Per run: the simulated step time, the share of it spent in collectives (all
+// exposed: the lowering does not overlap them with compute yet), bytes over ICI per step,
+// and the host's wall time per simulated step.
+//
+//   build/bin/bench/train_data_parallel_bench [--quick]   (--quick: the MLP only)
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstring>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "examples/train/train.h"
+#include "runtime/device_internal.h"
+
+namespace {
+
+using podsim::examples::TrainOptions;
+using podsim::examples::TrainResult;
+
+void row(const std::string& workload, const std::string& topology, int64_t steps) {
+  podsim::runtime::internal::reset_backends_for_testing();
+  TrainOptions options;
+  options.device = "sim";
+  options.topology = topology;
+  options.steps = steps;
+  options.log_every = steps;  // one progress line: the last step is profiled
+  std::ostringstream log;
+  const auto start = std::chrono::steady_clock::now();
+  TrainResult r = workload == "mlp" ? podsim::examples::train_mlp(options, log)
+                                    : podsim::examples::train_transformer(options, log);
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const bool pod = r.replicas > 1;
+  fmt::print("{:<12} {:<10} {:>6} {:>14} {:>10} {:>12} {:>10} {:>12}\n", workload, topology,
+             r.replicas, r.simulated_cycles / std::max<int64_t>(1, r.steps),
+             pod ? fmt::format("{:.1f}", r.pod_step_seconds * 1e6) : std::string("-"),
+             pod ? fmt::format("{:.0f}%", 100 * r.pod_collective_seconds / r.pod_step_seconds)
+                 : std::string("-"),
+             pod ? fmt::format("{:.0f}", r.pod_ici_bytes / 1024) : std::string("-"),
+             fmt::format("{:.3f}", wall / static_cast<double>(steps)));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  fmt::print("{:<12} {:<10} {:>6} {:>14} {:>10} {:>12} {:>10} {:>12}\n", "workload", "topology",
+             "chips", "cycles/step", "step us", "collectives", "ICI KiB", "host s/step");
+  for (const char* topology : {"v5e", "v5e-4", "v5e-8", "v5e-16"}) row("mlp", topology, 20);
+  if (!quick)
+    for (const char* topology : {"v5e", "v5e-4", "v5e-8", "v5e-16"}) row("transformer", topology, 6);
+  return 0;
+}
