@@ -19,6 +19,15 @@ double relative_change(double before, double after) {
   return after > 0 ? std::numeric_limits<double>::infinity() : 0.0;
 }
 
+// Change, counted and regression of a row present in both profiles.
+void judge(DiffRow& row, const Summary& before, const Summary& after, const DiffOptions& options) {
+  if (!row.in_before || !row.in_after) return;
+  row.change = relative_change(row.before_seconds, row.after_seconds);
+  row.counted = row.before_seconds >= options.noise_floor * before.seconds ||
+                row.after_seconds >= options.noise_floor * after.seconds;
+  row.regression = row.counted && row.change > options.threshold;
+}
+
 std::string format_change(const DiffRow& row) {
   if (!row.in_before) return "new";
   if (!row.in_after) return "gone";
@@ -38,6 +47,7 @@ bool Diff::regressed() const { return regressions() > 0; }
 
 size_t Diff::regressions() const {
   return static_cast<size_t>(total.regression) +
+         static_cast<size_t>(collectives && collectives->regression) +
          static_cast<size_t>(
              std::count_if(ops.begin(), ops.end(), [](const DiffRow& r) { return r.regression; }));
 }
@@ -51,6 +61,15 @@ Diff compare_summaries(const Summary& before, const Summary& after, const DiffOp
   diff.total.change = relative_change(before.seconds, after.seconds);
   diff.total.counted = true;
   diff.total.regression = diff.total.change > options.threshold;
+  if (before.collective_seconds > 0 || after.collective_seconds > 0) {
+    DiffRow& row = diff.collectives.emplace();
+    row.name = "collectives";
+    row.in_before = before.collective_seconds > 0;
+    row.in_after = after.collective_seconds > 0;
+    row.before_seconds = before.collective_seconds;
+    row.after_seconds = after.collective_seconds;
+    judge(row, before, after, options);
+  }
 
   std::map<std::string, DiffRow> rows;
   for (const OpTime& op : before.ops) {
@@ -68,12 +87,7 @@ Diff compare_summaries(const Summary& before, const Summary& after, const DiffOp
     row.after_seconds = op.seconds;
   }
   for (auto& [name, row] : rows) {
-    if (row.in_before && row.in_after) {
-      row.change = relative_change(row.before_seconds, row.after_seconds);
-      row.counted = row.before_seconds >= options.noise_floor * before.seconds ||
-                    row.after_seconds >= options.noise_floor * after.seconds;
-      row.regression = row.counted && row.change > options.threshold;
-    }
+    judge(row, before, after, options);
     diff.ops.push_back(std::move(row));
   }
   std::stable_sort(diff.ops.begin(), diff.ops.end(), [](const DiffRow& a, const DiffRow& b) {
@@ -98,6 +112,7 @@ std::string format_diff(const Diff& diff, const DiffOptions& options,
                    verdict(row)});
   };
   add(diff.total);
+  if (diff.collectives) add(*diff.collectives);
   size_t shown = 0;
   for (const DiffRow& row : diff.ops) {
     // Every failing row is shown, however long the list.

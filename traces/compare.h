@@ -1,5 +1,6 @@
 // Comparison of two profiles (two topologies, two compiler versions, before and after a
-// change): total time and each IR op's time, as `podsim profile diff` prints them, with
+// change): total time, time in collectives (pods) and each IR op's time, as `podsim
+// profile diff` prints them, with
 // a verdict for CI: did any figure get worse by more than a threshold?
 //
 // Times are those of summarize() (seconds, so chips with different clocks compare).
@@ -9,6 +10,7 @@
 // gone, and their cost shows up in the total time.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,6 +37,8 @@ struct DiffRow {
 
 struct Diff {
   DiffRow total;
+  // Summary::collective_seconds, when either profile has collectives; counted like an op.
+  std::optional<DiffRow> collectives;
   std::vector<DiffRow> ops;  // longest first (by the larger of the two times)
   bool regressed() const;
   size_t regressions() const;

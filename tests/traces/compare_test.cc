@@ -51,6 +51,24 @@ TEST(Compare, SlowerOpPastThresholdFailsTotalWithinPasses) {
   EXPECT_EQ(compare_summaries(before, after, {0.15, 0.0}).regressions(), 1u);
 }
 
+TEST(Compare, SlowerCollectivesFailOnTheirOwn) {
+  // Total 100 -> 103 us (+3%); collectives 20 -> 23 (+15%): a pod whose communication got
+  // slower fails even when the total stays within the threshold.
+  Summary before = summary_of(100, {{"all-reduce.1", 20}});
+  Summary after = summary_of(103, {{"all-reduce.1", 23}});
+  before.collective_seconds = 20e-6;
+  after.collective_seconds = 23e-6;
+  Diff d = compare_summaries(before, after, {0.05, 0.01});
+  ASSERT_TRUE(d.collectives.has_value());
+  EXPECT_NEAR(d.collectives->change, 0.15, 1e-12);
+  EXPECT_TRUE(d.collectives->regression);
+  EXPECT_FALSE(d.total.regression);
+  EXPECT_EQ(d.regressions(), 2u);  // the collectives and the all-reduce op
+  EXPECT_NE(format_diff(d, {0.05, 0.01}, "a", "b").find("collectives"), std::string::npos);
+  // Profiles without collectives have no such row.
+  EXPECT_FALSE(compare_summaries(summary_of(1, {}), summary_of(1, {}), {}).collectives);
+}
+
 TEST(Compare, SlowerTotalFails) {
   Diff d = compare_summaries(summary_of(100, {}), summary_of(106, {}), {0.05, 0.01});
   EXPECT_TRUE(d.total.regression);

@@ -88,6 +88,31 @@ TEST(Summary, OpTimeIsTheUnionOfItsSpansOverAllUnits) {
   EXPECT_EQ(c.ops[2].cycles, 50u);
 }
 
+TEST(Summary, CollectiveTimeIsTheMostAnyChipSpentInCollectiveOps) {
+  // Rename add.2 an all-reduce: chip 0 spends its 300 cycles in it; a second chip with the
+  // add's spans moved later spends 400 ([600,1000) on its VPU): the summary takes 400 ns.
+  Profile p = hand_profile();
+  p.source_ops[1].name = "all-reduce.2";
+  ChipProfile second = hand_chip();
+  second.name = "chip 1";
+  second.tracks[2].spans[0].end = 1000;
+  p.chips.push_back(second);
+  Summary s = summarize(p);
+  EXPECT_DOUBLE_EQ(s.chips[0].collective_seconds, 300e-9);
+  EXPECT_DOUBLE_EQ(s.chips[1].collective_seconds, 400e-9);
+  EXPECT_DOUBLE_EQ(s.collective_seconds, 400e-9);
+  EXPECT_DOUBLE_EQ(summarize(hand_profile()).collective_seconds, 0);
+  EXPECT_NE(format_summary(s).find("collectives: 400 ns"), std::string::npos) << format_summary(s);
+}
+
+TEST(Summary, CollectiveOpsByInstructionName) {
+  for (const char* name : {"all-reduce", "all-reduce.3", "all-gather.1", "reduce-scatter",
+                           "all-reduce-start.2", "collective-permute-done", "all-to-all.7"})
+    EXPECT_TRUE(is_collective_op(name)) << name;
+  for (const char* name : {"fusion.3", "all-reducer", "reduce.2", "add.1", "my-all-reduce"})
+    EXPECT_FALSE(is_collective_op(name)) << name;
+}
+
 TEST(Summary, TrackBusyFractions) {
   const ChipSummary c = summarize(hand_profile()).chips[0];
   ASSERT_EQ(c.tracks.size(), 5u);
