@@ -146,6 +146,31 @@ Tensor reduce_scatter(const Tensor& x, ReduceOp op, int64_t dim, double scale,
   return scaled(std::move(value), op, scale, group_size, x.impl()->device, site);
 }
 
+Tensor collective_permute(const Tensor& x, const std::vector<std::pair<int64_t, int64_t>>& pairs,
+                          Loc loc) {
+  const OpSite site{"collective_permute", loc};
+  NodePtr value = operand(x, site);
+  std::vector<int> sends(static_cast<size_t>(replicas), 0), receives(sends);
+  std::vector<int64_t> attrs = {replicas};
+  for (auto [from, to] : pairs) {
+    if (from < 0 || to < 0 || from >= replicas || to >= replicas)
+      lazy::op_fail(site, "pair ({}, {}) names a replica out of range: the launch has {}", from, to,
+                    replicas);
+    if (sends[static_cast<size_t>(from)]++ != 0 || receives[static_cast<size_t>(to)]++ != 0)
+      lazy::op_fail(site, "replica {} sends or {} receives more than once", from, to);
+    attrs.push_back(from);
+    attrs.push_back(to);
+  }
+  if (replicas == 1) {  // the one replica keeps x if it sends to itself, else gets zeros
+    if (pairs.empty())
+      value = lazy::broadcast_to(lazy::make_constant(site, value->type, 0), value->dims, site);
+  } else {
+    value = lazy::unary_node(site, ir::Opcode::kCollectivePermute, value->type, value->dims, value,
+                             attrs);
+  }
+  return lazy::make_result(std::move(value), x.impl()->device, site);
+}
+
 void optimizer_step(optim::Optimizer& optimizer, Loc loc) {
   if (replicas > 1) {
     // As XLA's all-reduce combiner would: the grads of one type flattened into buckets of

@@ -24,6 +24,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <utility>
 #include <vector>
 
 #include "runtime/tensor.h"
@@ -55,6 +56,12 @@ Tensor all_gather(const Tensor& x, int64_t dim = 0, const ReplicaGroups& groups 
 // the group gets block k (dim must divide by the group size); times scale.
 Tensor reduce_scatter(const Tensor& x, ReduceOp op, int64_t dim, double scale = 1.0,
                       const ReplicaGroups& groups = {}, Loc loc = Loc::current());
+
+// Pairs (source replica, target replica): each target gets its source's x; a replica
+// that is no pair's target gets zeros. A replica is the source of one pair at most, and
+// the target of one at most.
+Tensor collective_permute(const Tensor& x, const std::vector<std::pair<int64_t, int64_t>>& pairs,
+                          Loc loc = Loc::current());
 
 // xm.optimizer_step: averages every parameter's grad over all replicas, then
 // optimizer.step(). Grads of one dtype travel together, flattened and concatenated into

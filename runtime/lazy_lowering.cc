@@ -191,6 +191,7 @@ class Lowering {
       case ir::Opcode::kAllReduce:
       case ir::Opcode::kAllGather:
       case ir::Opcode::kReduceScatter:
+      case ir::Opcode::kCollectivePermute:
         result = lower_collective(node, operands.at(0));
         break;
       case ir::Opcode::kGetTupleElement: {
@@ -209,23 +210,34 @@ class Lowering {
     return result;
   }
 
-  // Collective attributes (runtime/collectives.cc): all-reduce [ReduceKind, replicas,
-  // group size, ids...], all-gather [dim, replicas, group size, ids...], reduce-scatter
-  // [ReduceKind, dim, replicas, group size, ids...]. The module gets replica_count.
-  ir::Instruction* lower_collective(const Node& node, ir::Instruction* input) {
-    const std::vector<int64_t> a = node.attrs.vec();
-    size_t at = 0;
-    std::optional<ReduceKind> kind;
-    if (node.op != ir::Opcode::kAllGather) kind = static_cast<ReduceKind>(a.at(at++));
-    std::optional<int64_t> dim;
-    if (node.op != ir::Opcode::kAllReduce) dim = a.at(at++);
-    const int64_t replicas = a.at(at++);
-    const auto group_size = static_cast<size_t>(a.at(at++));
+  // The module's replica_count, from a collective; all must agree.
+  void set_replicas(int64_t replicas) {
     if (replicas_ != 0 && replicas_ != replicas)
       fail("internal error: one lazy graph has collectives over {} and {} replicas", replicas_,
            replicas);
     replicas_ = replicas;
     module_->replica_count = replicas;
+  }
+
+  // Collective attributes (runtime/collectives.cc): all-reduce [ReduceKind, replicas,
+  // group size, ids...], all-gather [dim, replicas, group size, ids...], reduce-scatter
+  // [ReduceKind, dim, replicas, group size, ids...], collective-permute [replicas, then
+  // (source, target) pairs]. The module gets replica_count.
+  ir::Instruction* lower_collective(const Node& node, ir::Instruction* input) {
+    const std::vector<int64_t> a = node.attrs.vec();
+    size_t at = 0;
+    if (node.op == ir::Opcode::kCollectivePermute) {
+      set_replicas(a.at(at++));
+      ir::Instruction* c = add(entry_, node.op, node_shape(node), {input});
+      for (; at + 1 < a.size(); at += 2) c->attrs().source_target_pairs.emplace_back(a[at], a[at + 1]);
+      return c;
+    }
+    std::optional<ReduceKind> kind;
+    if (node.op != ir::Opcode::kAllGather) kind = static_cast<ReduceKind>(a.at(at++));
+    std::optional<int64_t> dim;
+    if (node.op != ir::Opcode::kAllReduce) dim = a.at(at++);
+    set_replicas(a.at(at++));
+    const auto group_size = static_cast<size_t>(a.at(at++));
     ir::ReplicaGroups groups;
     for (; at < a.size(); at += group_size)
       groups.groups.emplace_back(a.begin() + static_cast<std::ptrdiff_t>(at),

@@ -590,6 +590,121 @@ Value lower_reduce_scatter(Lowerer& l, const Instruction& i, Scope& s) {
   return Value{out, shape, {}};
 }
 
+namespace {
+
+// Fills buffer (elements of element_bytes) with zeros: one zero row of up to 4 KiB in
+// HBM, copied over and over by one DMA (a source stride of 0).
+void zero_buffer(Lowerer& l, const Instruction& i, int32_t buffer, int64_t elements,
+                 int64_t element_bytes) {
+  int64_t row = std::max<int64_t>(1, std::min(elements, 4096 / element_bytes));
+  while (elements % row != 0) --row;
+  isa::DmaDescriptor d;
+  d.src_region = l.use(l.constant_buffer(
+      fmt::format("{}.zeros", i.name()), std::vector<uint8_t>(static_cast<size_t>(row * element_bytes), 0)));
+  d.dst_region = l.use(buffer);
+  d.element_bytes = static_cast<int32_t>(element_bytes);
+  d.sizes = {elements / row, row};
+  d.src_strides = {0, element_bytes};
+  d.dst_strides = {row * element_bytes, element_bytes};
+  l.pb().dma(l.pb().descriptor(d), 0, 0, kSemStore);
+  l.pb().wait(kSemStore, 1);
+}
+
+}  // namespace
+
+// collective-permute: a chip that is some pair's target tells its source it is in the
+// step and waits for the array, which its source sends straight into its result; a chip
+// that is no pair's target returns zeros. Which chips a device sends to and receives
+// from is a table row indexed by the device id ([has target, target, has source,
+// source]); the code branches on it.
+Value lower_collective_permute(Lowerer& l, const Instruction& i, Scope& s) {
+  if (i.operand_count() != 1 || !i.operand(0)->shape().is_array())
+    unsupported(i, "tuple or variadic operands");
+  isa_dtype(i, i.shape().type());
+  const Value in = l.value_of(*i.operand(0), s);
+  l.begin_step(i, s);
+  const ir::Shape& shape = i.shape();
+  const int32_t out = l.new_buffer(i.name(), shape);
+  const int64_t eb = ir::type_byte_size(shape.type());
+  const Target& t = l.target();
+  // Per device: the device it sends to and the one it receives from (-1: none), pairs
+  // naming replica ids (or partition ids with a channel_id) within the device's domain.
+  const bool cross_partition = ir::collective_group_mode(i) == ir::GroupMode::kCrossPartition;
+  const int64_t domain_size = cross_partition ? t.partitions : t.replicas;
+  std::vector<int64_t> table(static_cast<size_t>(t.devices() * 4), 0);
+  for (int64_t d = 0; d < t.devices(); ++d) {
+    auto device_of = [&](int64_t id) {
+      return cross_partition ? d - d % t.partitions + id : id * t.partitions + d % t.partitions;
+    };
+    const int64_t mine = cross_partition ? d % t.partitions : d / t.partitions;
+    int64_t* row = &table[static_cast<size_t>(d * 4)];
+    for (auto [from, to] : i.attrs().source_target_pairs) {
+      if (from < 0 || to < 0 || from >= domain_size || to >= domain_size)
+        unsupported(i, fmt::format("source_target_pairs entry {{{},{}}} out of range", from, to));
+      if (from == mine) {
+        if (row[0] != 0) unsupported(i, "a device that is the source of two pairs");
+        row[0] = 1;
+        row[1] = device_of(to);
+      }
+      if (to == mine) {
+        if (row[2] != 0) unsupported(i, "a device that is the target of two pairs");
+        row[2] = 1;
+        row[3] = device_of(from);
+      }
+    }
+  }
+  if (!t.pod) {  // one chip: it is its own source, or it gets zeros
+    if (table[2] != 0)
+      copy_buffer(l, in.buffer, out, shape.byte_size());
+    else
+      zero_buffer(l, i, out, shape.num_elements(), eb);
+    return Value{out, shape, {}};
+  }
+  ProgramBuilder& pb = l.pb();
+  const int32_t row = device_row(l, fmt::format("{}.pairs", i.name()), table, 4);
+  const int flag = pb.hold_sreg(), peer = pb.hold_sreg();
+  // `from` the branch skipping to here when flag (table entry `entry`) is 0.
+  auto skip_unless = [&](int64_t entry) {
+    pb.emit(isa::Opcode::kSld, isa::DType::kS32, {flag, row, pb.sreg(8 * entry)});
+    const int64_t branch = pb.pc();
+    pb.emit(isa::Opcode::kBz, isa::DType::kF32, {flag, 0});
+    return branch;
+  };
+  auto here = [&](int64_t branch) {
+    pb.set_branch_target(branch, pb.pc());
+    pb.begin_block();
+  };
+  // Receivers say they are ready; the others' results are zeros.
+  const int64_t no_source = skip_unless(2);
+  pb.emit(isa::Opcode::kSld, isa::DType::kS32, {peer, row, pb.sreg(24)});
+  const int word = flag_word(l);
+  pb.emit(isa::Opcode::kDmaRemote, isa::DType::kF32,
+          {flag_descriptor(l), pb.sreg(0), word, peer, kSemStore, kSemReady});
+  pb.release_sreg(word);
+  pb.wait(kSemStore, 1);
+  const int64_t to_send = pb.pc();
+  pb.emit(isa::Opcode::kBr, isa::DType::kF32, {0});
+  here(no_source);
+  zero_buffer(l, i, out, shape.num_elements(), eb);
+  here(to_send);
+  // Senders send once their target is ready.
+  const int64_t no_target = skip_unless(0);
+  pb.emit(isa::Opcode::kSld, isa::DType::kS32, {peer, row, pb.sreg(8)});
+  pb.wait(kSemReady, 1);
+  pb.emit(isa::Opcode::kDmaRemote, isa::DType::kF32,
+          {contiguous_descriptor(pb, l.use(in.buffer), l.use(out), shape.byte_size()), pb.sreg(0),
+           pb.sreg(0), peer, kSemSentHbm, kSemLanded});
+  pb.wait(kSemSentHbm, 1);
+  here(no_target);
+  // Receivers wait for the array.
+  const int64_t nothing_comes = skip_unless(2);
+  pb.wait(kSemLanded, 1);
+  here(nothing_comes);
+  pb.release_sreg(flag);
+  pb.release_sreg(peer);
+  return Value{out, shape, {}};
+}
+
 Value lower_all_gather(Lowerer& l, const Instruction& i, Scope& s) {
   CollectiveStep step = begin_collective(l, i, s);
   const ir::Shape& shape = i.shape();

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <limits>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -149,6 +150,20 @@ TEST_P(CollectivesTest, ReduceScatterGivesEachReplicaItsBlock) {
   }
 }
 
+TEST_P(CollectivesTest, CollectivePermuteShiftsAndZeroFills) {
+  // Replicas 0 -> 1 -> 2 -> 0; replica 3 sends nowhere and receives nothing (zeros).
+  auto results = per_replica(GetParam(), [&](int r) {
+    return collective_permute(Tensor::from_vector<float>(contributions(r, 5), {5}, &device()),
+                              {{0, 1}, {1, 2}, {2, 0}});
+  });
+  const int source[kReplicas] = {2, 0, 1, -1};
+  for (int r = 0; r < kReplicas; ++r)
+    for (int i = 0; i < 5; ++i)
+      EXPECT_FLOAT_EQ(results[static_cast<size_t>(r)][static_cast<size_t>(i)],
+                      source[r] < 0 ? 0.f : contribution(source[r], i))
+          << "replica " << r << " element " << i;
+}
+
 TEST_P(CollectivesTest, OptimizerStepAveragesGradients) {
   constexpr int n = 4;
   constexpr double lr = 0.25;
@@ -272,6 +287,9 @@ TEST(CollectivesOutsideALaunch, AreTheIdentityTimesTheScale) {
   EXPECT_EQ(all_gather(x).to_vector<float>(), (std::vector<float>{1, -2, 4}));
   EXPECT_EQ(reduce_scatter(x, ReduceOp::kMean, 0).to_vector<float>(),
             (std::vector<float>{1, -2, 4}));
+  EXPECT_EQ(collective_permute(x, {{0, 0}}).to_vector<float>(), (std::vector<float>{1, -2, 4}));
+  Tensor inf = Tensor::from_vector<float>({-1, std::numeric_limits<float>::infinity()}, {2}, &cpu);
+  EXPECT_EQ(collective_permute(inf, {}).to_vector<float>(), (std::vector<float>{0, 0}));
 }
 
 TEST(CollectivesOutsideALaunch, BadGroupsAreErrors) {

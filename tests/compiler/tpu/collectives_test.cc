@@ -159,6 +159,25 @@ ENTRY e {{
                GetParam());
 }
 
+TEST_P(Collectives, CollectivePermuteShiftsAndZeroFills) {
+  const int n = chips();
+  // A cyclic shift (every chip sends and receives), then a swap of chips 0 and 1 and
+  // a self-pair for the last chip (the others get zeros), in one module.
+  std::string shift, swap = "{0,1},{1,0}";
+  for (int d = 0; d < n; ++d) shift += fmt::format("{}{{{},{}}}", d ? "," : "", d, (d + 1) % n);
+  if (n > 2) swap += fmt::format(",{{{},{}}}", n - 1, n - 1);
+  check_on_pod(fmt::format(R"(HloModule m
+ENTRY e {{
+  x = s32[3,50] parameter(0)
+  y = bf16[700] parameter(1)
+  a = s32[3,50] collective-permute(x), source_target_pairs={{{}}}
+  b = bf16[700] collective-permute(y), source_target_pairs={{{}}}
+  ROOT t = (s32[3,50], bf16[700]) tuple(a, b)
+}})",
+                           shift, swap),
+               GetParam());
+}
+
 TEST_P(Collectives, ReplicaIdIsTheDevice) {
   check_on_pod(R"(HloModule m
 ENTRY e {

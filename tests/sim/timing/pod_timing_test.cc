@@ -98,7 +98,7 @@ class TimedCollectives : public ::testing::TestWithParam<std::string> {};
 
 // Collectives the compiler lowered (tests/compiler/tpu/collectives_test.cc checks them
 // against the evaluator on the functional pod) compute the same on the timed pod, with
-// no hazard; the all-reduce takes at least what a ring needs to move its bytes.
+// no hazard; the all-reduce takes at least what its algorithm needs to move its bytes.
 TEST_P(TimedCollectives, CompiledRingsMatchTheFunctionalPodWithoutHazards) {
   const topology::PodConfig pod = topology::pod_config(GetParam());
   const int n = pod.chips();
@@ -114,7 +114,8 @@ ENTRY e {{
   ar = f32[300,70] all-reduce(x), to_apply=add
   rs = f32[6,2,40] reduce-scatter(y), dimensions={{1}}, to_apply=add
   ag = f32[6,{},40] all-gather(rs), dimensions={{1}}
-  ROOT t = (f32[300,70], f32[6,2,40], f32[6,{},40]) tuple(ar, rs, ag)
+  cp = f32[300,70] collective-permute(x), source_target_pairs={{{{0,1}},{{1,0}}}}
+  ROOT t = (f32[300,70], f32[6,2,40], f32[6,{},40], f32[300,70]) tuple(ar, rs, ag, cp)
 }})",
                                       2 * n, 2 * n, 2 * n);
   for (tpu::Options::AllReduce algorithm :
@@ -135,7 +136,7 @@ ENTRY e {{
   PodRunResult r = run_timed_pod(exe, params, options);
   EXPECT_TRUE(r.hazards.empty());
   for (int d = 0; d < n; ++d)
-    for (int k = 0; k < 3; ++k)
+    for (int k = 0; k < 4; ++k)
       EXPECT_EQ(r.chips[static_cast<size_t>(d)].outputs.at(static_cast<size_t>(k)),
                 functional.chip(d).read_output(k))
           << "chip " << d << " output " << k;
