@@ -10,17 +10,21 @@
 // exact: integers, data movement and IEEE f32 arithmetic agree bit for bit.
 // A case with an op the lowering does not support is skipped, with the lowering's
 // "not supported on the TPU target: <op>" message as the reason (README lists the
-// supported ops); multi-device cases are skipped (one chip, one core).
+// supported ops). Multi-device cases (collectives) run on a v5e pod with a chip per
+// device, every chip against the evaluator's result for its device.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "compiler/ir/printer.h"
 #include "compiler/passes/pass.h"
 #include "compiler/ir/verifier.h"
+#include "sim/functional/pod_model.h"
+#include "topology/pod_config.h"
 #include "tests/compiler/numpy_cases.h"
 #include "tests/compiler/tpu/tpu_test_util.h"
 
@@ -41,19 +45,82 @@ bool uses_64bit_types(const std::string& text) {
   }
 }
 
+// Output k of every device within the case's tolerance of the reference.
+void expect_near_reference(const std::vector<ir::Literal>& actual,
+                           const std::vector<ir::Literal>& expected,
+                           const std::map<std::string, std::string>& meta) {
+  ASSERT_EQ(actual.size(), expected.size());
+  for (size_t k = 0; k < actual.size(); ++k) {
+    const cases::Tolerance tolerance = cases::tolerance_for(meta, k);
+    std::vector<double> bounds(static_cast<size_t>(expected[k].num_elements()));
+    if (ir::is_float(expected[k].type()))
+      for (size_t i = 0; i < bounds.size(); ++i)
+        bounds[i] = cases::allowed_error(tolerance, expected[k], static_cast<int64_t>(i), 2.0);
+    EXPECT_TRUE(near(actual[k], expected[k], 0, 0, &bounds)) << "output " << k;
+  }
+}
+
+// A multi-device case on a v5e pod of replicas x partitions chips (1xN, or 2xN/2 from 4
+// devices up): each chip runs its device's arguments.
+void run_case_on_pod(const std::string& text, const ir::NamedLiterals& tensors,
+                     const std::map<std::string, std::string>& meta) {
+  ir::EvalOptions options;
+  options.replicas = meta.count("replicas") ? std::stoll(meta.at("replicas")) : 1;
+  options.partitions = meta.count("partitions") ? std::stoll(meta.at("partitions")) : 1;
+  const int64_t devices = options.replicas * options.partitions;
+  const std::string shape = devices >= 4 && devices % 2 == 0
+                                ? fmt::format("v5e:2x{}", devices / 2)
+                                : fmt::format("v5e:1x{}", devices);
+  SCOPED_TRACE(shape);
+  std::vector<std::vector<ir::Literal>> args(static_cast<size_t>(devices));
+  for (int64_t d = 0; d < devices; ++d)
+    args[static_cast<size_t>(d)] =
+        cases::copies(cases::numbered(tensors, "r" + std::to_string(d) + ".arg"));
+  auto reference = with_bf16_dot_operands(text);
+  const std::vector<ir::Literal> expected = ir::evaluate_spmd(*reference, args, options);
+  Options compile_options;
+  compile_options.passes = true;
+  isa::Executable exe;
+  try {
+    exe = compile(*ir::parse_module(text), Target(topology::pod_config(shape), options.replicas),
+                  compile_options);
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    if (what.find("not supported on the TPU target") != std::string::npos) GTEST_SKIP() << what;
+    FAIL() << what;
+  }
+  sim::PodFunctionalModel pod(exe);
+  for (int64_t d = 0; d < devices; ++d)
+    for (size_t k = 0; k < args[static_cast<size_t>(d)].size(); ++k) {
+      const std::vector<uint8_t> bytes = parameter_bytes(args[static_cast<size_t>(d)][k]);
+      pod.chip(static_cast<int>(d)).set_parameter(static_cast<int>(k), bytes);
+    }
+  pod.run_to_completion(int64_t{1} << 32);
+  for (int64_t d = 0; d < devices; ++d) {
+    SCOPED_TRACE("device " + std::to_string(d));
+    std::vector<ir::Literal> want;
+    flatten_into(expected[static_cast<size_t>(d)], want);
+    std::vector<ir::Literal> got;
+    for (size_t k = 0; k < want.size(); ++k)
+      got.push_back(output_literal(pod.chip(static_cast<int>(d)).read_output(static_cast<int>(k)),
+                                   want[k].shape(), k, "the pod run"));
+    expect_near_reference(got, want, meta);
+  }
+}
+
 TEST_P(TpuNumpyOracleTest, MatchesEvaluatorOnV4AndV5e) {
   cases::register_oracle_targets();
   const std::string name = GetParam();
   const std::string base = cases::case_dir() + "/" + name;
   SCOPED_TRACE("case files " + base + ".{hlo,safetensors}");
   const auto meta = ir::read_safetensors_metadata(base + ".safetensors");
-  if (meta.count("replicas") || meta.count("partitions")) GTEST_SKIP() << "several devices";
   const std::string text = ir::print_module(*ir::parse_module_file(base + ".hlo"));
   const ir::NamedLiterals tensors = ir::read_safetensors(base + ".safetensors");
-  const std::vector<ir::Literal> args = cases::copies(cases::numbered(tensors, "arg"));
   if (uses_64bit_types(text))
     GTEST_SKIP() << "64-bit types: the TPU target computes them narrowed to 32 bits, which "
                     "the 64-bit reference's results do not allow for";
+  if (meta.count("replicas") || meta.count("partitions")) return run_case_on_pod(text, tensors, meta);
+  const std::vector<ir::Literal> args = cases::copies(cases::numbered(tensors, "arg"));
   auto reference = with_bf16_dot_operands(text);
   std::vector<ir::Literal> expected;
   flatten_into(ir::evaluate(*reference, args), expected);
@@ -68,17 +135,8 @@ TEST_P(TpuNumpyOracleTest, MatchesEvaluatorOnV4AndV5e) {
       if (what.find("not supported on the TPU target") != std::string::npos) GTEST_SKIP() << what;
       FAIL() << what;
     }
-    std::vector<ir::Literal> actual =
-        run_executable(exe, args, flat_shapes(reference->entry()->root()->shape()));
-    ASSERT_EQ(actual.size(), expected.size());
-    for (size_t k = 0; k < actual.size(); ++k) {
-      const cases::Tolerance tolerance = cases::tolerance_for(meta, k);
-      std::vector<double> bounds(static_cast<size_t>(expected[k].num_elements()));
-      if (ir::is_float(expected[k].type()))
-        for (size_t i = 0; i < bounds.size(); ++i)
-          bounds[i] = cases::allowed_error(tolerance, expected[k], static_cast<int64_t>(i), 2.0);
-      EXPECT_TRUE(near(actual[k], expected[k], 0, 0, &bounds)) << "output " << k;
-    }
+    expect_near_reference(
+        run_executable(exe, args, flat_shapes(reference->entry()->root()->shape())), expected, meta);
   }
 }
 
