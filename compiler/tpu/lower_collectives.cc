@@ -423,11 +423,11 @@ bool prefer_one_shot(const Lowerer& l, const Instruction& i, const Rings& rings,
 // the group's G arrays in group order (the reference evaluator's order) on the vector
 // unit. A table row per device holds its group position p and the devices at positions
 // p + 1, ..., p + G - 1 (mod G).
-Value one_shot_all_reduce(Lowerer& l, const Instruction& i, const CollectiveStep& step,
-                          int64_t padded) {
+void one_shot_all_reduce(Lowerer& l, const Instruction& i, const CollectiveStep& step,
+                         int64_t padded) {
   ProgramBuilder& pb = l.pb();
   const Target& t = l.target();
-  const ir::Shape& shape = i.shape();
+  const ir::Shape& shape = step.in.shape;
   const topology::ChipConfig& chip = l.chip();
   const int64_t bytes = shape.byte_size();
   const int64_t row_bytes = int64_t{chip.vpu_lanes} * ir::type_byte_size(shape.type());
@@ -502,7 +502,6 @@ Value one_shot_all_reduce(Lowerer& l, const Instruction& i, const CollectiveStep
   pb.dma(contiguous_descriptor(pb, sum, l.use(step.out), bytes), 0, 0, kSemStore);
   pb.wait(kSemStore, 1);
   pb.wait(kSemSentHbm, g - 1);
-  return Value{step.out, shape, {}};
 }
 
 // Elements before and after dimension dim of dims (row-major: [outer, dims[dim], inner]).
@@ -534,11 +533,12 @@ Value lower_device_id(Lowerer& l, const Instruction& i, Scope& s) {
   return Value{out, i.shape(), {}};
 }
 
-Value lower_all_reduce(Lowerer& l, const Instruction& i, Scope& s) {
-  CollectiveStep step = begin_collective(l, i, s);
-  const ir::Shape& shape = i.shape();
-  const int32_t out = step.out;
-  if (step.single()) return Value{out, shape, {}};
+namespace {
+
+// The all-reduce of the array step.in into step.out (step.rings of more than one chip),
+// by the algorithm the options or the cost model choose.
+void all_reduce_array(Lowerer& l, const Instruction& i, CollectiveStep& step) {
+  const ir::Shape& shape = step.in.shape;
   const int64_t eb = ir::type_byte_size(shape.type());
   const int64_t g = step.rings.size;
   const int64_t tile_bytes = int64_t{l.chip().vpu_sublanes} * l.chip().vpu_lanes * eb;
@@ -554,13 +554,75 @@ Value lower_all_reduce(Lowerer& l, const Instruction& i, Scope& s) {
   const ir::Shape padded_shape(ir::PrimitiveType::kU8, {g * c.chunk_bytes});
   const bool padded = g * c.chunk_bytes != shape.byte_size();
   const int32_t work = l.new_buffer(fmt::format("{}.work", i.name()), padded_shape);
-  const int32_t gathered = padded ? l.new_buffer(fmt::format("{}.gathered", i.name()), padded_shape) : out;
+  const int32_t gathered =
+      padded ? l.new_buffer(fmt::format("{}.gathered", i.name()), padded_shape) : step.out;
   copy_buffer(l, step.in.buffer, work, shape.byte_size());
   RingStep ring(l, i, std::move(step.rings));
   ring_reduce_scatter(l, i, ring, work, gathered, c, shape.type(), true);
   ring_all_gather(l, ring, gathered, c.chunk_bytes, {c.sub_bytes / 8}, {8}, 8, c.sub_bytes, c.subs(), true);
-  if (padded) copy_buffer(l, gathered, out, shape.byte_size());
-  return Value{out, shape, {}};
+  if (padded) copy_buffer(l, gathered, step.out, shape.byte_size());
+}
+
+// Copies `elements` of element_bytes between buffers at byte offsets.
+void copy_at(Lowerer& l, int32_t src, int64_t src_offset, int32_t dst, int64_t dst_offset,
+             int64_t elements, int64_t element_bytes) {
+  const int n = issue_copy(l.pb(), l.use(src), src_offset, l.use(dst), dst_offset, element_bytes,
+                           {elements}, {1}, {1}, kSemStore);
+  l.pb().wait(kSemStore, n);
+}
+
+// A tuple all-reduce (one reducer applied to each operand, as PyTorch/XLA's all-reduce of
+// a list of gradients prints): the operands, all of one element type, concatenated into
+// one array that is all-reduced once, then split into the results.
+Value lower_tuple_all_reduce(Lowerer& l, const Instruction& i, Scope& s) {
+  const ir::PrimitiveType type = i.operand(0)->shape().is_array() ? i.operand(0)->shape().type()
+                                                                  : ir::PrimitiveType::kTuple;
+  std::vector<Value> ins;
+  int64_t total = 0;
+  for (int64_t k = 0; k < i.operand_count(); ++k) {
+    const ir::Shape& shape = i.operand(k)->shape();
+    if (!shape.is_array() || shape.type() != type)
+      unsupported(i, "operands that are not all arrays of one element type");
+    ins.push_back(l.value_of(*i.operand(k), s));
+    total += shape.num_elements();
+  }
+  isa_dtype(i, type);
+  l.begin_step(i, s);
+  const int64_t eb = ir::type_byte_size(type);
+  CollectiveStep step;
+  step.in = Value{l.new_buffer(fmt::format("{}.in", i.name()), ir::Shape(type, {total})),
+                  ir::Shape(type, {total}), {}};
+  int64_t at = 0;
+  for (const Value& in : ins) {
+    copy_at(l, in.buffer, 0, step.in.buffer, at * eb, in.shape.num_elements(), eb);
+    at += in.shape.num_elements();
+  }
+  if (l.target().pod) step.rings = make_rings(l, i);
+  if (step.single()) {
+    step.out = step.in.buffer;
+  } else {
+    step.out = l.new_buffer(fmt::format("{}.out", i.name()), step.in.shape);
+    all_reduce_array(l, i, step);
+  }
+  Value result{-1, i.shape(), {}};
+  at = 0;
+  for (const Value& in : ins) {
+    const int32_t out = l.new_buffer(fmt::format("{}.{}", i.name(), result.elements.size()), in.shape);
+    copy_at(l, step.out, at * eb, out, 0, in.shape.num_elements(), eb);
+    at += in.shape.num_elements();
+    result.elements.push_back(Value{out, in.shape, {}});
+  }
+  return result;
+}
+
+}  // namespace
+
+Value lower_all_reduce(Lowerer& l, const Instruction& i, Scope& s) {
+  if (i.operand_count() != 1 || !i.operand(0)->shape().is_array())
+    return lower_tuple_all_reduce(l, i, s);
+  CollectiveStep step = begin_collective(l, i, s);
+  if (!step.single()) all_reduce_array(l, i, step);
+  return Value{step.out, i.shape(), {}};
 }
 
 Value lower_reduce_scatter(Lowerer& l, const Instruction& i, Scope& s) {

@@ -159,6 +159,27 @@ ENTRY e {{
                GetParam());
 }
 
+TEST_P(Collectives, TupleAllReduceReducesEachOperand) {
+  // PyTorch/XLA's all-reduce of a list of gradients: one instruction, several operands.
+  check_on_pod(R"(HloModule m
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY e {
+  x = f32[300] parameter(0)
+  y = f32[7,5] parameter(1)
+  z = f32[] parameter(2)
+  r = (f32[300], f32[7,5], f32[]) all-reduce(x, y, z), to_apply=add
+  a = f32[300] get-tuple-element(r), index=0
+  b = f32[7,5] get-tuple-element(r), index=1
+  c = f32[] get-tuple-element(r), index=2
+  ROOT t = (f32[7,5], f32[], f32[300]) tuple(b, c, a)
+})",
+               GetParam());
+}
+
 TEST_P(Collectives, CollectivePermuteShiftsAndZeroFills) {
   const int n = chips();
   // A cyclic shift (every chip sends and receives), then a swap of chips 0 and 1 and
