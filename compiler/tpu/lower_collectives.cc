@@ -126,8 +126,9 @@ int32_t device_row(Lowerer& l, const std::string& name, const std::vector<int64_
 }
 
 // The handshake's one-word send (Lowerer::collective_flags), and in a fresh register
-// (the caller releases it) where it lands on the other chip: the word of this chip's
-// device id, so that chips signalling the same chip write different bytes.
+// (the caller releases it) where it lands on the other chip: a word of this chip's
+// device id (chips signalling the same chip write different bytes), the one of this
+// collective's parity (Lowerer::handshake_parity; flag_word is called once a collective).
 int32_t flag_descriptor(Lowerer& l) {
   const auto [flag_src, flag_dst] = l.collective_flags();
   return contiguous_descriptor(l.pb(), l.use(flag_src), l.use(flag_dst), 8);
@@ -136,7 +137,8 @@ int flag_word(Lowerer& l) {
   ProgramBuilder& pb = l.pb();
   const int word = pb.hold_sreg();
   pb.emit(isa::Opcode::kSdev, isa::DType::kS32, {word, 0});
-  pb.emit(isa::Opcode::kSmuli, isa::DType::kS32, {word, word, 8});
+  pb.emit(isa::Opcode::kSmuli, isa::DType::kS32, {word, word, 16});
+  if (l.handshake_parity() == 1) pb.emit(isa::Opcode::kSaddi, isa::DType::kS32, {word, word, 8});
   return word;
 }
 
@@ -765,6 +767,74 @@ Value lower_collective_permute(Lowerer& l, const Instruction& i, Scope& s) {
   pb.release_sreg(flag);
   pb.release_sreg(peer);
   return Value{out, shape, {}};
+}
+
+// all-to-all (array form, dimensions={d}): the operand [outer, D, inner] is cut along d
+// into G blocks; block q goes to the group's chip q, where it lands as block p (the
+// sender's group position) of the result. After a handshake with the whole group (as
+// the one-shot all-reduce), every chip sends its G - 1 blocks at once and copies its own.
+// A table row per device: its position p, then for k = 1 .. G - 1 the device at position
+// q = p + k (mod G) and q.
+Value lower_all_to_all(Lowerer& l, const Instruction& i, Scope& s) {
+  if (i.attrs().dimensions.empty()) unsupported(i, "the tuple form (no dimensions)");
+  CollectiveStep step = begin_collective(l, i, s);
+  const ir::Shape& shape = i.shape();
+  if (step.single()) return Value{step.out, shape, {}};
+  ProgramBuilder& pb = l.pb();
+  const Target& t = l.target();
+  const int64_t g = step.rings.size;
+  const int64_t eb = ir::type_byte_size(shape.type());
+  const int64_t dim = i.attrs().dimensions.at(0);
+  const auto [outer, inner] = outer_inner(shape.dims(), dim);
+  const int64_t block = shape.dims()[static_cast<size_t>(dim)] / g * inner;  // elements per row
+  isa::DmaDescriptor d;
+  d.src_region = l.use(step.in.buffer);
+  d.dst_region = l.use(step.out);
+  d.element_bytes = static_cast<int32_t>(eb);
+  d.sizes = {outer, block};
+  d.src_strides = d.dst_strides = {g * block * eb, eb};
+  const int32_t blocks = pb.descriptor(d);
+
+  const int64_t row_len = 1 + 2 * (g - 1);
+  std::vector<int64_t> table(static_cast<size_t>(t.devices() * row_len), 0);
+  for (const std::vector<int64_t>& group : ir::collective_device_groups(i, t.replicas, t.partitions))
+    for (int64_t p = 0; p < g; ++p) {
+      int64_t* row = &table[static_cast<size_t>(group[static_cast<size_t>(p)] * row_len)];
+      row[0] = p;
+      for (int64_t k = 1; k < g; ++k) {
+        row[2 * k - 1] = group[static_cast<size_t>((p + k) % g)];
+        row[2 * k] = (p + k) % g;
+      }
+    }
+  const int32_t row = device_row(l, fmt::format("{}.peers", i.name()), table, row_len);
+  const int peer = pb.hold_sreg(), src = pb.hold_sreg(), dst = pb.hold_sreg();
+  // dst: where this chip's blocks land on every other chip (and its own block here).
+  pb.emit(isa::Opcode::kSld, isa::DType::kS32, {dst, row, pb.sreg(0)});
+  pb.emit(isa::Opcode::kSmuli, isa::DType::kS32, {dst, dst, block * eb});
+  pb.emit(isa::Opcode::kDma, isa::DType::kF32, {blocks, dst, dst, kSemLoad});
+  const int32_t flag = flag_descriptor(l);
+  const int word = flag_word(l);
+  for (int64_t k = 1; k < g; ++k) {
+    pb.emit(isa::Opcode::kSld, isa::DType::kS32, {peer, row, pb.sreg(8 * (2 * k - 1))});
+    pb.emit(isa::Opcode::kDmaRemote, isa::DType::kF32,
+            {flag, pb.sreg(0), word, peer, kSemStore, kSemReady});
+  }
+  pb.release_sreg(word);
+  pb.wait(kSemReady, g - 1);
+  pb.wait(kSemStore, g - 1);
+  for (int64_t k = 1; k < g; ++k) {
+    pb.emit(isa::Opcode::kSld, isa::DType::kS32, {peer, row, pb.sreg(8 * (2 * k - 1))});
+    pb.emit(isa::Opcode::kSld, isa::DType::kS32, {src, row, pb.sreg(8 * 2 * k)});
+    pb.emit(isa::Opcode::kSmuli, isa::DType::kS32, {src, src, block * eb});
+    pb.emit(isa::Opcode::kDmaRemote, isa::DType::kF32, {blocks, src, dst, peer, kSemSentHbm, kSemLanded});
+  }
+  pb.release_sreg(peer);
+  pb.release_sreg(src);
+  pb.release_sreg(dst);
+  pb.wait(kSemLoad, 1);
+  pb.wait(kSemSentHbm, g - 1);
+  pb.wait(kSemLanded, g - 1);
+  return Value{step.out, shape, {}};
 }
 
 Value lower_all_gather(Lowerer& l, const Instruction& i, Scope& s) {

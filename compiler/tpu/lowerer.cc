@@ -121,7 +121,7 @@ std::pair<int32_t, int32_t> Lowerer::collective_flags() {
   if (flags_.first < 0)
     flags_ = {constant_buffer("collective.flag_out", std::vector<uint8_t>(8, 0)),
               constant_buffer("collective.flag_in",
-                              std::vector<uint8_t>(static_cast<size_t>(8 * target_.devices()), 0))};
+                              std::vector<uint8_t>(static_cast<size_t>(16 * target_.devices()), 0))};
   return flags_;
 }
 
@@ -308,6 +308,7 @@ Value Lowerer::lower(const Instruction& i, Scope& s) {
     case Opcode::kReduceScatter: return lower_reduce_scatter(*this, i, s);
     case Opcode::kAllGather: return lower_all_gather(*this, i, s);
     case Opcode::kCollectivePermute: return lower_collective_permute(*this, i, s);
+    case Opcode::kAllToAll: return lower_all_to_all(*this, i, s);
     default:
       if (ir::is_elementwise(i.opcode())) return lower_elementwise(*this, i, s);
       unsupported(i);

@@ -83,8 +83,11 @@ class Lowerer {
   int32_t constant_buffer(std::string_view name, std::vector<uint8_t> data);
   const Buffer& buffer(int32_t b) const { return buffers_[static_cast<size_t>(b)]; }
   // HBM for collectives' handshakes (buffers, whole run): a word every chip sends from,
-  // and a word per device that the chip of that device id writes into on the others.
+  // and two words per device that the chip of that device id writes into on the others,
+  // used by alternate collectives (handshake_parity(), 0 1 0 1 ... per call), so that a
+  // chip's flag to another never lands on the bytes its previous flag there wrote.
   std::pair<int32_t, int32_t> collective_flags();
+  int handshake_parity() { return static_cast<int>(handshakes_++ % 2); }
   // The buffer's HBM region, recording that the step in progress uses it.
   int32_t use(int32_t buffer);
 
@@ -136,6 +139,7 @@ class Lowerer {
   std::vector<Buffer> buffers_;
   std::unordered_map<std::string, int32_t> iota_buffers_;
   std::pair<int32_t, int32_t> flags_{-1, -1};
+  int64_t handshakes_ = 0;
   int64_t step_ = -1;
   std::vector<int64_t> vmem_used_;  // per core
   int parallel_cores_ = 1;

@@ -45,12 +45,13 @@ Value lower_concatenate(Lowerer& l, const ir::Instruction& i, Scope& s);
 Value lower_pad(Lowerer& l, const ir::Instruction& i, Scope& s);
 // Collectives over the pod (lower_collectives.cc): replica-id / partition-id, and
 // all-reduce, reduce-scatter and all-gather as rings of remote DMAs (or a one-shot
-// exchange), collective-permute as one remote DMA per pair.
+// exchange), collective-permute as one remote DMA per pair, all-to-all as one per block.
 Value lower_device_id(Lowerer& l, const ir::Instruction& i, Scope& s);
 Value lower_all_reduce(Lowerer& l, const ir::Instruction& i, Scope& s);
 Value lower_reduce_scatter(Lowerer& l, const ir::Instruction& i, Scope& s);
 Value lower_all_gather(Lowerer& l, const ir::Instruction& i, Scope& s);
 Value lower_collective_permute(Lowerer& l, const ir::Instruction& i, Scope& s);
+Value lower_all_to_all(Lowerer& l, const ir::Instruction& i, Scope& s);
 
 // Copies `bytes` from one buffer to another within the step in progress.
 void copy_buffer(Lowerer& l, int32_t src, int32_t dst, int64_t bytes);

@@ -180,6 +180,24 @@ ENTRY e {
                GetParam());
 }
 
+TEST_P(Collectives, AllToAllAlongAnyDimensionAndOverGroups) {
+  const int n = chips();
+  std::string groups;  // pairs of chips swap blocks
+  for (int d = 0; d + 1 < n; d += 2) groups += fmt::format("{}{{{},{}}}", d ? "," : "", d + 1, d);
+  check_on_pod(fmt::format(R"(HloModule m
+ENTRY e {{
+  x = f32[3,{},5] parameter(0)
+  y = s32[{},4] parameter(1)
+  z = bf16[6,10] parameter(2)
+  a = f32[3,{},5] all-to-all(x), dimensions={{1}}
+  b = s32[{},4] all-to-all(y), dimensions={{0}}
+  c = bf16[6,10] all-to-all(z), dimensions={{1}}, replica_groups={{{}}}
+  ROOT t = (f32[3,{},5], s32[{},4], bf16[6,10]) tuple(a, b, c)
+}})",
+                           2 * n, n, 2 * n, n, groups, 2 * n, n),
+               GetParam());
+}
+
 TEST_P(Collectives, CollectivePermuteShiftsAndZeroFills) {
   const int n = chips();
   // A cyclic shift (every chip sends and receives), then a swap of chips 0 and 1 and

@@ -115,9 +115,10 @@ ENTRY e {{
   rs = f32[6,2,40] reduce-scatter(y), dimensions={{1}}, to_apply=add
   ag = f32[6,{},40] all-gather(rs), dimensions={{1}}
   cp = f32[300,70] collective-permute(x), source_target_pairs={{{{0,1}},{{1,0}}}}
-  ROOT t = (f32[300,70], f32[6,2,40], f32[6,{},40], f32[300,70]) tuple(ar, rs, ag, cp)
+  aa = f32[6,{},40] all-to-all(y), dimensions={{1}}
+  ROOT t = (f32[300,70], f32[6,2,40], f32[6,{},40], f32[300,70], f32[6,{},40]) tuple(ar, rs, ag, cp, aa)
 }})",
-                                      2 * n, 2 * n, 2 * n);
+                                      2 * n, 2 * n, 2 * n, 2 * n, 2 * n);
   for (tpu::Options::AllReduce algorithm :
        {tpu::Options::AllReduce::kRing, tpu::Options::AllReduce::kOneShot}) {
   SCOPED_TRACE(algorithm == tpu::Options::AllReduce::kRing ? "ring all-reduce" : "one-shot all-reduce");
@@ -136,7 +137,7 @@ ENTRY e {{
   PodRunResult r = run_timed_pod(exe, params, options);
   EXPECT_TRUE(r.hazards.empty());
   for (int d = 0; d < n; ++d)
-    for (int k = 0; k < 4; ++k)
+    for (int k = 0; k < 5; ++k)
       EXPECT_EQ(r.chips[static_cast<size_t>(d)].outputs.at(static_cast<size_t>(k)),
                 functional.chip(d).read_output(k))
           << "chip " << d << " output " << k;
