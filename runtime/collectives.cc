@@ -146,6 +146,21 @@ Tensor reduce_scatter(const Tensor& x, ReduceOp op, int64_t dim, double scale,
   return scaled(std::move(value), op, scale, group_size, x.impl()->device, site);
 }
 
+Tensor all_to_all(const Tensor& x, int64_t dim, const ReplicaGroups& groups, Loc loc) {
+  const OpSite site{"all_to_all", loc};
+  NodePtr value = operand(x, site);
+  const int64_t d = lazy::wrap_dim(dim, static_cast<int64_t>(value->dims.size()), site);
+  std::vector<int64_t> attrs = group_attributes(site, groups);
+  if (value->dims[static_cast<size_t>(d)] % attrs[0] != 0)
+    lazy::op_fail(site, "dimension {} of {} does not split into {} blocks", d,
+                  lazy::shape_string(value->type, value->dims), attrs[0]);
+  if (replicas > 1) {
+    attrs.insert(attrs.begin(), {d, replicas});
+    value = lazy::unary_node(site, ir::Opcode::kAllToAll, value->type, value->dims, value, attrs);
+  }
+  return lazy::make_result(std::move(value), x.impl()->device, site);
+}
+
 Tensor collective_permute(const Tensor& x, const std::vector<std::pair<int64_t, int64_t>>& pairs,
                           Loc loc) {
   const OpSite site{"collective_permute", loc};

@@ -57,6 +57,12 @@ Tensor all_gather(const Tensor& x, int64_t dim = 0, const ReplicaGroups& groups 
 Tensor reduce_scatter(const Tensor& x, ReduceOp op, int64_t dim, double scale = 1.0,
                       const ReplicaGroups& groups = {}, Loc loc = Loc::current());
 
+// x split along dim into one block per replica of the group; block k goes to the
+// group's replica k, which gets every replica's block concatenated along dim in group
+// order (the shape stays; dim must divide by the group size).
+Tensor all_to_all(const Tensor& x, int64_t dim, const ReplicaGroups& groups = {},
+                  Loc loc = Loc::current());
+
 // Pairs (source replica, target replica): each target gets its source's x; a replica
 // that is no pair's target gets zeros. A replica is the source of one pair at most, and
 // the target of one at most.

@@ -191,6 +191,7 @@ class Lowering {
       case ir::Opcode::kAllReduce:
       case ir::Opcode::kAllGather:
       case ir::Opcode::kReduceScatter:
+      case ir::Opcode::kAllToAll:
       case ir::Opcode::kCollectivePermute:
         result = lower_collective(node, operands.at(0));
         break;
@@ -221,7 +222,8 @@ class Lowering {
 
   // Collective attributes (runtime/collectives.cc): all-reduce [ReduceKind, replicas,
   // group size, ids...], all-gather [dim, replicas, group size, ids...], reduce-scatter
-  // [ReduceKind, dim, replicas, group size, ids...], collective-permute [replicas, then
+  // [ReduceKind, dim, replicas, group size, ids...], all-to-all [dim, replicas, group
+  // size, ids...], collective-permute [replicas, then
   // (source, target) pairs]. The module gets replica_count.
   ir::Instruction* lower_collective(const Node& node, ir::Instruction* input) {
     const std::vector<int64_t> a = node.attrs.vec();
@@ -233,7 +235,8 @@ class Lowering {
       return c;
     }
     std::optional<ReduceKind> kind;
-    if (node.op != ir::Opcode::kAllGather) kind = static_cast<ReduceKind>(a.at(at++));
+    if (node.op == ir::Opcode::kAllReduce || node.op == ir::Opcode::kReduceScatter)
+      kind = static_cast<ReduceKind>(a.at(at++));
     std::optional<int64_t> dim;
     if (node.op != ir::Opcode::kAllReduce) dim = a.at(at++);
     set_replicas(a.at(at++));

@@ -150,6 +150,21 @@ TEST_P(CollectivesTest, ReduceScatterGivesEachReplicaItsBlock) {
   }
 }
 
+TEST_P(CollectivesTest, AllToAllExchangesBlocks) {
+  // [2, 8] split along dim 1 into 4 blocks of 2 columns: replica r's block q goes to
+  // replica q, which places it at block r.
+  auto results = per_replica(GetParam(), [&](int r) {
+    return all_to_all(Tensor::from_vector<float>(contributions(r, 16), {2, 8}, &device()), 1);
+  });
+  for (int q = 0; q < kReplicas; ++q)
+    for (int row = 0; row < 2; ++row)
+      for (int r = 0; r < kReplicas; ++r)
+        for (int c = 0; c < 2; ++c)
+          EXPECT_FLOAT_EQ(results[static_cast<size_t>(q)][static_cast<size_t>(row * 8 + r * 2 + c)],
+                          contribution(r, row * 8 + q * 2 + c))
+              << "replica " << q << " row " << row << " block " << r;
+}
+
 TEST_P(CollectivesTest, CollectivePermuteShiftsAndZeroFills) {
   // Replicas 0 -> 1 -> 2 -> 0; replica 3 sends nowhere and receives nothing (zeros).
   auto results = per_replica(GetParam(), [&](int r) {
