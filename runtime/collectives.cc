@@ -88,6 +88,24 @@ Tensor scaled(NodePtr result, ReduceOp op, double scale, int64_t group_size,
   return lazy::make_result(std::move(result), device, site);
 }
 
+// dim of value made non-negative, checked to split into `parts` equal blocks.
+int64_t split_dim(const OpSite& site, const lazy::Node& value, int64_t dim, int64_t parts) {
+  const int64_t d = lazy::wrap_dim(dim, static_cast<int64_t>(value.dims.size()), site);
+  if (value.dims[static_cast<size_t>(d)] % parts != 0)
+    lazy::op_fail(site, "dimension {} of {} does not split into {} blocks", d,
+                  lazy::shape_string(value.type, value.dims), parts);
+  return d;
+}
+
+// The collective node (attributes: prefix, then the groups) with result dims; with one
+// replica, value itself (every collective of one is the identity).
+NodePtr collective_node(const OpSite& site, ir::Opcode op, const NodePtr& value, const Dims& dims,
+                        std::initializer_list<int64_t> prefix, std::vector<int64_t> groups) {
+  if (replicas == 1) return value;
+  groups.insert(groups.begin(), prefix);
+  return lazy::unary_node(site, op, value->type, dims, value, groups);
+}
+
 std::mutex& launch_mutex() {
   static std::mutex* mutex = new std::mutex;
   return *mutex;
@@ -106,10 +124,8 @@ Tensor all_reduce(const Tensor& x, ReduceOp op, double scale, const ReplicaGroup
   NodePtr value = operand(x, site);
   std::vector<int64_t> attrs = group_attributes(site, groups);
   const int64_t group_size = attrs[0];
-  if (replicas > 1) {
-    attrs.insert(attrs.begin(), {static_cast<int64_t>(reduce_kind(op)), replicas});
-    value = lazy::unary_node(site, ir::Opcode::kAllReduce, value->type, value->dims, value, attrs);
-  }
+  value = collective_node(site, ir::Opcode::kAllReduce, value, value->dims,
+                          {static_cast<int64_t>(reduce_kind(op)), replicas}, attrs);
   return scaled(std::move(value), op, scale, group_size, x.impl()->device, site);
 }
 
@@ -118,12 +134,9 @@ Tensor all_gather(const Tensor& x, int64_t dim, const ReplicaGroups& groups, Loc
   NodePtr value = operand(x, site);
   const int64_t d = lazy::wrap_dim(dim, static_cast<int64_t>(value->dims.size()), site);
   std::vector<int64_t> attrs = group_attributes(site, groups);
-  if (replicas > 1) {
-    Dims dims = value->dims;
-    dims[static_cast<size_t>(d)] *= attrs[0];
-    attrs.insert(attrs.begin(), {d, replicas});
-    value = lazy::unary_node(site, ir::Opcode::kAllGather, value->type, dims, value, attrs);
-  }
+  Dims dims = value->dims;
+  dims[static_cast<size_t>(d)] *= attrs[0];
+  value = collective_node(site, ir::Opcode::kAllGather, value, dims, {d, replicas}, attrs);
   return lazy::make_result(std::move(value), x.impl()->device, site);
 }
 
@@ -131,33 +144,22 @@ Tensor reduce_scatter(const Tensor& x, ReduceOp op, int64_t dim, double scale,
                       const ReplicaGroups& groups, Loc loc) {
   const OpSite site{"reduce_scatter", loc};
   NodePtr value = operand(x, site);
-  const int64_t d = lazy::wrap_dim(dim, static_cast<int64_t>(value->dims.size()), site);
   std::vector<int64_t> attrs = group_attributes(site, groups);
   const int64_t group_size = attrs[0];
-  if (value->dims[static_cast<size_t>(d)] % group_size != 0)
-    lazy::op_fail(site, "dimension {} of {} does not divide into {} shards", d,
-                  lazy::shape_string(value->type, value->dims), group_size);
-  if (replicas > 1) {
-    Dims dims = value->dims;
-    dims[static_cast<size_t>(d)] /= group_size;
-    attrs.insert(attrs.begin(), {static_cast<int64_t>(reduce_kind(op)), d, replicas});
-    value = lazy::unary_node(site, ir::Opcode::kReduceScatter, value->type, dims, value, attrs);
-  }
+  const int64_t d = split_dim(site, *value, dim, group_size);
+  Dims dims = value->dims;
+  dims[static_cast<size_t>(d)] /= group_size;
+  value = collective_node(site, ir::Opcode::kReduceScatter, value, dims,
+                          {static_cast<int64_t>(reduce_kind(op)), d, replicas}, attrs);
   return scaled(std::move(value), op, scale, group_size, x.impl()->device, site);
 }
 
 Tensor all_to_all(const Tensor& x, int64_t dim, const ReplicaGroups& groups, Loc loc) {
   const OpSite site{"all_to_all", loc};
   NodePtr value = operand(x, site);
-  const int64_t d = lazy::wrap_dim(dim, static_cast<int64_t>(value->dims.size()), site);
   std::vector<int64_t> attrs = group_attributes(site, groups);
-  if (value->dims[static_cast<size_t>(d)] % attrs[0] != 0)
-    lazy::op_fail(site, "dimension {} of {} does not split into {} blocks", d,
-                  lazy::shape_string(value->type, value->dims), attrs[0]);
-  if (replicas > 1) {
-    attrs.insert(attrs.begin(), {d, replicas});
-    value = lazy::unary_node(site, ir::Opcode::kAllToAll, value->type, value->dims, value, attrs);
-  }
+  const int64_t d = split_dim(site, *value, dim, attrs[0]);
+  value = collective_node(site, ir::Opcode::kAllToAll, value, value->dims, {d, replicas}, attrs);
   return lazy::make_result(std::move(value), x.impl()->device, site);
 }
 
