@@ -125,21 +125,27 @@ int32_t device_row(Lowerer& l, const std::string& name, const std::vector<int64_
   return row;
 }
 
-// The handshake's one-word send (Lowerer::collective_flags), and in a fresh register
-// (the caller releases it) where it lands on the other chip: a word of this chip's
-// device id (chips signalling the same chip write different bytes), the one of this
-// collective's parity (Lowerer::handshake_parity; flag_word is called once a collective).
-int32_t flag_descriptor(Lowerer& l) {
-  const auto [flag_src, flag_dst] = l.collective_flags();
-  return contiguous_descriptor(l.pb(), l.use(flag_src), l.use(flag_dst), 8);
-}
-int flag_word(Lowerer& l) {
+// The handshake: tells the chips whose device ids are entries `entries` of the table row
+// in VMEM that this chip is in the step (a one-word remote DMA onto their kSemReady), and
+// waits until the flags have left. Each lands in a word of this chip's device id (chips
+// signalling the same chip write different bytes), the one of this collective's parity
+// (Lowerer::handshake_parity: a chip's consecutive flags to another never share bytes).
+void signal_ready(Lowerer& l, int32_t row, const std::vector<int64_t>& entries) {
   ProgramBuilder& pb = l.pb();
-  const int word = pb.hold_sreg();
+  const auto [flag_src, flag_dst] = l.collective_flags();
+  const int32_t flag = contiguous_descriptor(pb, l.use(flag_src), l.use(flag_dst), 8);
+  const int word = pb.hold_sreg(), peer = pb.hold_sreg();
   pb.emit(isa::Opcode::kSdev, isa::DType::kS32, {word, 0});
   pb.emit(isa::Opcode::kSmuli, isa::DType::kS32, {word, word, 16});
   if (l.handshake_parity() == 1) pb.emit(isa::Opcode::kSaddi, isa::DType::kS32, {word, word, 8});
-  return word;
+  for (int64_t entry : entries) {
+    pb.emit(isa::Opcode::kSld, isa::DType::kS32, {peer, row, pb.sreg(8 * entry)});
+    pb.emit(isa::Opcode::kDmaRemote, isa::DType::kF32,
+            {flag, pb.sreg(0), word, peer, kSemStore, kSemReady});
+  }
+  pb.release_sreg(word);
+  pb.release_sreg(peer);
+  pb.wait(kSemStore, static_cast<int64_t>(entries.size()));
 }
 
 // Emission of one collective step on the main core: the ring table row in scalar
@@ -153,12 +159,8 @@ class RingStep {
     prev_ = hold();
     pb_.emit(isa::Opcode::kSld, isa::DType::kS32, {prev_, row_, pb_.sreg(8)});
     // Handshake: tell the previous chip this one is here; wait until the next one is.
-    const int word = flag_word(l_);
-    pb_.emit(isa::Opcode::kDmaRemote, isa::DType::kF32,
-             {flag_descriptor(l_), pb_.sreg(0), word, prev_, kSemStore, kSemReady});
-    pb_.release_sreg(word);
+    signal_ready(l_, row_, {1});
     pb_.wait(kSemReady, 1);
-    pb_.wait(kSemStore, 1);
     a_ = hold();
     off_ = hold();
   }
@@ -447,21 +449,15 @@ void one_shot_all_reduce(Lowerer& l, const Instruction& i, const CollectiveStep&
   const int32_t slots = l.vmem("slots", g * padded);
   const int32_t input = l.use(step.in.buffer);
   const int peer = pb.hold_sreg(), at = pb.hold_sreg();
-  // Ready: tell every peer; meanwhile the chip's own array goes into its slot p.
-  const int32_t flag = flag_descriptor(l);
-  const int word = flag_word(l);
-  for (int64_t k = 1; k < g; ++k) {
-    pb.emit(isa::Opcode::kSld, isa::DType::kS32, {peer, row, pb.sreg(8 * k)});
-    pb.emit(isa::Opcode::kDmaRemote, isa::DType::kF32,
-            {flag, pb.sreg(0), word, peer, kSemStore, kSemReady});
-  }
-  pb.release_sreg(word);
+  // The chip's own array into its slot p; tell every peer this chip is ready.
   pb.emit(isa::Opcode::kSld, isa::DType::kS32, {at, row, pb.sreg(0)});
   pb.emit(isa::Opcode::kSmuli, isa::DType::kS32, {at, at, padded});
   const int32_t to_slot = contiguous_descriptor(pb, input, slots, bytes);
   pb.emit(isa::Opcode::kDma, isa::DType::kF32, {to_slot, pb.sreg(0), at, kSemLoad});
+  std::vector<int64_t> peers;
+  for (int64_t k = 1; k < g; ++k) peers.push_back(k);
+  signal_ready(l, row, peers);
   pb.wait(kSemReady, g - 1);
-  pb.wait(kSemStore, g - 1);
   for (int64_t k = 1; k < g; ++k) {
     pb.emit(isa::Opcode::kSld, isa::DType::kS32, {peer, row, pb.sreg(8 * k)});
     pb.emit(isa::Opcode::kDmaRemote, isa::DType::kF32,
@@ -740,12 +736,7 @@ Value lower_collective_permute(Lowerer& l, const Instruction& i, Scope& s) {
   };
   // Receivers say they are ready; the others' results are zeros.
   const int64_t no_source = skip_unless(2);
-  pb.emit(isa::Opcode::kSld, isa::DType::kS32, {peer, row, pb.sreg(24)});
-  const int word = flag_word(l);
-  pb.emit(isa::Opcode::kDmaRemote, isa::DType::kF32,
-          {flag_descriptor(l), pb.sreg(0), word, peer, kSemStore, kSemReady});
-  pb.release_sreg(word);
-  pb.wait(kSemStore, 1);
+  signal_ready(l, row, {3});
   const int64_t to_send = pb.pc();
   pb.emit(isa::Opcode::kBr, isa::DType::kF32, {0});
   here(no_source);
@@ -812,16 +803,10 @@ Value lower_all_to_all(Lowerer& l, const Instruction& i, Scope& s) {
   pb.emit(isa::Opcode::kSld, isa::DType::kS32, {dst, row, pb.sreg(0)});
   pb.emit(isa::Opcode::kSmuli, isa::DType::kS32, {dst, dst, block * eb});
   pb.emit(isa::Opcode::kDma, isa::DType::kF32, {blocks, dst, dst, kSemLoad});
-  const int32_t flag = flag_descriptor(l);
-  const int word = flag_word(l);
-  for (int64_t k = 1; k < g; ++k) {
-    pb.emit(isa::Opcode::kSld, isa::DType::kS32, {peer, row, pb.sreg(8 * (2 * k - 1))});
-    pb.emit(isa::Opcode::kDmaRemote, isa::DType::kF32,
-            {flag, pb.sreg(0), word, peer, kSemStore, kSemReady});
-  }
-  pb.release_sreg(word);
+  std::vector<int64_t> peers;
+  for (int64_t k = 1; k < g; ++k) peers.push_back(2 * k - 1);
+  signal_ready(l, row, peers);
   pb.wait(kSemReady, g - 1);
-  pb.wait(kSemStore, g - 1);
   for (int64_t k = 1; k < g; ++k) {
     pb.emit(isa::Opcode::kSld, isa::DType::kS32, {peer, row, pb.sreg(8 * (2 * k - 1))});
     pb.emit(isa::Opcode::kSld, isa::DType::kS32, {src, row, pb.sreg(8 * 2 * k)});
