@@ -52,65 +52,22 @@ void keep_last_run(SimRun run) {
   last_run() = std::move(run);
 }
 
-// Holds the module as traced (its parameter and result types are what buffers have)
-// and the program compiled from its 64-bit-narrowed form: a run converts s64/u64/f64
-// arguments to 32 bits and the results back (PyTorch/XLA's behaviour on TPUs). A
-// replicated program (a pod's) runs through the client's rendezvous.
-class SimExecutable final : public Executable {
- public:
-  SimExecutable(std::unique_ptr<ir::Module> module, isa::Executable program,
-                ReplicaRendezvous& rendezvous)
-      : module_(std::move(module)),
-        program_(std::make_shared<const isa::Executable>(std::move(program))),
-        rendezvous_(rendezvous),
-        parameter_shapes_(entry_parameter_shapes(*module_)),
-        output_shapes_(entry_output_shapes(*module_)) {
-    for (const ir::Shape& shape : parameter_shapes_) info_.argument_bytes += shape.byte_size();
-    for (const ir::Shape& shape : output_shapes_) info_.output_bytes += shape.byte_size();
-    for (const isa::Program& p : program_->programs)
-      info_.program_bytes += static_cast<int64_t>(p.instructions.size() * sizeof(isa::Instruction));
-  }
+// What a run needs of an executable (shared with its queued runs, which may outlive it):
+// the program, the module's name and its output shapes. Arguments are narrowed to the
+// program's 32-bit types and results widened back (PyTorch/XLA's behaviour on TPUs).
+struct SimProgram {
+  std::shared_ptr<const isa::Executable> exe;
+  std::string name;
+  std::vector<ir::Shape> output_shapes;
 
-  const ir::Module& module() const override { return *module_; }
-  const ExecutableInfo& info() const override { return info_; }
-
-  // The module's text, then the program: deserialize() needs both.
-  std::string serialize() const override {
-    std::string text = ir::print_module(*module_);
-    std::vector<uint8_t> bytes = isa::serialize(*program_);
-    uint64_t length = text.size();
-    std::string out(sizeof length, '\0');
-    std::memcpy(out.data(), &length, sizeof length);
-    out += text;
-    out.append(reinterpret_cast<const char*>(bytes.data()), bytes.size());
-    return out;
-  }
-
-  std::vector<std::shared_ptr<Buffer>> execute(std::span<const std::shared_ptr<Buffer>> arguments,
-                                               Device& device) override {
-    const int64_t devices = program_->replicas * program_->partitions;
-    if (devices > 1)
-      return rendezvous_.execute(this, module_->name(), devices, parameter_shapes_, output_shapes_,
-                                 arguments, device,
-                                 [this](const std::vector<std::vector<const ir::Literal*>>& args) {
-                                   return run_pod(args);
-                                 });
-    return execute_on_host(module_->name(), parameter_shapes_, output_shapes_, arguments, device,
-                           DeviceKind::kSim, [this](std::span<const ir::Literal* const> args) {
-                             return run_chip(args);
-                           });
-  }
-
- private:
   std::vector<ir::Literal> results(std::vector<std::vector<uint8_t>>& outputs, int device) const {
-    const std::string run = device < 0 ? "the simulated run of " + module_->name()
-                                       : fmt::format("chip {} of the pod run of {}", device,
-                                                     module_->name());
-    if (outputs.size() != output_shapes_.size())
-      fail("{} has {} outputs, expected {}", run, outputs.size(), output_shapes_.size());
+    const std::string run = device < 0 ? "the simulated run of " + name
+                                       : fmt::format("chip {} of the pod run of {}", device, name);
+    if (outputs.size() != output_shapes.size())
+      fail("{} has {} outputs, expected {}", run, outputs.size(), output_shapes.size());
     std::vector<ir::Literal> literals;
-    for (size_t k = 0; k < output_shapes_.size(); ++k)
-      literals.push_back(tpu::output_literal(outputs[k], output_shapes_[k], k, run));
+    for (size_t k = 0; k < output_shapes.size(); ++k)
+      literals.push_back(tpu::output_literal(outputs[k], output_shapes[k], k, run));
     return literals;
   }
 
@@ -119,12 +76,12 @@ class SimExecutable final : public Executable {
     parameters.reserve(args.size());
     for (const ir::Literal* arg : args) parameters.push_back(tpu::parameter_bytes(*arg));
     sim::timing::TimingOptions options = timing_options();
-    sim::timing::TimedRunResult run = sim::timing::run_timed(*program_, parameters, options);
+    sim::timing::TimedRunResult run = sim::timing::run_timed(*exe, parameters, options);
     counter_add("SimulatedCycles", static_cast<int64_t>(run.cycles));
     std::vector<ir::Literal> literals = results(run.outputs, -1);
     if (options.profile) {
-      run.profile.program = module_->name();
-      keep_last_run({module_->name(), run.cycles, run.seconds, 1, 0, 0, std::move(run.profile)});
+      run.profile.program = name;
+      keep_last_run({name, run.cycles, run.seconds, 1, 0, 0, std::move(run.profile)});
     }
     return literals;
   }
@@ -135,24 +92,73 @@ class SimExecutable final : public Executable {
     for (size_t d = 0; d < args.size(); ++d)
       for (const ir::Literal* arg : args[d]) parameters[d].push_back(tpu::parameter_bytes(*arg));
     sim::timing::TimingOptions options = timing_options();
-    sim::timing::PodRunResult run = sim::timing::run_timed_pod(*program_, parameters, options);
+    sim::timing::PodRunResult run = sim::timing::run_timed_pod(*exe, parameters, options);
     counter_add("SimulatedCycles", static_cast<int64_t>(run.cycles));
     std::vector<std::vector<ir::Literal>> literals;
     for (size_t d = 0; d < run.chips.size(); ++d)
       literals.push_back(results(run.chips[d].outputs, static_cast<int>(d)));
     if (options.profile) {
-      run.profile.program = module_->name();
-      keep_last_run({module_->name(), run.cycles, run.seconds, static_cast<int>(run.chips.size()),
+      run.profile.program = name;
+      keep_last_run({name, run.cycles, run.seconds, static_cast<int>(run.chips.size()),
                      run.ici_bytes, run.dcn_bytes, std::move(run.profile)});
     }
     return literals;
   }
+};
 
+// Holds the module as traced (its parameter and result types are what buffers have)
+// and the program compiled from its 64-bit-narrowed form. A replicated program (a
+// pod's) runs through the client's rendezvous.
+class SimExecutable final : public Executable {
+ public:
+  SimExecutable(std::unique_ptr<ir::Module> module, isa::Executable program,
+                ReplicaRendezvous& rendezvous)
+      : module_(std::move(module)),
+        program_(std::make_shared<const SimProgram>(
+            SimProgram{std::make_shared<const isa::Executable>(std::move(program)),
+                       module_->name(), entry_output_shapes(*module_)})),
+        rendezvous_(rendezvous),
+        parameter_shapes_(entry_parameter_shapes(*module_)) {
+    for (const ir::Shape& shape : parameter_shapes_) info_.argument_bytes += shape.byte_size();
+    for (const ir::Shape& shape : program_->output_shapes) info_.output_bytes += shape.byte_size();
+    for (const isa::Program& p : program_->exe->programs)
+      info_.program_bytes += static_cast<int64_t>(p.instructions.size() * sizeof(isa::Instruction));
+  }
+
+  const ir::Module& module() const override { return *module_; }
+  const ExecutableInfo& info() const override { return info_; }
+
+  // The module's text, then the program: deserialize() needs both.
+  std::string serialize() const override {
+    std::string text = ir::print_module(*module_);
+    std::vector<uint8_t> bytes = isa::serialize(*program_->exe);
+    uint64_t length = text.size();
+    std::string out(sizeof length, '\0');
+    std::memcpy(out.data(), &length, sizeof length);
+    out += text;
+    out.append(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+    return out;
+  }
+
+  std::vector<std::shared_ptr<Buffer>> execute(std::span<const std::shared_ptr<Buffer>> arguments,
+                                               Device& device) override {
+    const isa::Executable& exe = *program_->exe;
+    if (exe.replicas * exe.partitions > 1)
+      return rendezvous_.execute(
+          program_.get(), module_->name(), exe.replicas * exe.partitions, parameter_shapes_,
+          program_->output_shapes, arguments, device,
+          [program = program_](const auto& args) { return program->run_pod(args); });
+    return execute_on_host(
+        module_->name(), parameter_shapes_, program_->output_shapes, arguments, device,
+        DeviceKind::kSim,
+        [program = program_](std::span<const ir::Literal* const> args) { return program->run_chip(args); });
+  }
+
+ private:
   std::unique_ptr<ir::Module> module_;
-  std::shared_ptr<const isa::Executable> program_;
+  std::shared_ptr<const SimProgram> program_;
   ReplicaRendezvous& rendezvous_;
   std::vector<ir::Shape> parameter_shapes_;
-  std::vector<ir::Shape> output_shapes_;
   ExecutableInfo info_;
 };
 
