@@ -129,6 +129,39 @@ Tensor all_reduce(const Tensor& x, ReduceOp op, double scale, const ReplicaGroup
   return scaled(std::move(value), op, scale, group_size, x.impl()->device, site);
 }
 
+std::vector<Tensor> all_reduce(const std::vector<Tensor>& xs, ReduceOp op, double scale,
+                               const ReplicaGroups& groups, Loc loc) {
+  const OpSite site{"all_reduce", loc};
+  if (xs.empty()) return {};
+  std::vector<NodePtr> values;
+  std::vector<lazy::Node*> raw;
+  for (const Tensor& x : xs) {
+    values.push_back(operand(x, site));
+    raw.push_back(values.back().get());
+    if (values.back()->type != values[0]->type || x.impl()->device != xs[0].impl()->device)
+      lazy::op_fail(site, "the tensors of one all-reduce must share a dtype and a device");
+  }
+  std::vector<int64_t> attrs = group_attributes(site, groups);
+  const int64_t group_size = attrs[0];
+  runtime::Device* device = xs[0].impl()->device;
+  std::vector<Tensor> results;
+  if (replicas == 1 || xs.size() == 1) {
+    for (const Tensor& x : xs) results.push_back(all_reduce(x, op, scale, groups, loc));
+    return results;
+  }
+  attrs.insert(attrs.begin(), {static_cast<int64_t>(reduce_kind(op)), replicas});
+  NodePtr first = lazy::make_node(site, ir::Opcode::kAllReduce, values[0]->type, values[0]->dims,
+                                  raw, attrs);
+  for (size_t k = 0; k < values.size(); ++k) {
+    const int64_t index = static_cast<int64_t>(k);
+    NodePtr value = k == 0 ? first
+                           : lazy::unary_node(site, ir::Opcode::kGetTupleElement, values[k]->type,
+                                              values[k]->dims, first, std::span(&index, 1));
+    results.push_back(scaled(std::move(value), op, scale, group_size, device, site));
+  }
+  return results;
+}
+
 Tensor all_gather(const Tensor& x, int64_t dim, const ReplicaGroups& groups, Loc loc) {
   const OpSite site{"all_gather", loc};
   NodePtr value = operand(x, site);
@@ -190,9 +223,8 @@ Tensor collective_permute(const Tensor& x, const std::vector<std::pair<int64_t, 
 
 void optimizer_step(optim::Optimizer& optimizer, Loc loc) {
   if (replicas > 1) {
-    // As XLA's all-reduce combiner would: the grads of one type flattened into buckets of
-    // up to kGradientBucketBytes, one all-reduce per bucket (each all-reduce pays the
-    // ring's latency once), then split back.
+    // The grads of one type in buckets of up to kGradientBucketBytes, one all-reduce per
+    // bucket (each all-reduce pays the collective's latency once).
     std::vector<Tensor*> params;
     for (optim::ParamGroup& group : optimizer.param_groups())
       for (Tensor& param : group.params)
@@ -212,16 +244,10 @@ void optimizer_step(optim::Optimizer& optimizer, Loc loc) {
         bytes += size;
         done[i] = true;
       }
-      std::vector<Tensor> flat;
-      for (Tensor* param : bucket) flat.push_back(param->grad().reshape({-1}, loc));
-      Tensor reduced = all_reduce(flat.size() == 1 ? flat[0] : cat(flat, 0, loc), ReduceOp::kMean,
-                                  1.0, {}, loc);
-      int64_t at = 0;
-      for (Tensor* param : bucket) {
-        Tensor grad = param->grad();
-        param->set_grad(reduced.narrow(0, at, grad.numel(), loc).reshape(grad.shape(), loc));
-        at += grad.numel();
-      }
+      std::vector<Tensor> grads;
+      for (Tensor* param : bucket) grads.push_back(param->grad());
+      std::vector<Tensor> reduced = all_reduce(grads, ReduceOp::kMean, 1.0, {}, loc);
+      for (size_t k = 0; k < bucket.size(); ++k) bucket[k]->set_grad(reduced[k]);
     }
   }
   optimizer.step(loc);

@@ -49,6 +49,11 @@ int ordinal();
 // size), times scale.
 Tensor all_reduce(const Tensor& x, ReduceOp op = ReduceOp::kSum, double scale = 1.0,
                   const ReplicaGroups& groups = {}, Loc loc = Loc::current());
+// The all-reduce of several tensors of one dtype as one collective (xm.all_reduce of a
+// list; one tuple all-reduce in the graph): result k is the reduction of xs[k].
+std::vector<Tensor> all_reduce(const std::vector<Tensor>& xs, ReduceOp op = ReduceOp::kSum,
+                               double scale = 1.0, const ReplicaGroups& groups = {},
+                               Loc loc = Loc::current());
 // The group's tensors concatenated along dim, in group order.
 Tensor all_gather(const Tensor& x, int64_t dim = 0, const ReplicaGroups& groups = {},
                   Loc loc = Loc::current());
@@ -70,10 +75,9 @@ Tensor collective_permute(const Tensor& x, const std::vector<std::pair<int64_t, 
                           Loc loc = Loc::current());
 
 // xm.optimizer_step: averages every parameter's grad over all replicas, then
-// optimizer.step(). Grads of one dtype travel together, flattened and concatenated into
-// buckets of at most kGradientBucketBytes (a grad larger than that alone): one
-// all-reduce per bucket, as XLA's all-reduce combiner makes of PyTorch/XLA's gradient
-// all-reduce. Outside a launch, just step().
+// optimizer.step(). Grads of one dtype travel together in buckets of at most
+// kGradientBucketBytes (a grad larger than that alone): one all-reduce of a list per
+// bucket, as PyTorch/XLA's gradient all-reduce. Outside a launch, just step().
 inline constexpr int64_t kGradientBucketBytes = int64_t{64} << 20;
 void optimizer_step(optim::Optimizer& optimizer, Loc loc = Loc::current());
 

@@ -193,7 +193,7 @@ class Lowering {
       case ir::Opcode::kReduceScatter:
       case ir::Opcode::kAllToAll:
       case ir::Opcode::kCollectivePermute:
-        result = lower_collective(node, operands.at(0));
+        result = lower_collective(node, std::move(operands));
         break;
       case ir::Opcode::kGetTupleElement: {
         ir::Instruction* tuple = tuples_[static_cast<size_t>(node.operands[0]->index)];
@@ -225,12 +225,14 @@ class Lowering {
   // [ReduceKind, dim, replicas, group size, ids...], all-to-all [dim, replicas, group
   // size, ids...], collective-permute [replicas, then
   // (source, target) pairs]. The module gets replica_count.
-  ir::Instruction* lower_collective(const Node& node, ir::Instruction* input) {
+  // An all-reduce of several operands is one tuple all-reduce: the node is its first
+  // result (get-tuple-element nodes take the others).
+  ir::Instruction* lower_collective(const Node& node, std::vector<ir::Instruction*> inputs) {
     const std::vector<int64_t> a = node.attrs.vec();
     size_t at = 0;
     if (node.op == ir::Opcode::kCollectivePermute) {
       set_replicas(a.at(at++));
-      ir::Instruction* c = add(entry_, node.op, node_shape(node), {input});
+      ir::Instruction* c = add(entry_, node.op, node_shape(node), std::move(inputs));
       for (; at + 1 < a.size(); at += 2) c->attrs().source_target_pairs.emplace_back(a[at], a[at + 1]);
       return c;
     }
@@ -245,11 +247,20 @@ class Lowering {
     for (; at < a.size(); at += group_size)
       groups.groups.emplace_back(a.begin() + static_cast<std::ptrdiff_t>(at),
                                  a.begin() + static_cast<std::ptrdiff_t>(at + group_size));
-    ir::Instruction* c = add(entry_, node.op, node_shape(node), {input});
+    std::vector<ir::Shape> shapes;
+    for (const ir::Instruction* input : inputs) shapes.push_back(input->shape());
+    const bool tuple = inputs.size() > 1;
+    ir::Instruction* c =
+        add(entry_, node.op, tuple ? ir::Shape::tuple(shapes) : node_shape(node), std::move(inputs));
     c->attrs().replica_groups = std::move(groups);
     if (dim) c->attrs().dimensions = {*dim};
     if (kind) c->add_called(scalar_reducer(*kind, node.type));
-    return c;
+    if (!tuple) return c;
+    set_metadata(*c, node);
+    tuples_[static_cast<size_t>(node.index)] = c;
+    ir::Instruction* first = add(entry_, ir::Opcode::kGetTupleElement, node_shape(node), {c});
+    first->attrs().tuple_index = 0;
+    return first;
   }
 
   // The nn ops' window attributes (runtime/ops_nn.cc): convolution [#spatial, input,

@@ -561,12 +561,12 @@ void all_reduce_array(Lowerer& l, const Instruction& i, CollectiveStep& step) {
   if (padded) copy_buffer(l, gathered, step.out, shape.byte_size());
 }
 
-// Copies `elements` of element_bytes between buffers at byte offsets.
-void copy_at(Lowerer& l, int32_t src, int64_t src_offset, int32_t dst, int64_t dst_offset,
-             int64_t elements, int64_t element_bytes) {
-  const int n = issue_copy(l.pb(), l.use(src), src_offset, l.use(dst), dst_offset, element_bytes,
-                           {elements}, {1}, {1}, kSemStore);
-  l.pb().wait(kSemStore, n);
+// Issues the copy of `elements` of element_bytes between buffers at byte offsets;
+// returns the DMAs to wait for on kSemStore.
+int copy_at(Lowerer& l, int32_t src, int64_t src_offset, int32_t dst, int64_t dst_offset,
+            int64_t elements, int64_t element_bytes) {
+  return issue_copy(l.pb(), l.use(src), src_offset, l.use(dst), dst_offset, element_bytes,
+                    {elements}, {1}, {1}, kSemStore);
 }
 
 // A tuple all-reduce (one reducer applied to each operand, as PyTorch/XLA's all-reduce of
@@ -590,11 +590,12 @@ Value lower_tuple_all_reduce(Lowerer& l, const Instruction& i, Scope& s) {
   CollectiveStep step;
   step.in = Value{l.new_buffer(fmt::format("{}.in", i.name()), ir::Shape(type, {total})),
                   ir::Shape(type, {total}), {}};
-  int64_t at = 0;
+  int64_t at = 0, copies = 0;
   for (const Value& in : ins) {
-    copy_at(l, in.buffer, 0, step.in.buffer, at * eb, in.shape.num_elements(), eb);
+    copies += copy_at(l, in.buffer, 0, step.in.buffer, at * eb, in.shape.num_elements(), eb);
     at += in.shape.num_elements();
   }
+  l.pb().wait(kSemStore, copies);
   if (l.target().pod) step.rings = make_rings(l, i);
   if (step.single()) {
     step.out = step.in.buffer;
@@ -603,13 +604,14 @@ Value lower_tuple_all_reduce(Lowerer& l, const Instruction& i, Scope& s) {
     all_reduce_array(l, i, step);
   }
   Value result{-1, i.shape(), {}};
-  at = 0;
+  at = copies = 0;
   for (const Value& in : ins) {
     const int32_t out = l.new_buffer(fmt::format("{}.{}", i.name(), result.elements.size()), in.shape);
-    copy_at(l, step.out, at * eb, out, 0, in.shape.num_elements(), eb);
+    copies += copy_at(l, step.out, at * eb, out, 0, in.shape.num_elements(), eb);
     at += in.shape.num_elements();
     result.elements.push_back(Value{out, in.shape, {}});
   }
+  l.pb().wait(kSemStore, copies);
   return result;
 }
 

@@ -105,6 +105,24 @@ TEST_P(CollectivesTest, AllReduceSumMeanMaxMin) {
   }
 }
 
+TEST_P(CollectivesTest, AllReduceOfAListReducesEachTensor) {
+  auto results = per_replica(GetParam(), [&](int r) {
+    std::vector<Tensor> reduced = all_reduce(
+        {Tensor::from_vector<float>(contributions(r, 6), {2, 3}, &device()),
+         Tensor::from_vector<float>(contributions(r + 1, 4), {4}, &device())},
+        ReduceOp::kMean);
+    return cat({reduced[0].reshape({-1}), reduced[1]});
+  });
+  for (int r = 0; r < kReplicas; ++r)
+    for (int i = 0; i < 10; ++i) {
+      float mean = 0;
+      for (int q = 0; q < kReplicas; ++q)
+        mean += (i < 6 ? contribution(q, i) : contribution(q + 1, i - 6)) / kReplicas;
+      EXPECT_FLOAT_EQ(results[static_cast<size_t>(r)][static_cast<size_t>(i)], mean)
+          << "replica " << r << " element " << i;
+    }
+}
+
 TEST_P(CollectivesTest, AllReduceOverGroups) {
   const ReplicaGroups groups = {{0, 2}, {3, 1}};
   auto results = per_replica(GetParam(), [&](int r) {
