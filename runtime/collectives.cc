@@ -244,10 +244,19 @@ void optimizer_step(optim::Optimizer& optimizer, Loc loc) {
         bytes += size;
         done[i] = true;
       }
-      std::vector<Tensor> grads;
-      for (Tensor* param : bucket) grads.push_back(param->grad());
-      std::vector<Tensor> reduced = all_reduce(grads, ReduceOp::kMean, 1.0, {}, loc);
-      for (size_t k = 0; k < bucket.size(); ++k) bucket[k]->set_grad(reduced[k]);
+      // Flattened and concatenated in the graph, where fusion makes one kernel of it (the
+      // TPU target's tuple all-reduce copies each operand with DMAs of its own: slower for
+      // the many small grads of a transformer).
+      std::vector<Tensor> flat;
+      for (Tensor* param : bucket) flat.push_back(param->grad().reshape({-1}, loc));
+      Tensor reduced = all_reduce(flat.size() == 1 ? flat[0] : cat(flat, 0, loc), ReduceOp::kMean,
+                                  1.0, {}, loc);
+      int64_t at = 0;
+      for (Tensor* param : bucket) {
+        Tensor grad = param->grad();
+        param->set_grad(reduced.narrow(0, at, grad.numel(), loc).reshape(grad.shape(), loc));
+        at += grad.numel();
+      }
     }
   }
   optimizer.step(loc);

@@ -76,8 +76,9 @@ Tensor collective_permute(const Tensor& x, const std::vector<std::pair<int64_t, 
 
 // xm.optimizer_step: averages every parameter's grad over all replicas, then
 // optimizer.step(). Grads of one dtype travel together in buckets of at most
-// kGradientBucketBytes (a grad larger than that alone): one all-reduce of a list per
-// bucket, as PyTorch/XLA's gradient all-reduce. Outside a launch, just step().
+// kGradientBucketBytes (a grad larger than that alone), flattened and concatenated: one
+// all-reduce per bucket, as XLA's all-reduce combiner makes of PyTorch/XLA's gradient
+// all-reduce. Outside a launch, just step().
 inline constexpr int64_t kGradientBucketBytes = int64_t{64} << 20;
 void optimizer_step(optim::Optimizer& optimizer, Loc loc = Loc::current());
 
