@@ -1,18 +1,24 @@
 // Collectives the compiler lowers (compiler/tpu/lower_collectives.cc) on the timed pod,
-// timing-only: all-reduce, all-gather and reduce-scatter of 8 KiB ... 64 MiB (f32, the
-// bytes of the all-reduce's array and of the all-gather's result) on several pods. Each row
-// has the simulated time, the bus bandwidth (bytes x 2 (n - 1) / n / time for all-reduce,
-// x (n - 1) / n for the others, as NCCL counts it) and the analytic time of a
-// one-direction ring over one link per chip: that factor x bytes / link bandwidth, plus
-// one hop's latency per ring step (2 (n - 1) or n - 1 steps). The ratio simulated /
-// analytic says how close the lowering gets to its own algorithm's bound (for a pod of
-// several slices the ring also crosses DCN, slower than the ICI link the column assumes);
-// the torus bounds of the published pod figures (both directions, every axis) are lower
-// still.
+// timing-only: all-reduce, all-gather, reduce-scatter, all-to-all and collective-permute
+// (a cyclic shift over device order) of 8 KiB up to 64 MiB (1 GiB with --large) in f32,
+// the bytes of the full array (the all-reduce's operand, the all-gather's result, the
+// reduce-scatter's operand; one chip's array for the others), over every chip of several
+// pods. Each row has the simulated time, the bus bandwidth (bytes x 2 (n - 1) / n / time
+// for all-reduce, x (n - 1) / n for all-gather, reduce-scatter and all-to-all, bytes /
+// time for collective-permute, as NCCL counts them) and the analytic torus model of the
+// reference sheet (Google's scaling book): the larger of
+//   bandwidth: those bytes over the sum of every axis's bandwidth per chip (both
+//     directions, 2 x the link figure, where an axis wraps; one direction on a line);
+//     all-to-all V / (4 W) per the sheet, scaled to the longest axis; a permute one link;
+//   latency: the group's diameter in hops x the per-hop latency (twice for all-reduce),
+// and the ratio simulated / analytic. For a pod of several slices the model leaves out
+// DCN (the ratio there says how much DCN costs).
 //
-//   build/bin/bench/timing_collective_bench [--quick]   (--quick: up to 1 MiB, two pods)
+//   build/bin/bench/timing_collective_bench [--quick | --large] [pod ...]
+//     --quick: up to 1 MiB on two pods; --large: up to 1 GiB
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <string>
@@ -25,43 +31,112 @@
 
 namespace {
 
+using podsim::topology::PodConfig;
+
+enum class Kind { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kPermute };
+
 struct Op {
   const char* name;
-  bool all_reduce;  // else all-gather / reduce-scatter: (n - 1) / n of the bytes per chip
+  Kind kind;
 };
 
-// A module of one collective over every chip on an f32 array of `bytes` (the full array:
-// the all-reduce's operand, the all-gather's result, the reduce-scatter's operand).
+// A module of one collective over every chip on an f32 array of `bytes` (see above).
 std::string module_text(const Op& op, int64_t bytes, int chips) {
-  const int64_t elements = bytes / 4;
+  const int64_t elements = bytes / 4, chunk = elements / chips;
   const std::string add =
       "add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}\n";
-  if (op.all_reduce)
-    return fmt::format("HloModule m\n{}ENTRY e {{\n  x = f32[{}] parameter(0)\n"
-                       "  ROOT r = f32[{}] all-reduce(x), to_apply=add\n}}\n",
-                       add, elements, elements);
-  if (std::string(op.name) == "all-gather")
-    return fmt::format("HloModule m\nENTRY e {{\n  x = f32[{}] parameter(0)\n"
-                       "  ROOT r = f32[{}] all-gather(x), dimensions={{0}}\n}}\n",
-                       elements / chips, elements / chips * chips);
-  return fmt::format("HloModule m\n{}ENTRY e {{\n  x = f32[{}] parameter(0)\n"
-                     "  ROOT r = f32[{}] reduce-scatter(x), dimensions={{0}}, to_apply=add\n}}\n",
-                     add, elements / chips * chips, elements / chips);
+  switch (op.kind) {
+    case Kind::kAllReduce:
+      return fmt::format("HloModule m\n{}ENTRY e {{\n  x = f32[{}] parameter(0)\n"
+                         "  ROOT r = f32[{}] all-reduce(x), to_apply=add\n}}\n",
+                         add, elements, elements);
+    case Kind::kAllGather:
+      return fmt::format("HloModule m\nENTRY e {{\n  x = f32[{}] parameter(0)\n"
+                         "  ROOT r = f32[{}] all-gather(x), dimensions={{0}}\n}}\n",
+                         chunk, chunk * chips);
+    case Kind::kReduceScatter:
+      return fmt::format("HloModule m\n{}ENTRY e {{\n  x = f32[{}] parameter(0)\n"
+                         "  ROOT r = f32[{}] reduce-scatter(x), dimensions={{0}}, to_apply=add\n}}\n",
+                         add, chunk * chips, chunk);
+    case Kind::kAllToAll:
+      return fmt::format("HloModule m\nENTRY e {{\n  x = f32[{}] parameter(0)\n"
+                         "  ROOT r = f32[{}] all-to-all(x), dimensions={{0}}\n}}\n",
+                         chunk * chips, chunk * chips);
+    case Kind::kPermute: {
+      std::string pairs;
+      for (int d = 0; d < chips; ++d) pairs += fmt::format("{}{{{},{}}}", d ? "," : "", d, (d + 1) % chips);
+      return fmt::format("HloModule m\nENTRY e {{\n  x = f32[{}] parameter(0)\n"
+                         "  ROOT r = f32[{}] collective-permute(x), source_target_pairs={{{}}}\n}}\n",
+                         elements, elements, pairs);
+    }
+  }
+  return {};
+}
+
+// The bytes the bus bandwidth counts.
+double bus_bytes(const Op& op, double bytes, int n) {
+  switch (op.kind) {
+    case Kind::kAllReduce: return bytes * 2 * (n - 1) / n;
+    case Kind::kPermute: return bytes;
+    default: return bytes * (n - 1) / n;
+  }
+}
+
+// The analytic torus model (see above), in seconds, for one slice of the pod.
+double analytic_seconds(const Op& op, double bytes, const PodConfig& pod) {
+  const double link = pod.ici_link_bandwidth_bytes_per_s;
+  double axes_bandwidth = 0, longest = 1;
+  int diameter = 0;
+  for (int a = 0; a < 3; ++a) {
+    const int n = pod.dims()[static_cast<size_t>(a)];
+    if (n < 2) continue;
+    const bool wraps = pod.wraps()[static_cast<size_t>(a)];
+    axes_bandwidth += wraps ? 2 * link : link;
+    diameter += wraps ? n / 2 : n - 1;
+    longest = std::max(longest, static_cast<double>(n));
+  }
+  const int n = pod.chips_per_slice();
+  double bandwidth = 0;
+  switch (op.kind) {
+    case Kind::kAllToAll:
+      bandwidth = bytes * longest / (4.0 * n * (axes_bandwidth / 2));
+      break;
+    case Kind::kPermute:
+      bandwidth = bytes / link;
+      diameter = 1;
+      break;
+    default:
+      bandwidth = bus_bytes(op, bytes, n) / axes_bandwidth;
+  }
+  const double latency = (op.kind == Kind::kAllReduce ? 2 : 1) * diameter * pod.ici_link_latency_ns * 1e-9;
+  return std::max(bandwidth, latency);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace podsim;
-  const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
-  const std::vector<std::string> pods =
-      quick ? std::vector<std::string>{"v5e:2x2", "v4:2x2x2"}
-            : std::vector<std::string>{"v5e:2x2", "v5e:4x4", "v5e:8x4", "v4:2x2x2",
-                                       "v5e:2x2:slices=2"};
-  const Op ops[] = {{"all-reduce", true}, {"all-gather", false}, {"reduce-scatter", false}};
-  const int64_t max_bytes = quick ? int64_t{1} << 20 : int64_t{64} << 20;
-  fmt::print("{:<18} {:<15} {:>10} {:>12} {:>10} {:>12} {:>7} {:>8}\n", "pod", "collective",
-             "bytes", "sim us", "busbw GB/s", "ring us", "ratio", "host s");
+  bool quick = false, large = false;
+  std::vector<std::string> pods;
+  for (int k = 1; k < argc; ++k) {
+    if (std::strcmp(argv[k], "--quick") == 0)
+      quick = true;
+    else if (std::strcmp(argv[k], "--large") == 0)
+      large = true;
+    else
+      pods.emplace_back(argv[k]);
+  }
+  if (pods.empty())
+    pods = quick ? std::vector<std::string>{"v5e:2x2", "v4:2x2x2"}
+                 : std::vector<std::string>{"v5e:2x2", "v5e:4x4", "v5e:8x4", "v4:2x2x2", "v5e:2x2:slices=2"};
+  const Op ops[] = {{"all-reduce", Kind::kAllReduce},
+                    {"all-gather", Kind::kAllGather},
+                    {"reduce-scatter", Kind::kReduceScatter},
+                    {"all-to-all", Kind::kAllToAll},
+                    {"permute", Kind::kPermute}};
+  const int64_t max_bytes = quick ? int64_t{1} << 20 : large ? int64_t{1} << 30 : int64_t{64} << 20;
+  fmt::print("{:<18} {:<15} {:>10} {:>12} {:>10} {:>12} {:>7} {:>8}\n", "pod", "collective", "bytes",
+             "sim us", "busbw GB/s", "torus us", "ratio", "host s");
   for (const std::string& name : pods) {
     const topology::PodConfig pod = topology::pod_config(name);
     const int n = pod.chips();
@@ -75,13 +150,10 @@ int main(int argc, char** argv) {
         const sim::timing::PodRunResult r = sim::timing::run_timed_pod(exe, {}, options);
         const double host =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - host_start).count();
-        const double factor = (op.all_reduce ? 2.0 : 1.0) * (n - 1) / n;
-        const int steps = (op.all_reduce ? 2 : 1) * (n - 1);
-        const double ring = factor * static_cast<double>(bytes) / pod.ici_link_bandwidth_bytes_per_s +
-                            steps * pod.ici_link_latency_ns * 1e-9;
-        fmt::print("{:<18} {:<15} {:>10} {:>12.2f} {:>10.2f} {:>12.2f} {:>7.2f} {:>8.2f}\n", name,
-                   op.name, bytes, r.seconds * 1e6, factor * static_cast<double>(bytes) / r.seconds / 1e9,
-                   ring * 1e6, r.seconds / ring, host);
+        const double b = static_cast<double>(bytes), analytic = analytic_seconds(op, b, pod);
+        fmt::print("{:<18} {:<15} {:>10} {:>12.2f} {:>10.2f} {:>12.2f} {:>7.2f} {:>8.2f}\n", name, op.name,
+                   bytes, r.seconds * 1e6, bus_bytes(op, b, n) / r.seconds / 1e9, analytic * 1e6,
+                   r.seconds / analytic, host);
         std::fflush(stdout);
       }
   }

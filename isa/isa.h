@@ -34,6 +34,11 @@ inline constexpr int kScalarRegisters = 32;
 inline constexpr int kSemaphores = 32;
 inline constexpr int kMaxOperands = 6;
 inline constexpr int kMaxDmaDims = 4;
+// The VMEM region of a pod executable where chips' handshake flags land and are polled
+// by sld (compiler/tpu/collective_rings.h): synchronisation memory. The models copy DMAs
+// from it even when they compute no data (timing-only), and the hazard checker leaves it
+// out. It starts zeroed, as all memory does at the start of a run.
+inline constexpr std::string_view kFlagsRegion = "collective_flags";
 
 enum class Opcode : uint8_t {
 #define PODSIM_ISA_OP(e, m, sig, unit) e,

@@ -1,32 +1,19 @@
 // Collectives over the pod's torus (DESIGN.md, "Pods"): replica-id and partition-id from
-// the chip's device id, and all-reduce, reduce-scatter and all-gather as rings of remote
-// DMAs. Every chip runs the same program; what differs per chip (its neighbours in the
-// ring, which chunk it handles at each step) is a row of a table placed in HBM, indexed
-// by the device id at run time.
-//
-// The ring of a group visits its chips in snake order over the torus (row by row,
-// alternate rows reversed), so that consecutive chips of a full slice are neighbours.
-// Each array is cut into G chunks (G chips in the group), each chunk into sub-chunks
-// that flow independently, so that a long message keeps every link busy:
-//   reduce-scatter, G - 1 steps: a chip sends a chunk to the next chip, which adds it to
-//     its own copy of that chunk on the vector unit and sends the sum on (straight from
-//     VMEM), sub-chunk by sub-chunk as each lands; after G - 1 steps each chip holds one
-//     chunk summed over the group;
-//   all-gather, G - 1 steps: each chip forwards the chunk that last landed to the next.
-// all-reduce is the two in turn. Before any data moves, every chip tells the chip that
-// sends to it that it has entered the collective (a one-word remote DMA onto a semaphore
-// no other step uses): data only lands in buffers of a step in progress.
-//
-// Remote data lands on the destination's semaphores in the order it was sent (transfers
-// between two chips stay in order), so counting landings says which sub-chunk is in.
+// the chip's device id; all-reduce, reduce-scatter and all-gather as rings of remote DMAs
+// (collective_rings.h), or, for a small all-reduce, a one-shot exchange; all-to-all and
+// collective-permute as direct sends. Every chip runs the same program; what differs per
+// chip (its peers, which chunk it handles) is a row of a table placed in HBM, indexed by
+// the device id at run time. Before any data moves, every chip tells the chips that send
+// to it that it has entered the collective (a one-word remote DMA onto a semaphore no
+// other step uses): data only lands in buffers of a step in progress.
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstring>
 #include <utility>
 
 #include "common/error.h"
 #include "compiler/ir/collective_groups.h"
+#include "compiler/tpu/collective_rings.h"
 #include "compiler/tpu/lower_reduce_plan.h"
 #include "compiler/tpu/lowerings.h"
 #include "compiler/tpu/tiling.h"
@@ -39,330 +26,31 @@ namespace {
 using ir::Instruction;
 using ir::Opcode;
 
-// Semaphores of a collective step. kSemReady is used by nothing else: a chip signals it
-// on the chip before it in the ring, which may still be in an earlier step.
-constexpr int kSemReady = isa::kSemaphores - 1;
-static_assert(kSemBlock + kMaxBlockParts <= kSemReady);
+// Semaphores of the direct (not ring) collectives.
 constexpr int kSemLanded = kSemBlock;       // remote data landed here
-constexpr int kSemSentHbm = kSemBlock + 1;  // remote sends from HBM have read their source
-constexpr int kSemSentVmem = kSemBlock + 2; // + slot: remote sends from a VMEM slot
-constexpr int kSemLoad = kSemInput;         // + slot: loads into a VMEM slot
+constexpr int kSemSentHbm = kSemBlock + 1;  // remote sends have read their source
+constexpr int kSemLoad = kSemInput;         // local loads
 constexpr int kSemStore = kSemOnce;         // local copies
-constexpr int kSemSlotStore = kSemOutput;   // + slot: stores from a VMEM slot
-constexpr int kSlots = 2;
+static_assert(kSemBlock + kMaxBlockParts <= kSemReady);
 
-// The bytes a sub-chunk may have at most: small enough that the ring's pipeline fills
-// quickly, large enough that per-DMA overheads stay small.
-constexpr int64_t kMaxSubChunkBytes = 64 * 1024;
-
-// One ring per group: ring[g] the devices of group g in ring order, and for every
-// device its ring's next and previous chip and, by ring position, the group position of
-// each chip (where that chip's chunk goes).
-struct Rings {
-  int64_t size = 1;  // chips per group
-  // Per device: next, prev, then a_k = group position of the chip k places back in the
-  // ring (k = 0 .. size - 1; a_0 is the device's own group position).
-  std::vector<int64_t> table;
-  int64_t row() const { return 2 + size; }
-};
-
-// Snake position of a device over its slice (slices in order): rows along x, alternate
-// rows reversed, alternate planes' rows reversed, so consecutive positions are adjacent.
-int64_t snake_position(const topology::Torus& torus, int64_t device) {
-  const topology::ChipCoord c = torus.coord(static_cast<int>(device));
-  const std::array<int, 3> d = torus.pod().dims();
-  const int64_t row = int64_t{c.xyz[2]} * d[1] + (c.xyz[2] % 2 ? d[1] - 1 - c.xyz[1] : c.xyz[1]);
-  const int64_t x = row % 2 ? d[0] - 1 - c.xyz[0] : c.xyz[0];
-  return (int64_t{c.slice} * d[2] * d[1] + row) * d[0] + x;
-}
-
-Rings make_rings(const Lowerer& l, const Instruction& i) {
-  const Target& t = l.target();
-  const auto groups = ir::collective_device_groups(i, t.replicas, t.partitions);
-  Rings r;
-  r.size = static_cast<int64_t>(groups.at(0).size());
-  r.table.assign(static_cast<size_t>(t.devices() * r.row()), 0);
-  const topology::Torus torus(*t.pod);
-  for (const std::vector<int64_t>& group : groups) {
-    if (static_cast<int64_t>(group.size()) != r.size)
-      unsupported(i, "replica groups of different sizes");
-    std::vector<int64_t> ring = group;
-    std::sort(ring.begin(), ring.end(), [&](int64_t a, int64_t b) {
-      return snake_position(torus, a) < snake_position(torus, b);
-    });
-    auto group_position = [&](int64_t device) {
-      return std::find(group.begin(), group.end(), device) - group.begin();
-    };
-    const int64_t g = r.size;
-    for (int64_t p = 0; p < g; ++p) {
-      int64_t* row = &r.table[static_cast<size_t>(ring[static_cast<size_t>(p)] * r.row())];
-      row[0] = ring[static_cast<size_t>((p + 1) % g)];
-      row[1] = ring[static_cast<size_t>((p + g - 1) % g)];
-      for (int64_t k = 0; k < g; ++k)
-        row[2 + k] = group_position(ring[static_cast<size_t>((p - k + g) % g)]);
-    }
-  }
-  return r;
-}
-
-// This device's row of a per-device table of int64 (row_len entries a device), placed in
-// HBM as a constant: the row is copied into VMEM, where sld reads it.
-int32_t device_row(Lowerer& l, const std::string& name, const std::vector<int64_t>& table,
-                   int64_t row_len) {
-  ProgramBuilder& pb = l.pb();
-  std::vector<uint8_t> bytes(table.size() * sizeof(int64_t));
-  std::memcpy(bytes.data(), table.data(), bytes.size());
-  const int32_t region = l.use(l.constant_buffer(name, std::move(bytes)));
-  const int64_t row_bytes = row_len * 8;
-  const int32_t row = l.vmem("table_row", row_bytes);
-  const int device = pb.hold_sreg();
-  pb.emit(isa::Opcode::kSdev, isa::DType::kS32, {device, 0});
-  pb.emit(isa::Opcode::kSmuli, isa::DType::kS32, {device, device, row_bytes});
-  pb.emit(isa::Opcode::kDma, isa::DType::kF32,
-          {contiguous_descriptor(pb, region, row, row_bytes), device, 0, kSemStore});
-  pb.wait(kSemStore, 1);
-  pb.release_sreg(device);
-  return row;
-}
-
-// The handshake: tells the chips whose device ids are entries `entries` of the table row
-// in VMEM that this chip is in the step (a one-word remote DMA onto their kSemReady), and
-// waits until the flags have left. Each lands in a word of this chip's device id (chips
-// signalling the same chip write different bytes), the one of this collective's parity
-// (Lowerer::handshake_parity: a chip's consecutive flags to another never share bytes).
-void signal_ready(Lowerer& l, int32_t row, const std::vector<int64_t>& entries) {
-  ProgramBuilder& pb = l.pb();
-  const auto [flag_src, flag_dst] = l.collective_flags();
-  const int32_t flag = contiguous_descriptor(pb, l.use(flag_src), l.use(flag_dst), 8);
-  const int word = pb.hold_sreg(), peer = pb.hold_sreg();
-  pb.emit(isa::Opcode::kSdev, isa::DType::kS32, {word, 0});
-  pb.emit(isa::Opcode::kSmuli, isa::DType::kS32, {word, word, 16});
-  if (l.handshake_parity() == 1) pb.emit(isa::Opcode::kSaddi, isa::DType::kS32, {word, word, 8});
-  for (int64_t entry : entries) {
-    pb.emit(isa::Opcode::kSld, isa::DType::kS32, {peer, row, pb.sreg(8 * entry)});
-    pb.emit(isa::Opcode::kDmaRemote, isa::DType::kF32,
-            {flag, pb.sreg(0), word, peer, kSemStore, kSemReady});
-  }
-  pb.release_sreg(word);
-  pb.release_sreg(peer);
-  pb.wait(kSemStore, static_cast<int64_t>(entries.size()));
-}
-
-// Emission of one collective step on the main core: the ring table row in scalar
-// registers, the handshake, and remote sends by run-time offsets.
-class RingStep {
- public:
-  RingStep(Lowerer& l, const Instruction& i, Rings rings) : l_(l), pb_(l.pb()), rings_(std::move(rings)) {
-    row_ = device_row(l_, fmt::format("{}.ring", i.name()), rings_.table, rings_.row());
-    next_ = hold();
-    pb_.emit(isa::Opcode::kSld, isa::DType::kS32, {next_, row_, pb_.sreg(0)});
-    prev_ = hold();
-    pb_.emit(isa::Opcode::kSld, isa::DType::kS32, {prev_, row_, pb_.sreg(8)});
-    // Handshake: tell the previous chip this one is here; wait until the next one is.
-    signal_ready(l_, row_, {1});
-    pb_.wait(kSemReady, 1);
-    a_ = hold();
-    off_ = hold();
-  }
-  ~RingStep() {
-    for (int r : held_) pb_.release_sreg(r);
-  }
-
-  int64_t size() const { return rings_.size; }
-
-  // a_k * chunk_bytes + extra in a register (the offset register unless extra is 0); a_k
-  // is loaded again only when k or chunk_bytes changed since the last call.
-  int chunk_offset(int64_t k, int64_t chunk_bytes, int64_t extra) {
-    const int64_t g = rings_.size;
-    k = ((k % g) + g) % g;
-    if (k != a_k_ || chunk_bytes != a_scale_) {
-      pb_.emit(isa::Opcode::kSld, isa::DType::kS32, {a_, row_, pb_.sreg(8 * (2 + k))});
-      pb_.emit(isa::Opcode::kSmuli, isa::DType::kS32, {a_, a_, chunk_bytes});
-      a_k_ = k;
-      a_scale_ = chunk_bytes;
-    }
-    if (extra != 0) pb_.emit(isa::Opcode::kSaddi, isa::DType::kS32, {off_, a_, extra});
-    return extra != 0 ? off_ : a_;
-  }
-  // Sends with `descriptor` from the offsets in src_reg to those in dst_reg on the next
-  // chip of the ring; sent_semaphore here once the source is read, kSemLanded there.
-  void send(int32_t descriptor, int src_reg, int dst_reg, int sent_semaphore) {
-    pb_.emit(isa::Opcode::kDmaRemote, isa::DType::kF32,
-             {descriptor, src_reg, dst_reg, next_, sent_semaphore, kSemLanded});
-  }
-
- private:
-  int hold() {
-    int r = pb_.hold_sreg();
-    held_.push_back(r);
-    return r;
-  }
-
-  Lowerer& l_;
-  ProgramBuilder& pb_;
-  Rings rings_;
-  int32_t row_ = -1;
-  int next_ = -1, prev_ = -1, a_ = -1, off_ = -1;
-  int64_t a_k_ = -1, a_scale_ = 0;  // what a_ holds: a_{a_k_} * a_scale_
-  std::vector<int> held_;
-};
-
-// How an array moves through the ring: G chunks of chunk_bytes (sub_bytes per
-// sub-chunk), contiguous in `work`.
-struct Chunks {
-  int64_t chunk_bytes = 0;
-  int64_t sub_bytes = 0;
-  int64_t subs() const { return chunk_bytes / sub_bytes; }
-};
-
-// Chunks of at least `elements` elements each: whole vector tiles, whole sub-chunks.
-Chunks plan_chunks(const topology::ChipConfig& chip, int64_t elements, int64_t element_bytes) {
-  const int64_t tile = int64_t{chip.vpu_sublanes} * chip.vpu_lanes * element_bytes;
-  Chunks c;
-  c.chunk_bytes = round_up(std::max<int64_t>(elements, 1) * element_bytes, tile);
-  c.sub_bytes = std::min(c.chunk_bytes, std::max(tile, kMaxSubChunkBytes / tile * tile));
-  c.chunk_bytes = round_up(c.chunk_bytes, c.sub_bytes);
-  return c;
-}
-
-// Reduce-scatter over the ring on `work` (G contiguous chunks, HBM): afterwards chunk a_0
-// of `result` (laid out as `work`) holds the group's reduction of the chip's own chunk.
-// When then_gather, the reduced sub-chunks also go straight on to the next chip's
-// `result` as the first step of an all-gather (which must then not be `work`: the chunks
-// that land there would overwrite what the first step's sends may still be reading).
-void ring_reduce_scatter(Lowerer& l, const Instruction& i, RingStep& ring, int32_t work,
-                         int32_t result, const Chunks& c, ir::PrimitiveType type,
-                         bool then_gather) {
-  ProgramBuilder& pb = l.pb();
-  const int64_t g = ring.size();
-  const int64_t subs = c.subs();
-  const isa::DType mem = memory_dtype(type);
-  const topology::ChipConfig& chip = l.chip();
-  const int64_t row_bytes = int64_t{chip.vpu_lanes} * ir::type_byte_size(type);
-  const int64_t tile_bytes = row_bytes * chip.vpu_sublanes;
-
-  // Landing slots, one chunk per step, and VMEM slots for the sub-chunk being reduced.
-  const int32_t recv = l.use(l.new_buffer(fmt::format("{}.recv", i.name()),
-                                          ir::Shape(ir::PrimitiveType::kU8, {(g - 1) * c.chunk_bytes})));
-  const int32_t work_region = l.use(work);
-  const int32_t result_region = l.use(result);
-  int32_t mine[kSlots], theirs[kSlots];
-  for (int s = 0; s < kSlots; ++s) {
-    mine[s] = l.vmem(fmt::format("mine{}", s), c.sub_bytes);
-    theirs[s] = l.vmem(fmt::format("theirs{}", s), c.sub_bytes);
-  }
-  const int32_t hbm_to_recv = contiguous_descriptor(pb, work_region, recv, c.sub_bytes);
-  const int32_t recv_in[kSlots] = {contiguous_descriptor(pb, recv, theirs[0], c.sub_bytes),
-                                   contiguous_descriptor(pb, recv, theirs[1], c.sub_bytes)};
-  const int32_t work_in[kSlots] = {contiguous_descriptor(pb, work_region, mine[0], c.sub_bytes),
-                                   contiguous_descriptor(pb, work_region, mine[1], c.sub_bytes)};
-  const int32_t to_recv[kSlots] = {contiguous_descriptor(pb, mine[0], recv, c.sub_bytes),
-                                   contiguous_descriptor(pb, mine[1], recv, c.sub_bytes)};
-  const int32_t to_result[kSlots] = {contiguous_descriptor(pb, mine[0], result_region, c.sub_bytes),
-                                     contiguous_descriptor(pb, mine[1], result_region, c.sub_bytes)};
-
-  // Step 0: the chunk a_1 (its reduction ends g - 1 chips on) goes out from HBM.
-  for (int64_t j = 0; j < subs; ++j) {
-    int src = ring.chunk_offset(1, c.chunk_bytes, j * c.sub_bytes);
-    ring.send(hbm_to_recv, src, pb.sreg(j * c.sub_bytes), kSemSentHbm);
-  }
-
-  const Reducer reducer = build_reducer(l, i, 1);
-  VRegs regs(chip.vector_registers, l.step_name());
-  VectorCodegen combine(pb, regs, reducer.expr, reducer.roots);
-  int64_t pending_sends[kSlots] = {0, 0}, pending_stores[kSlots] = {0, 0};
-  // Step k reduces the chunk a_{k+2} (k = 0 .. g - 2): what landed in recv slot k plus the
-  // chip's own copy. The last step's sum is the chip's result chunk a_0.
-  for (int64_t k = 0; k < g - 1; ++k) {
-    const bool last = k == g - 2;
-    for (int64_t j = 0; j < subs; ++j) {
-      const int s = static_cast<int>(j % kSlots);
-      // The slot's previous contents have left.
-      pb.wait(kSemSentVmem + s, pending_sends[s]);
-      pb.wait(kSemSlotStore + s, pending_stores[s]);
-      pending_sends[s] = pending_stores[s] = 0;
-      pb.wait(kSemLanded, 1);
-      const int64_t sub = j * c.sub_bytes;
-      pb.dma(recv_in[s], k * c.chunk_bytes + sub, 0, kSemLoad + s);
-      const int own = ring.chunk_offset(k + 2, c.chunk_bytes, sub);
-      pb.emit(isa::Opcode::kDma, isa::DType::kF32, {work_in[s], own, pb.sreg(0), kSemLoad + s});
-      pb.wait(kSemLoad + s, 2);
-      for (int64_t t = 0; t < c.sub_bytes / tile_bytes; ++t) {
-        const int a = regs.take(), b = regs.take();
-        pb.vld(a, mine[s], t * tile_bytes, row_bytes, mem);
-        pb.vld(b, theirs[s], t * tile_bytes, row_bytes, mem);
-        std::vector<int> leaf_regs;
-        for (int param : reducer.leaf_param) leaf_regs.push_back(param == 0 ? a : b);
-        const std::vector<int> out = combine.emit_on(leaf_regs);
-        pb.vst(mine[s], t * tile_bytes, row_bytes, out.at(0), mem);
-        combine.give_back(out);
-        regs.give(a);
-        regs.give(b);
-      }
-      if (!last) {
-        ring.send(to_recv[s], pb.sreg(0), pb.sreg((k + 1) * c.chunk_bytes + sub), kSemSentVmem + s);
-        ++pending_sends[s];
-        continue;
-      }
-      const int dst = ring.chunk_offset(0, c.chunk_bytes, sub);
-      pb.emit(isa::Opcode::kDma, isa::DType::kF32, {to_result[s], pb.sreg(0), dst, kSemSlotStore + s});
-      ++pending_stores[s];
-      if (then_gather) {
-        ring.send(to_result[s], pb.sreg(0), dst, kSemSentVmem + s);
-        ++pending_sends[s];
-      }
-    }
-  }
-  for (int s = 0; s < kSlots; ++s) {
-    pb.wait(kSemSentVmem + s, pending_sends[s]);
-    pb.wait(kSemSlotStore + s, pending_stores[s]);
-  }
-  pb.wait(kSemSentHbm, subs);
-}
-
-// All-gather over the ring on `work` (G chunks of chunk_bytes at group positions, each
-// chunk_sizes-shaped with the strides given): the chip's own chunk a_0 is in place; when
-// own_sent, its sends (step 0) were issued already. Forwards each landed sub-chunk on.
-void ring_all_gather(Lowerer& l, RingStep& ring, int32_t work, int64_t chunk_bytes,
-                     const std::vector<int64_t>& sub_sizes, const std::vector<int64_t>& strides,
-                     int64_t element_bytes, int64_t sub_step, int64_t subs, bool own_sent) {
-  ProgramBuilder& pb = l.pb();
-  const int64_t g = ring.size();
-  const int32_t region = l.use(work);
-  isa::DmaDescriptor d;
-  d.src_region = d.dst_region = region;
-  d.element_bytes = static_cast<int32_t>(element_bytes);
-  d.sizes = sub_sizes;
-  d.src_strides = d.dst_strides = strides;
-  const int32_t forward = pb.descriptor(d);
-  int64_t sent = 0;
-  if (!own_sent)
-    for (int64_t j = 0; j < subs; ++j) {
-      const int at = ring.chunk_offset(0, chunk_bytes, j * sub_step);
-      ring.send(forward, at, at, kSemSentHbm);
-      ++sent;
-    }
-  // Step k (1 .. g - 1): the chunk a_k lands; all but the last go on.
-  for (int64_t k = 1; k < g; ++k)
-    for (int64_t j = 0; j < subs; ++j) {
-      pb.wait(kSemLanded, 1);
-      if (k == g - 1) continue;
-      const int at = ring.chunk_offset(k, chunk_bytes, j * sub_step);
-      ring.send(forward, at, at, kSemSentHbm);
-      ++sent;
-    }
-  pb.wait(kSemSentHbm, sent);
-}
-
-// A collective's step begun: its array operand, its result buffer, and the rings of its
-// groups. A group of one chip (no pod, or groups of one) needs no ring: the result is a
-// copy of the operand, made already (single).
+// A collective's step begun: its array operand, its result buffer, and the chips in each
+// of its groups. A group of one chip (no pod, or groups of one) needs no exchange: the
+// result is a copy of the operand, made already (single).
 struct CollectiveStep {
   Value in;
   int32_t out = -1;
-  Rings rings;
-  bool single() const { return rings.size == 1; }
+  int64_t group_size = 1;
+  bool single() const { return group_size == 1; }
 };
+
+int64_t group_size(const Lowerer& l, const Instruction& i) {
+  const Target& t = l.target();
+  if (!t.pod) return 1;
+  const auto groups = ir::collective_device_groups(i, t.replicas, t.partitions);
+  for (const std::vector<int64_t>& group : groups)
+    if (group.size() != groups.at(0).size()) unsupported(i, "replica groups of different sizes");
+  return static_cast<int64_t>(groups.at(0).size());
+}
 
 CollectiveStep begin_collective(Lowerer& l, const Instruction& i, Scope& s) {
   if (i.operand_count() != 1 || !i.operand(0)->shape().is_array())
@@ -373,7 +61,7 @@ CollectiveStep begin_collective(Lowerer& l, const Instruction& i, Scope& s) {
   c.in = l.value_of(*i.operand(0), s);
   l.begin_step(i, s);
   c.out = l.new_buffer(i.name(), i.shape());
-  if (l.target().pod) c.rings = make_rings(l, i);
+  c.group_size = group_size(l, i);
   if (c.single()) copy_buffer(l, c.in.buffer, c.out, i.shape().byte_size());
   return c;
 }
@@ -389,34 +77,46 @@ double route_latency_ns(const topology::Torus& torus, int64_t a, int64_t b) {
 // The most bytes the one-shot all-reduce gathers in VMEM (the group's arrays).
 constexpr int64_t kOneShotMaxBytes = 2 << 20;
 
-// The cost model choosing an all-reduce's algorithm (Options::AllReduce::kAuto), from the pod's figures: a ring
-// takes 2 (G - 1) steps, each a route to the next chip plus the HBM latency of landing
-// and loading the sum, and moves 2 (G - 1) / G of the array over each link; the one-shot
-// exchange takes two routes to the farthest chip of the group (ready, then data) and
-// moves G - 1 arrays out of every chip (counted as over one link: a bound). True when the
-// one-shot is the faster and the group's arrays fit kOneShotMaxBytes.
-bool prefer_one_shot(const Lowerer& l, const Instruction& i, const Rings& rings, int64_t bytes,
+// The cost model choosing an all-reduce's algorithm (Options::AllReduce::kAuto), from the
+// pod's figures. The rings: each phase's handshake and 2 (size - 1) steps (reduce-scatter
+// and all-gather), each a route to the next chip plus the HBM latency of landing and
+// loading the sum, and 2 (G - 1) / G of the array over the links, shared by the streams,
+// divided by the flows that share the busiest link. The one-shot exchange: two routes to
+// the farthest chip of the group (ready, then data) and G - 1 arrays out of every chip
+// (counted as over one link: a bound). True when the one-shot is the faster and the
+// group's arrays fit kOneShotMaxBytes.
+bool prefer_one_shot(const Lowerer& l, const Instruction& i, const RingPlan& plan, int64_t bytes,
                      int64_t padded) {
   const Target& t = l.target();
-  const int64_t g = rings.size;
+  const int64_t g = plan.group_size;
   if (g * padded > kOneShotMaxBytes) return false;
   const topology::Torus torus(*t.pod);
   const topology::PodConfig& pod = *t.pod;
-  double ring_hop = 0, farthest = 0;
+  const double hbm = l.chip().hbm_latency_ns;
+  double farthest = 0, ring_ns = 0;
   bool dcn = false;
-  for (const std::vector<int64_t>& group : ir::collective_device_groups(i, t.replicas, t.partitions))
-    for (int64_t a : group) {
-      ring_hop = std::max(ring_hop, route_latency_ns(torus, a, rings.table[static_cast<size_t>(a * rings.row())]));
+  const auto groups = ir::collective_device_groups(i, t.replicas, t.partitions);
+  for (const std::vector<int64_t>& group : groups)
+    for (int64_t a : group)
       for (int64_t b : group) {
         farthest = std::max(farthest, route_latency_ns(torus, a, b));
         dcn = dcn || torus.coord(static_cast<int>(a)).slice != torus.coord(static_cast<int>(b)).slice;
       }
+  for (size_t p = 0; p < static_cast<size_t>(plan.phases()); ++p) {
+    double hop = 0;
+    int64_t size = 0;
+    for (const RingStream& stream : plan.streams) {
+      size = std::max(size, stream.phases[p].size);
+      for (int64_t d = 0; d < t.devices(); ++d)
+        hop = std::max(hop, route_latency_ns(torus, d, plan.table[static_cast<size_t>(d * plan.row_length + stream.phases[p].column)]));
     }
+    ring_ns += (2.0 * static_cast<double>(size - 1) + 2) * (hop + 2 * hbm);
+  }
   const double bw = dcn ? std::min(pod.ici_link_bandwidth_bytes_per_s, pod.dcn_host_bandwidth_bytes_per_s)
                         : pod.ici_link_bandwidth_bytes_per_s;
-  const double hbm = l.chip().hbm_latency_ns;
-  const double b = static_cast<double>(bytes), steps = 2.0 * static_cast<double>(g - 1);
-  const double ring_ns = steps * (ring_hop + 2 * hbm) + steps / static_cast<double>(g) * b / bw * 1e9;
+  const double b = static_cast<double>(bytes);
+  ring_ns += 2.0 * static_cast<double>(g - 1) / static_cast<double>(g) * b /
+             static_cast<double>(plan.streams.size()) * static_cast<double>(max_link_load(l, plan)) / bw * 1e9;
   const double one_shot_ns = 2 * farthest + 2 * hbm + static_cast<double>(g - 1) * b / bw * 1e9;
   return one_shot_ns < ring_ns;
 }
@@ -437,7 +137,7 @@ void one_shot_all_reduce(Lowerer& l, const Instruction& i, const CollectiveStep&
   const int64_t row_bytes = int64_t{chip.vpu_lanes} * ir::type_byte_size(shape.type());
   const int64_t tile_bytes = row_bytes * chip.vpu_sublanes;
   const isa::DType mem = memory_dtype(shape.type());
-  const int64_t g = step.rings.size;
+  const int64_t g = step.group_size;
   std::vector<int64_t> table(static_cast<size_t>(t.devices() * g), 0);
   for (const std::vector<int64_t>& group : ir::collective_device_groups(i, t.replicas, t.partitions))
     for (int64_t p = 0; p < g; ++p) {
@@ -456,8 +156,9 @@ void one_shot_all_reduce(Lowerer& l, const Instruction& i, const CollectiveStep&
   pb.emit(isa::Opcode::kDma, isa::DType::kF32, {to_slot, pb.sreg(0), at, kSemLoad});
   std::vector<int64_t> peers;
   for (int64_t k = 1; k < g; ++k) peers.push_back(k);
-  signal_ready(l, row, peers);
-  pb.wait(kSemReady, g - 1);
+  Handshake handshake(l);
+  handshake.signal(row, peers);
+  handshake.await(row, peers);
   for (int64_t k = 1; k < g; ++k) {
     pb.emit(isa::Opcode::kSld, isa::DType::kS32, {peer, row, pb.sreg(8 * k)});
     pb.emit(isa::Opcode::kDmaRemote, isa::DType::kF32,
@@ -533,31 +234,38 @@ Value lower_device_id(Lowerer& l, const Instruction& i, Scope& s) {
 
 namespace {
 
-// The all-reduce of the array step.in into step.out (step.rings of more than one chip),
-// by the algorithm the options or the cost model choose.
+// The all-reduce of the array step.in into step.out (groups of more than one chip), by
+// the algorithm the options or the cost model choose.
 void all_reduce_array(Lowerer& l, const Instruction& i, CollectiveStep& step) {
   const ir::Shape& shape = step.in.shape;
   const int64_t eb = ir::type_byte_size(shape.type());
-  const int64_t g = step.rings.size;
+  const int64_t g = step.group_size;
   const int64_t tile_bytes = int64_t{l.chip().vpu_sublanes} * l.chip().vpu_lanes * eb;
   const int64_t padded_bytes = round_up(std::max<int64_t>(shape.byte_size(), 1), tile_bytes);
+  RingPlan plan = plan_rings(l, i, ceil_div(std::max<int64_t>(shape.num_elements(), 1), g), eb);
   const Options::AllReduce algorithm = l.options().all_reduce;
-  if (algorithm == Options::AllReduce::kOneShot ||
-      (algorithm == Options::AllReduce::kAuto &&
-       prefer_one_shot(l, i, step.rings, shape.byte_size(), padded_bytes)))
+  const bool one_shot_fits = 2 * g * padded_bytes <= l.vmem_free();
+  if ((algorithm == Options::AllReduce::kOneShot && one_shot_fits) ||
+      (algorithm == Options::AllReduce::kAuto && one_shot_fits &&
+       prefer_one_shot(l, i, plan, shape.byte_size(), padded_bytes)))
     return one_shot_all_reduce(l, i, step, padded_bytes);
-  const Chunks c = plan_chunks(l.chip(), ceil_div(shape.num_elements(), g), eb);
-  // The array, padded to whole chunks, is reduced in `work` and gathered in `gathered`
-  // (the result itself unless padded).
-  const ir::Shape padded_shape(ir::PrimitiveType::kU8, {g * c.chunk_bytes});
-  const bool padded = g * c.chunk_bytes != shape.byte_size();
-  const int32_t work = l.new_buffer(fmt::format("{}.work", i.name()), padded_shape);
+  // The array padded to whole chunks (a scratch copy, reduced in place) or as it is
+  // (then the sums of phases before the last go to `work`), gathered in the result
+  // (or a padded one).
+  const ir::Shape padded_shape(ir::PrimitiveType::kU8, {g * plan.chunk_bytes()});
+  const bool padded = g * plan.chunk_bytes() != shape.byte_size();
+  int32_t input = step.in.buffer, work = -1;
+  if (padded) {
+    input = work = l.new_buffer(fmt::format("{}.work", i.name()), padded_shape);
+    copy_buffer(l, step.in.buffer, work, shape.byte_size());
+  } else if (plan.phases() > 1) {
+    work = l.new_buffer(fmt::format("{}.work", i.name()), padded_shape);
+  }
   const int32_t gathered =
       padded ? l.new_buffer(fmt::format("{}.gathered", i.name()), padded_shape) : step.out;
-  copy_buffer(l, step.in.buffer, work, shape.byte_size());
-  RingStep ring(l, i, std::move(step.rings));
-  ring_reduce_scatter(l, i, ring, work, gathered, c, shape.type(), true);
-  ring_all_gather(l, ring, gathered, c.chunk_bytes, {c.sub_bytes / 8}, {8}, 8, c.sub_bytes, c.subs(), true);
+  RingEmitter rings(l, i, std::move(plan));
+  rings.reduce_scatter(input, work, gathered, shape.type(), false, true);
+  rings.all_gather(gathered, true);
   if (padded) copy_buffer(l, gathered, step.out, shape.byte_size());
 }
 
@@ -596,7 +304,7 @@ Value lower_tuple_all_reduce(Lowerer& l, const Instruction& i, Scope& s) {
     at += in.shape.num_elements();
   }
   l.pb().wait(kSemStore, copies);
-  if (l.target().pod) step.rings = make_rings(l, i);
+  step.group_size = group_size(l, i);
   if (step.single()) {
     step.out = step.in.buffer;
   } else {
@@ -630,25 +338,26 @@ Value lower_reduce_scatter(Lowerer& l, const Instruction& i, Scope& s) {
   const ir::Shape& shape = i.shape();  // one chunk
   const int32_t out = step.out;
   if (step.single()) return Value{out, shape, {}};
-  const int64_t g = step.rings.size;
+  const int64_t g = step.group_size;
   const int64_t eb = ir::type_byte_size(shape.type());
-  // The operand [outer, g * m, inner] into g contiguous chunks [outer, m, inner].
+  RingPlan plan = plan_rings(l, i, shape.num_elements(), eb);
+  // The operand [outer, g * m, inner] is g contiguous chunks [m, inner] when outer is 1;
+  // else it is copied into g chunks [outer, m, inner], reduced in place.
   const int64_t dim = i.attrs().dimensions.at(0);
   const auto [outer, inner] = outer_inner(step.in.shape.dims(), dim);
   const int64_t m = shape.dims()[static_cast<size_t>(dim)];
-  const Chunks c = plan_chunks(l.chip(), shape.num_elements(), eb);
-  const int32_t work = l.new_buffer(fmt::format("{}.work", i.name()),
-                                    ir::Shape(ir::PrimitiveType::kU8, {g * c.chunk_bytes}));
-  const int n = issue_copy(l.pb(), l.use(step.in.buffer), 0, l.use(work), 0, eb, {g, outer, m * inner},
-                           {m * inner, g * m * inner, 1}, {c.chunk_bytes / eb, m * inner, 1}, kSemStore);
-  l.pb().wait(kSemStore, n);
-  RingStep ring(l, i, std::move(step.rings));
-  ring_reduce_scatter(l, i, ring, work, work, c, shape.type(), false);
-  // The chip's chunk (a_0) out.
-  const int at = ring.chunk_offset(0, c.chunk_bytes, 0);
-  const int k = issue_copy(l.pb(), l.use(work), at, 0, l.use(out), -1, 0, eb, {shape.num_elements()}, {1}, {1},
-                           kSemStore);
-  l.pb().wait(kSemStore, k);
+  const ir::Shape chunks_shape(ir::PrimitiveType::kU8, {g * plan.chunk_bytes()});
+  int32_t input = step.in.buffer, work = -1;
+  if (outer > 1) {
+    input = work = l.new_buffer(fmt::format("{}.work", i.name()), chunks_shape);
+    const int n = issue_copy(l.pb(), l.use(step.in.buffer), 0, l.use(work), 0, eb, {g, outer, m * inner},
+                             {m * inner, g * m * inner, 1}, {outer * m * inner, m * inner, 1}, kSemStore);
+    l.pb().wait(kSemStore, n);
+  } else if (plan.phases() > 1) {
+    work = l.new_buffer(fmt::format("{}.work", i.name()), chunks_shape);
+  }
+  RingEmitter rings(l, i, std::move(plan));
+  rings.reduce_scatter(input, work, out, shape.type(), true, false);
   return Value{out, shape, {}};
 }
 
@@ -737,8 +446,9 @@ Value lower_collective_permute(Lowerer& l, const Instruction& i, Scope& s) {
     pb.begin_block();
   };
   // Receivers say they are ready; the others' results are zeros.
+  Handshake handshake(l);
   const int64_t no_source = skip_unless(2);
-  signal_ready(l, row, {3});
+  handshake.signal(row, {3});
   const int64_t to_send = pb.pc();
   pb.emit(isa::Opcode::kBr, isa::DType::kF32, {0});
   here(no_source);
@@ -746,8 +456,8 @@ Value lower_collective_permute(Lowerer& l, const Instruction& i, Scope& s) {
   here(to_send);
   // Senders send once their target is ready.
   const int64_t no_target = skip_unless(0);
+  handshake.await(row, {1});
   pb.emit(isa::Opcode::kSld, isa::DType::kS32, {peer, row, pb.sreg(8)});
-  pb.wait(kSemReady, 1);
   pb.emit(isa::Opcode::kDmaRemote, isa::DType::kF32,
           {contiguous_descriptor(pb, l.use(in.buffer), l.use(out), shape.byte_size()), pb.sreg(0),
            pb.sreg(0), peer, kSemSentHbm, kSemLanded});
@@ -775,7 +485,7 @@ Value lower_all_to_all(Lowerer& l, const Instruction& i, Scope& s) {
   if (step.single()) return Value{step.out, shape, {}};
   ProgramBuilder& pb = l.pb();
   const Target& t = l.target();
-  const int64_t g = step.rings.size;
+  const int64_t g = step.group_size;
   const int64_t eb = ir::type_byte_size(shape.type());
   const int64_t dim = i.attrs().dimensions.at(0);
   const auto [outer, inner] = outer_inner(shape.dims(), dim);
@@ -807,8 +517,9 @@ Value lower_all_to_all(Lowerer& l, const Instruction& i, Scope& s) {
   pb.emit(isa::Opcode::kDma, isa::DType::kF32, {blocks, dst, dst, kSemLoad});
   std::vector<int64_t> peers;
   for (int64_t k = 1; k < g; ++k) peers.push_back(2 * k - 1);
-  signal_ready(l, row, peers);
-  pb.wait(kSemReady, g - 1);
+  Handshake handshake(l);
+  handshake.signal(row, peers);
+  handshake.await(row, peers);
   for (int64_t k = 1; k < g; ++k) {
     pb.emit(isa::Opcode::kSld, isa::DType::kS32, {peer, row, pb.sreg(8 * (2 * k - 1))});
     pb.emit(isa::Opcode::kSld, isa::DType::kS32, {src, row, pb.sreg(8 * 2 * k)});
@@ -829,39 +540,26 @@ Value lower_all_gather(Lowerer& l, const Instruction& i, Scope& s) {
   const ir::Shape& shape = i.shape();
   const int32_t out = step.out;
   if (step.single()) return Value{out, shape, {}};
-  const int64_t g = step.rings.size;
+  const int64_t g = step.group_size;
   const int64_t eb = ir::type_byte_size(shape.type());
-  // Chunk q of the result: [outer, m, inner] at q * m along dim of [outer, g * m, inner].
+  // Chunk q of the result: [outer, m, inner] at q * m along dim of [outer, g * m, inner];
+  // the rings gather g contiguous chunks, in the result itself when outer is 1.
   const int64_t dim = i.attrs().dimensions.at(0);
   const auto [outer, inner] = outer_inner(step.in.shape.dims(), dim);
   const int64_t m = step.in.shape.dims()[static_cast<size_t>(dim)];
-  const int64_t row = m * inner * eb;  // one chunk's bytes per outer index
-  RingStep ring(l, i, std::move(step.rings));
-  const int at = ring.chunk_offset(0, row, 0);
-  const int n = issue_copy(l.pb(), l.use(step.in.buffer), -1, 0, l.use(out), at, 0, eb, {outer, m * inner},
-                           {m * inner, 1}, {g * m * inner, 1}, kSemStore);
+  RingEmitter rings(l, i, plan_rings(l, i, step.in.shape.num_elements(), eb));
+  const int32_t gathered =
+      outer > 1 ? l.new_buffer(fmt::format("{}.gathered", i.name()), shape) : out;
+  const int own = rings.own_chunk_offset();
+  const int n = issue_copy(l.pb(), l.use(step.in.buffer), -1, 0, l.use(gathered), own, 0, eb,
+                           {step.in.shape.num_elements()}, {1}, {1}, kSemStore);
   l.pb().wait(kSemStore, n);
-  // Sub-chunks: whole outer rows when there are several, else slices of the one row.
-  int64_t subs = 1, rows_per_sub = outer;
-  std::vector<int64_t> sub_sizes, strides;
-  int64_t sub_step = 0;
+  rings.all_gather(gathered, false);
   if (outer > 1) {
-    rows_per_sub = std::max<int64_t>(1, std::min(outer, kMaxSubChunkBytes / std::max<int64_t>(row, 1)));
-    while (outer % rows_per_sub != 0) --rows_per_sub;
-    subs = outer / rows_per_sub;
-    sub_sizes = {rows_per_sub, m * inner};
-    strides = {g * m * inner * eb, eb};
-    sub_step = rows_per_sub * g * row;
-  } else {
-    int64_t elements = m * inner;
-    int64_t per = std::max<int64_t>(1, kMaxSubChunkBytes / eb);
-    subs = ceil_div(elements, per);
-    while (elements % subs != 0) ++subs;
-    sub_sizes = {elements / subs};
-    strides = {eb};
-    sub_step = elements / subs * eb;
+    const int k = issue_copy(l.pb(), l.use(gathered), 0, l.use(out), 0, eb, {g, outer, m * inner},
+                             {outer * m * inner, m * inner, 1}, {m * inner, g * m * inner, 1}, kSemStore);
+    l.pb().wait(kSemStore, k);
   }
-  ring_all_gather(l, ring, out, row, sub_sizes, strides, eb, sub_step, subs, false);
   return Value{out, shape, {}};
 }
 

@@ -87,6 +87,7 @@ Lowerer::Lowerer(const ir::Module& module, const Target& target, const Options& 
     fail("TPU compile: core {} does not exist on chip '{}' ({} TensorCores)", options.core,
          chip_.name, chip_.tensor_cores);
   if (options.max_tile_vregs < 1) fail("TPU compile: max_tile_vregs must be at least 1");
+  if (target.pod && target.devices() > 1) flags_bytes_ = round_up(8 * (target.devices() + 2), kVmemAlignment);
 }
 
 int32_t Lowerer::new_buffer(std::string_view name, const ir::Shape& shape) {
@@ -117,12 +118,20 @@ int32_t Lowerer::constant_buffer(std::string_view name, std::vector<uint8_t> dat
   return id;
 }
 
-std::pair<int32_t, int32_t> Lowerer::collective_flags() {
-  if (flags_.first < 0)
-    flags_ = {constant_buffer("collective.flag_out", std::vector<uint8_t>(8, 0)),
-              constant_buffer("collective.flag_in",
-                              std::vector<uint8_t>(static_cast<size_t>(16 * target_.devices()), 0))};
+Lowerer::Flags Lowerer::collective_flags() {
+  if (flags_.region < 0) {
+    if (flags_bytes_ == 0) fail("TPU compile: collective handshakes need a pod");
+    if (pb_.core() != options_.core) fail("TPU compile: a collective handshake off the main core");
+    flags_.region = pb_.add_region(isa::kFlagsRegion, isa::MemorySpace::kVmem,
+                                   chip_.vmem_bytes - flags_bytes_, flags_bytes_);
+    flags_.out = 8 * target_.devices();
+    flags_.counter = flags_.out + 8;
+  }
   return flags_;
+}
+
+int64_t Lowerer::vmem_limit() const {
+  return chip_.vmem_bytes - (pb_.core() == options_.core ? flags_bytes_ : 0);
 }
 
 int32_t Lowerer::use(int32_t buffer) {
@@ -141,7 +150,7 @@ void Lowerer::begin_step(const Instruction& i, const Scope& s) {
 int32_t Lowerer::vmem(std::string_view name, int64_t bytes) {
   int64_t& used = vmem_used_[static_cast<size_t>(pb_.core())];
   int64_t offset = round_up(used, kVmemAlignment);
-  if (bytes > chip_.vmem_bytes - offset)
+  if (bytes > vmem_limit() - offset)
     fail("TPU compile: step '{}' needs more than the {} bytes of VMEM of chip '{}' (at buffer '{}' of {} bytes)",
          step_name_, chip_.vmem_bytes, chip_.name, name, bytes);
   used = offset + bytes;

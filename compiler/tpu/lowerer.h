@@ -82,12 +82,16 @@ class Lowerer {
   // A constant array placed in HBM before the run.
   int32_t constant_buffer(std::string_view name, std::vector<uint8_t> data);
   const Buffer& buffer(int32_t b) const { return buffers_[static_cast<size_t>(b)]; }
-  // HBM for collectives' handshakes (buffers, whole run): a word every chip sends from,
-  // and two words per device that the chip of that device id writes into on the others,
-  // used by alternate collectives (handshake_parity(), 0 1 0 1 ... per call), so that a
-  // chip's flag to another never lands on the bytes its previous flag there wrote.
-  std::pair<int32_t, int32_t> collective_flags();
-  int handshake_parity() { return static_cast<int>(handshakes_++ % 2); }
+  // VMEM for collectives' handshakes (isa::kFlagsRegion, reserved at the top of the
+  // main core's VMEM for the whole run of a pod executable): a word per device, where the
+  // chip of that device id writes its flags on the others, then the word flags are sent
+  // from, then the chip's count of handshakes.
+  struct Flags {
+    int32_t region = -1;
+    int64_t out = 0;      // byte offset of the word flags are sent from
+    int64_t counter = 0;  // byte offset of the handshake count
+  };
+  Flags collective_flags();
   // The buffer's HBM region, recording that the step in progress uses it.
   int32_t use(int32_t buffer);
 
@@ -96,9 +100,7 @@ class Lowerer {
   // A VMEM region of the step in progress, in the VMEM of the core pb() emits for;
   // podsim::Error when VMEM is exhausted.
   int32_t vmem(std::string_view name, int64_t bytes);
-  int64_t vmem_free() const {
-    return chip_.vmem_bytes - vmem_used_[static_cast<size_t>(pb_.core())];
-  }
+  int64_t vmem_free() const { return vmem_limit() - vmem_used_[static_cast<size_t>(pb_.core())]; }
 
   // How many TensorCores the step in progress may split its work over: the chip's cores
   // from options().core up, in straight-line code (a loop or a branch runs on one core).
@@ -138,8 +140,11 @@ class Lowerer {
   ProgramBuilder pb_;
   std::vector<Buffer> buffers_;
   std::unordered_map<std::string, int32_t> iota_buffers_;
-  std::pair<int32_t, int32_t> flags_{-1, -1};
-  int64_t handshakes_ = 0;
+  // VMEM of the core pb() emits for that steps may use (all but the flags' on the main core).
+  int64_t vmem_limit() const;
+
+  Flags flags_;
+  int64_t flags_bytes_ = 0;  // reserved at the top of the main core's VMEM
   int64_t step_ = -1;
   std::vector<int64_t> vmem_used_;  // per core
   int parallel_cores_ = 1;

@@ -60,8 +60,9 @@ struct Options {
   bool passes = true;
   // How all-reduces move data: chosen per instruction by the pod's cost model (kAuto), or
   // forced (tests and benchmarks of either algorithm). kRing: reduce-scatter then
-  // all-gather around a ring; kOneShot: every chip sends its array to every other chip of
-  // its group and reduces them all (the latency-bound choice).
+  // all-gather over rings on the torus; kOneShot: every chip sends its array to every
+  // other chip of its group and reduces them all (the latency-bound choice), where the
+  // group's arrays fit in half the chip's VMEM (else the rings).
   enum class AllReduce { kAuto, kRing, kOneShot };
   AllReduce all_reduce = AllReduce::kAuto;
 };

@@ -79,7 +79,7 @@ void FunctionalModel::complete_dma(uint64_t id) {
   in_flight_.erase(std::find_if(in_flight_.begin(), in_flight_.end(),
                                 [&](const DmaTransfer& x) { return x.id == t.id; }));
 
-  if (compute_data_ || constant_region_[static_cast<size_t>(
+  if (compute_data_ || always_copied_[static_cast<size_t>(
                            executable_->descriptors[static_cast<size_t>(t.descriptor)].src_region)])
     copy_dma(t);
   signal(state_.core(t.core).semaphores[static_cast<size_t>(t.semaphore)], t);

@@ -30,11 +30,13 @@ FunctionalModel::FunctionalModel(std::shared_ptr<const isa::Executable> executab
     state_.core(p.core).has_program = true;
     ++state_.barrier_participants;
   }
-  constant_region_.assign(executable_->regions.size(), false);
+  always_copied_.assign(executable_->regions.size(), false);
   for (const isa::Constant& c : executable_->constants) {
     write_region(c.region, 0, c.data);
-    constant_region_[static_cast<size_t>(c.region)] = true;
+    always_copied_[static_cast<size_t>(c.region)] = true;
   }
+  for (size_t r = 0; r < executable_->regions.size(); ++r)
+    if (executable_->regions[r].name == isa::kFlagsRegion) always_copied_[r] = true;
   const topology::ChipConfig& chip = executable_->chip;
   int64_t widest_row = std::max({chip.vpu_lanes, chip.mxu_rows, chip.mxu_cols});
   row_buffer_.resize(static_cast<size_t>(widest_row * 4));

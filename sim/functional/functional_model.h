@@ -207,7 +207,9 @@ class FunctionalModel {
   std::vector<DmaTransfer> in_flight_;
   uint64_t next_dma_id_ = 0;
   bool compute_data_ = true;
-  std::vector<bool> constant_region_;  // by region: holds one of the executable's constants
+  // By region: DMAs from it copy data even when no data is computed (a constant of the
+  // executable, or the collectives' flags).
+  std::vector<bool> always_copied_;
   static constexpr int64_t kDmaChunkBytes = int64_t{1} << 20;
   std::vector<uint8_t> row_buffer_;    // one tile or MXU row in memory form
   std::vector<uint32_t> lane_buffer_;  // the same in lane form; the vxpose block

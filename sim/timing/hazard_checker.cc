@@ -82,6 +82,16 @@ HazardChecker::HazardChecker(const isa::Executable& executable, uint64_t base, i
   halted_.assign(cores, false);
   recent_.resize(cores);
   programs_ = static_cast<int>(executable.programs.size());
+  for (const isa::Region& r : executable.regions)
+    if (r.name == isa::kFlagsRegion)
+      flags_.push_back(MemoryRange{r.space, r.core, r.offset, r.offset + r.size});
+}
+
+bool HazardChecker::in_flags(const MemoryRange& range) const {
+  for (const MemoryRange& f : flags_)
+    if (range.space == f.space && range.core == f.core && range.begin >= f.begin && range.end <= f.end)
+      return true;
+  return false;
 }
 
 bool HazardChecker::touches(const Side& a, const Side& b) {
@@ -108,7 +118,7 @@ bool HazardChecker::ordered_before(const LiveDma& d, int core) const {
 void HazardChecker::check_pair(const Side& dma, const Side& other) {
   const HazardAccess& a = dma.access;
   const HazardAccess& b = other.access;
-  if (!a.write && !b.write) return;
+  if ((!a.write && !b.write) || in_flags(a.range) || in_flags(b.range)) return;
   std::string kind =
       a.write ? (b.write ? "write-after-write" : "read-after-write") : "write-after-read";
   auto key = std::make_tuple(a.core, a.pc, b.core, b.pc, static_cast<int>(kind[0]));

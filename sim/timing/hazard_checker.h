@@ -15,7 +15,8 @@
 // Any conflicting pair (overlapping bytes, at least one write) of a DMA and another
 // access (an instruction's, or another DMA's) not ordered by these rules is a hazard:
 // read-after-write (something reads what a DMA writes), write-after-read (something
-// writes what a DMA reads) or write-after-write.
+// writes what a DMA reads) or write-after-write. Accesses to the collectives' flags
+// (isa::kFlagsRegion), which chips poll by design, are none.
 #pragma once
 
 #include <cstdint>
@@ -81,6 +82,7 @@ class HazardChecker {
   };
   bool ordered_before(const LiveDma& dma, int core) const;
   static bool touches(const Side& a, const Side& b);
+  bool in_flags(const MemoryRange& range) const;
   void check_pair(const Side& dma_side, const Side& other);
   void prune();
 
@@ -93,6 +95,7 @@ class HazardChecker {
   std::vector<LiveDma> live_;
   std::vector<std::vector<Side>> recent_;  // per core, this generation (multi-core runs)
   std::vector<Hazard> hazards_;
+  std::vector<MemoryRange> flags_;  // the flags region, in this chip's memory
   std::set<std::tuple<int, int, int, int, int>> reported_;
 };
 

@@ -140,6 +140,35 @@ ENTRY e {{
                GetParam());
 }
 
+TEST_P(Collectives, RowsThenColumnsThenAChipOrderOfNoBox) {
+  // Groups along x (rings on one axis), then along y, then every chip in reverse device
+  // order (no box of the torus: one ring in snake order); rows may run collectives ahead
+  // of columns, whose handshakes must not mistake their flags.
+  const topology::PodConfig pod = topology::pod_config(GetParam());
+  const int n = chips(), dx = pod.dim_x, dy = pod.dim_y, dz = pod.dim_z * pod.slices;
+  if (dx < 2 || dy < 2) GTEST_SKIP() << "needs two axes";
+  std::string reversed;
+  for (int d = n - 1; d >= 0; --d) reversed += fmt::format("{}{}", d == n - 1 ? "" : ",", d);
+  check_on_pod(fmt::format(R"(HloModule m
+add {{
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}}
+ENTRY e {{
+  x = f32[{r},30] parameter(0)
+  rows = f32[{r},30] all-reduce(x), replica_groups=[{},{}]<=[{}], to_apply=add
+  cols = f32[{r},30] all-reduce(rows), replica_groups=[{},{}]<=[{},{},{}]T(0,2,1), to_apply=add
+  rs = f32[{c},30] reduce-scatter(x), dimensions={{0}}, replica_groups=[{},{}]<=[{},{},{}]T(0,2,1), to_apply=add
+  ag = f32[{r},30] all-gather(rs), dimensions={{0}}, replica_groups=[{},{}]<=[{},{},{}]T(0,2,1)
+  all = f32[{r},30] all-reduce(cols), replica_groups={{{{{}}}}}, to_apply=add
+  ROOT t = (f32[{r},30], f32[{r},30], f32[{c},30], f32[{r},30]) tuple(rows, all, rs, ag)
+}})",
+                           n / dx, dx, n, n / dy, dy, dz, dy, dx, n / dy, dy, dz, dy, dx, n / dy, dy, dz, dy,
+                           dx, reversed, fmt::arg("r", 5 * dy), fmt::arg("c", 5)),
+               GetParam());
+}
+
 TEST_P(Collectives, ReduceScatterAndAllGatherAlongAnyDimension) {
   const int n = chips();
   check_on_pod(fmt::format(R"(HloModule m
@@ -229,7 +258,7 @@ ENTRY e {
 
 INSTANTIATE_TEST_SUITE_P(Pods, Collectives,
                          ::testing::Values("tiny:1x2", "tiny:2x2:mesh", "v5e:2x2", "v4:2x2x2",
-                                           "v5e:4x4", "v5e:2x2:slices=2"),
+                                           "v5e:4x4", "v5e:2x2:slices=2", "tiny:4x3", "tiny:3x2x2"),
                          podsim::testing::pod_test_name);
 
 TEST(Collectives, OneChipNeedsNoPod) {

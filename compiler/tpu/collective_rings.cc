@@ -1,0 +1,604 @@
+#include "compiler/tpu/collective_rings.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <numeric>
+#include <utility>
+
+#include "common/error.h"
+#include "compiler/ir/collective_groups.h"
+#include "compiler/tpu/lower_reduce_plan.h"
+#include "compiler/tpu/tiling.h"
+#include "compiler/tpu/vector_codegen.h"
+#include "topology/torus.h"
+
+namespace podsim::tpu {
+namespace {
+
+using ir::Instruction;
+
+// Semaphores of a ring step: a landing counter per stream, then the rest; none is
+// kSemOnce (local copies around the rings) or kSemReady.
+constexpr int kMaxStreams = 6;  // 3 axes, both directions
+constexpr int kSemLanded = 0;   // + stream: its remote data landed here
+constexpr int kSemSentHbm = kMaxStreams;        // remote sends from HBM have read their source
+constexpr int kSemLoad = kMaxStreams + 1;       // loads into a VMEM slot (waited at once)
+constexpr int kSemSlot = kMaxStreams + 2;       // + slot: sends and stores from a VMEM slot
+constexpr int kMaxSlots = 2 * kMaxStreams;
+static_assert(kSemSlot + kMaxSlots <= kSemOnce);
+
+// The bytes a block's piece may have at most in one transfer: small enough that the
+// ring's pipeline fills quickly, large enough that per-DMA overheads stay small.
+constexpr int64_t kMaxSubChunkBytes = 64 * 1024;
+
+// Snake position of a device over its slice (slices in order): rows along x, alternate
+// rows reversed, alternate planes' rows reversed, so consecutive positions are adjacent.
+int64_t snake_position(const topology::Torus& torus, int64_t device) {
+  const topology::ChipCoord c = torus.coord(static_cast<int>(device));
+  const std::array<int, 3> d = torus.pod().dims();
+  const int64_t row = int64_t{c.xyz[2]} * d[1] + (c.xyz[2] % 2 ? d[1] - 1 - c.xyz[1] : c.xyz[1]);
+  const int64_t x = row % 2 ? d[0] - 1 - c.xyz[0] : c.xyz[0];
+  return (int64_t{c.slice} * d[2] * d[1] + row) * d[0] + x;
+}
+
+// How the groups lie on the torus when each is a box of one slice in device order: the
+// axes a group spans, the chips along each, and the group-position stride of each
+// (x fastest, as device ids count). Empty axes when the groups are not such boxes.
+struct Box {
+  std::vector<int> axes;
+  std::vector<int64_t> extent, stride;
+};
+
+Box find_box(const topology::Torus& torus, const std::vector<std::vector<int64_t>>& groups) {
+  Box box;
+  const int64_t g = static_cast<int64_t>(groups.at(0).size());
+  for (size_t n = 0; n < groups.size(); ++n) {
+    std::array<std::vector<int>, 3> values;
+    const int slice = torus.coord(static_cast<int>(groups[n][0])).slice;
+    for (int64_t d : groups[n]) {
+      const topology::ChipCoord c = torus.coord(static_cast<int>(d));
+      if (c.slice != slice) return {};
+      for (int a = 0; a < 3; ++a) values[static_cast<size_t>(a)].push_back(c.xyz[static_cast<size_t>(a)]);
+    }
+    Box b;
+    int64_t stride = 1;
+    for (int a = 0; a < 3; ++a) {
+      std::vector<int>& v = values[static_cast<size_t>(a)];
+      std::sort(v.begin(), v.end());
+      v.erase(std::unique(v.begin(), v.end()), v.end());
+      if (v.size() < 2) continue;
+      b.axes.push_back(a);
+      b.extent.push_back(static_cast<int64_t>(v.size()));
+      b.stride.push_back(stride);
+      stride *= static_cast<int64_t>(v.size());
+    }
+    if (stride != g || (n > 0 && (b.axes != box.axes || b.extent != box.extent))) return {};
+    // Group position = sum of coordinate ranks x strides.
+    for (int64_t p = 0; p < g; ++p) {
+      const topology::ChipCoord c = torus.coord(static_cast<int>(groups[n][static_cast<size_t>(p)]));
+      int64_t position = 0;
+      for (size_t k = 0; k < b.axes.size(); ++k) {
+        const std::vector<int>& v = values[static_cast<size_t>(b.axes[k])];
+        const int at = c.xyz[static_cast<size_t>(b.axes[k])];
+        position += (std::lower_bound(v.begin(), v.end(), at) - v.begin()) * b.stride[k];
+      }
+      if (position != p) return {};
+    }
+    box = std::move(b);
+  }
+  return box;
+}
+
+// Elements [0, total) cut into `parts` pieces as equal as whole elements allow (none empty).
+std::vector<std::pair<int64_t, int64_t>> split(int64_t total, int64_t parts) {
+  parts = std::max<int64_t>(1, std::min(parts, total));
+  std::vector<std::pair<int64_t, int64_t>> pieces;
+  for (int64_t q = 0, lo = 0; q < parts; ++q) {
+    const int64_t n = total / parts + (q < total % parts ? 1 : 0);
+    pieces.emplace_back(lo, n);
+    lo += n;
+  }
+  return pieces;
+}
+
+int64_t mod(int64_t a, int64_t n) { return ((a % n) + n) % n; }
+
+}  // namespace
+
+int64_t RingPhase::blocks() const {
+  return std::accumulate(block_sizes.begin(), block_sizes.end(), int64_t{1}, std::multiplies<>());
+}
+
+RingPlan plan_rings(const Lowerer& l, const Instruction& i, int64_t chunk_elements, int64_t element_bytes) {
+  const Target& t = l.target();
+  const auto groups = ir::collective_device_groups(i, t.replicas, t.partitions);
+  const topology::Torus torus(*t.pod);
+  RingPlan plan;
+  plan.group_size = static_cast<int64_t>(groups.at(0).size());
+  plan.chunk_elements = chunk_elements;
+  plan.element_bytes = element_bytes;
+  const int64_t g = plan.group_size;
+
+  // A ring of one phase by group position: each position's next and previous one, and
+  // the first chunk of the block that the chip k places back holds (k = 0 .. size - 1).
+  struct Ring {
+    std::vector<int64_t> next, prev;
+    std::vector<std::vector<int64_t>> back;
+  };
+  // rings(stream, phase, group) once the streams are planned.
+  std::function<Ring(size_t, size_t, const std::vector<int64_t>&)> ring_of;
+  const Box box = find_box(torus, groups);
+  std::vector<int64_t> directions;
+  const int64_t k = static_cast<int64_t>(box.axes.size());
+  const bool both = std::any_of(box.extent.begin(), box.extent.end(), [](int64_t e) { return e > 2; });
+  if (k > 0) {
+    for (const auto& [lo, elements] : split(chunk_elements, k * (both ? 2 : 1))) {
+      const int64_t s = static_cast<int64_t>(plan.streams.size());
+      directions.push_back(s / k ? -1 : 1);
+      RingStream stream{lo, elements, {}};
+      for (int64_t p = 0; p < k; ++p) {
+        RingPhase phase;
+        phase.size = box.extent[static_cast<size_t>((s + p) % k)];
+        for (int64_t f = k - 1; f > p; --f) {  // the axes of later phases, outer first
+          const size_t later = static_cast<size_t>((s + f) % k);
+          phase.block_sizes.push_back(box.extent[later]);
+          phase.block_strides.push_back(box.stride[later]);
+        }
+        stream.phases.push_back(std::move(phase));
+      }
+      plan.streams.push_back(std::move(stream));
+    }
+    // Stream s, phase p: along axis (s + p) mod k; the chunks it moves share this chip's
+    // coordinates on the axes of earlier phases.
+    ring_of = [&box, k, g, &directions](size_t s, size_t p, const std::vector<int64_t>&) {
+      const int64_t dir = directions[s];
+      const size_t axis = (s + p) % static_cast<size_t>(k);
+      const int64_t n = box.extent[axis], stride = box.stride[axis];
+      Ring ring;
+      for (int64_t pos = 0; pos < g; ++pos) {
+        auto rank = [&](size_t a) { return pos / box.stride[a] % box.extent[a]; };
+        const int64_t r = rank(axis);
+        ring.next.push_back(pos + (mod(r + dir, n) - r) * stride);
+        ring.prev.push_back(pos + (mod(r - dir, n) - r) * stride);
+        int64_t fixed = 0;
+        for (size_t e = 0; e < p; ++e) {
+          const size_t done = (s + e) % static_cast<size_t>(k);
+          fixed += rank(done) * box.stride[done];
+        }
+        std::vector<int64_t> back;
+        for (int64_t b = 0; b < n; ++b) back.push_back(fixed + mod(r - b * dir, n) * stride);
+        ring.back.push_back(std::move(back));
+      }
+      return ring;
+    };
+  } else {
+    for (const auto& [lo, elements] : split(chunk_elements, g > 2 ? 2 : 1)) {
+      directions.push_back(plan.streams.empty() ? 1 : -1);
+      plan.streams.push_back(RingStream{lo, elements, {RingPhase{g, {}, {}, 0}}});
+    }
+    // One ring over the group's chips in snake order (neighbours on the torus where the
+    // group allows).
+    ring_of = [&torus, g, &directions](size_t s, size_t, const std::vector<int64_t>& group) {
+      std::vector<int64_t> order(static_cast<size_t>(g));
+      std::iota(order.begin(), order.end(), 0);
+      std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+        return snake_position(torus, group[static_cast<size_t>(a)]) <
+               snake_position(torus, group[static_cast<size_t>(b)]);
+      });
+      const int64_t dir = directions[s];
+      Ring ring{std::vector<int64_t>(static_cast<size_t>(g)), std::vector<int64_t>(static_cast<size_t>(g)),
+                std::vector<std::vector<int64_t>>(static_cast<size_t>(g))};
+      for (int64_t r = 0; r < g; ++r) {
+        const size_t pos = static_cast<size_t>(order[static_cast<size_t>(r)]);
+        ring.next[pos] = order[static_cast<size_t>(mod(r + dir, g))];
+        ring.prev[pos] = order[static_cast<size_t>(mod(r - dir, g))];
+        for (int64_t b = 0; b < g; ++b) ring.back[pos].push_back(order[static_cast<size_t>(mod(r - b * dir, g))]);
+      }
+      return ring;
+    };
+  }
+
+  plan.row_length = 1;
+  for (RingStream& stream : plan.streams)
+    for (RingPhase& phase : stream.phases) {
+      phase.column = plan.row_length;
+      plan.row_length += 2 + phase.size;
+    }
+  plan.table.assign(static_cast<size_t>(t.devices() * plan.row_length), 0);
+  for (const std::vector<int64_t>& group : groups)
+    for (int64_t pos = 0; pos < g; ++pos)
+      plan.table[static_cast<size_t>(group[static_cast<size_t>(pos)] * plan.row_length)] = pos;
+  for (size_t s = 0; s < plan.streams.size(); ++s) {
+    const RingStream& stream = plan.streams[s];
+    for (size_t p = 0; p < stream.phases.size(); ++p) {
+      const RingPhase& phase = stream.phases[p];
+      for (const std::vector<int64_t>& group : groups) {
+        const Ring ring = ring_of(s, p, group);
+        for (int64_t pos = 0; pos < g; ++pos) {
+          const size_t at = static_cast<size_t>(pos);
+          int64_t* row = &plan.table[static_cast<size_t>(group[at] * plan.row_length + phase.column)];
+          row[0] = group[static_cast<size_t>(ring.next[at])];
+          row[1] = group[static_cast<size_t>(ring.prev[at])];
+          for (int64_t b = 0; b < phase.size; ++b)
+            row[2 + b] = ring.back[at][static_cast<size_t>(b)] * plan.chunk_bytes() + stream.lo * element_bytes;
+        }
+      }
+    }
+  }
+  return plan;
+}
+
+int64_t max_link_load(const Lowerer& l, const RingPlan& plan) {
+  const topology::Torus torus(*l.target().pod);
+  std::map<std::pair<int, int>, int64_t> load;  // (device, port) -> flows
+  int64_t most = 1;
+  for (int64_t d = 0; d < l.target().devices(); ++d)
+    for (const RingStream& stream : plan.streams) {
+      const int64_t next = plan.table[static_cast<size_t>(d * plan.row_length + stream.phases[0].column)];
+      if (next == d || torus.coord(static_cast<int>(d)).slice != torus.coord(static_cast<int>(next)).slice) continue;
+      for (const topology::Hop& hop : torus.route(static_cast<int>(d), static_cast<int>(next)))
+        most = std::max(most, ++load[{hop.device, hop.port}]);
+    }
+  return most;
+}
+
+int32_t device_row(Lowerer& l, const std::string& name, const std::vector<int64_t>& table,
+                   int64_t row_length) {
+  ProgramBuilder& pb = l.pb();
+  std::vector<uint8_t> bytes(table.size() * sizeof(int64_t));
+  std::memcpy(bytes.data(), table.data(), bytes.size());
+  const int32_t region = l.use(l.constant_buffer(name, std::move(bytes)));
+  const int64_t row_bytes = row_length * 8;
+  const int32_t row = l.vmem("table_row", row_bytes);
+  const int device = pb.hold_sreg();
+  pb.emit(isa::Opcode::kSdev, isa::DType::kS32, {device, 0});
+  pb.emit(isa::Opcode::kSmuli, isa::DType::kS32, {device, device, row_bytes});
+  pb.emit(isa::Opcode::kDma, isa::DType::kF32,
+          {contiguous_descriptor(pb, region, row, row_bytes), device, 0, kSemOnce});
+  pb.wait(kSemOnce, 1);
+  pb.release_sreg(device);
+  return row;
+}
+
+Handshake::Handshake(Lowerer& l) : l_(l), flags_(l.collective_flags()) {
+  ProgramBuilder& pb = l_.pb();
+  count_ = pb.hold_sreg();
+  pb.emit(isa::Opcode::kSld, isa::DType::kS32, {count_, flags_.region, pb.sreg(flags_.counter)});
+  pb.emit(isa::Opcode::kSaddi, isa::DType::kS32, {count_, count_, 1});
+  pb.emit(isa::Opcode::kSst, isa::DType::kS32, {flags_.region, pb.sreg(flags_.counter), count_});
+}
+
+Handshake::~Handshake() { l_.pb().release_sreg(count_); }
+
+void Handshake::signal(int32_t row, const std::vector<int64_t>& entries) {
+  ProgramBuilder& pb = l_.pb();
+  // The flag's word holds the count (the last handshake's flags have left).
+  pb.emit(isa::Opcode::kSst, isa::DType::kS32, {flags_.region, pb.sreg(flags_.out), count_});
+  isa::DmaDescriptor d;
+  d.src_region = d.dst_region = flags_.region;
+  d.element_bytes = 8;
+  d.sizes = {1};
+  d.src_strides = d.dst_strides = {8};
+  const int32_t flag = pb.descriptor(d);
+  const int word = pb.hold_sreg(), peer = pb.hold_sreg();
+  pb.emit(isa::Opcode::kSdev, isa::DType::kS32, {word, 0});
+  pb.emit(isa::Opcode::kSmuli, isa::DType::kS32, {word, word, 8});
+  for (int64_t entry : entries) {
+    pb.emit(isa::Opcode::kSld, isa::DType::kS32, {peer, row, pb.sreg(8 * entry)});
+    pb.emit(isa::Opcode::kDmaRemote, isa::DType::kF32,
+            {flag, pb.sreg(flags_.out), word, peer, kSemOnce, kSemReady});
+  }
+  pb.release_sreg(word);
+  pb.release_sreg(peer);
+  pb.wait(kSemOnce, static_cast<int64_t>(entries.size()));
+}
+
+void Handshake::await(int32_t row, const std::vector<int64_t>& entries) {
+  ProgramBuilder& pb = l_.pb();
+  const int behind = pb.hold_sreg(), peer = pb.hold_sreg(), seen = pb.hold_sreg();
+  // top: behind = how many expected flags are below the count; done when none.
+  const int64_t top = pb.pc();
+  pb.begin_block();
+  pb.emit(isa::Opcode::kSli, isa::DType::kS32, {behind, 0});
+  for (int64_t entry : entries) {
+    pb.emit(isa::Opcode::kSld, isa::DType::kS32, {peer, row, pb.sreg(8 * entry)});
+    pb.emit(isa::Opcode::kSmuli, isa::DType::kS32, {peer, peer, 8});
+    pb.emit(isa::Opcode::kSld, isa::DType::kS32, {seen, flags_.region, peer});
+    pb.emit(isa::Opcode::kSlt, isa::DType::kS32, {seen, seen, count_});
+    pb.emit(isa::Opcode::kSadd, isa::DType::kS32, {behind, behind, seen});
+  }
+  const int64_t done = pb.pc();
+  pb.emit(isa::Opcode::kBz, isa::DType::kF32, {behind, 0});
+  pb.wait(kSemReady, 1);
+  pb.emit(isa::Opcode::kBr, isa::DType::kF32, {top});
+  pb.set_branch_target(done, pb.pc());
+  pb.begin_block();
+  pb.release_sreg(behind);
+  pb.release_sreg(peer);
+  pb.release_sreg(seen);
+}
+
+// A sub-block of a stream's phase: the block's chunks times `sizes.back()` elements of
+// the stream's piece, from piece_offset bytes into the piece.
+struct RingEmitter::Block {
+  std::vector<int64_t> sizes, box_strides, dense_strides;
+  int64_t piece_offset = 0;  // bytes into the piece of each chunk
+  int64_t bytes = 0;         // of the sub-block, dense
+  int64_t dense_offset = 0;  // bytes of earlier sub-blocks in the block's dense image
+  int64_t block_bytes = 0;   // of the whole block, dense
+};
+
+RingEmitter::RingEmitter(Lowerer& l, const ir::Instruction& i, RingPlan plan)
+    : l_(l), pb_(l.pb()), i_(i), plan_(std::move(plan)) {
+  if (plan_.streams.size() > static_cast<size_t>(kMaxStreams)) unsupported(i, "more than 6 ring streams");
+  row_ = device_row(l_, fmt::format("{}.rings", i.name()), plan_.table, plan_.row_length);
+  entry_ = pb_.hold_sreg();
+  peer_ = pb_.hold_sreg();
+  // Sub-blocks small enough that every slot's two buffers fit in a quarter of VMEM.
+  const int64_t tile = int64_t{l.chip().vpu_sublanes} * l.chip().vpu_lanes * plan_.element_bytes;
+  const int64_t slots = 2 * static_cast<int64_t>(plan_.streams.size());
+  max_sub_bytes_ = std::max(tile, std::min(kMaxSubChunkBytes, l.vmem_free() / (8 * slots) / tile * tile));
+}
+
+RingEmitter::~RingEmitter() {
+  pb_.release_sreg(entry_);
+  pb_.release_sreg(peer_);
+}
+
+int64_t RingEmitter::subs(size_t stream, size_t phase) const {
+  const RingStream& s = plan_.streams[stream];
+  const int64_t bytes = s.phases[phase].blocks() * s.elements * plan_.element_bytes;
+  const int64_t len = ceil_div(s.elements, ceil_div(bytes, max_sub_bytes_));
+  return ceil_div(s.elements, len);
+}
+
+int64_t RingEmitter::most_subs(size_t phase) const {
+  int64_t most = 0;
+  for (size_t s = 0; s < plan_.streams.size(); ++s) most = std::max(most, subs(s, phase));
+  return most;
+}
+
+int64_t RingEmitter::most_steps(size_t phase) const {
+  int64_t most = 0;
+  for (const RingStream& s : plan_.streams) most = std::max(most, s.phases[phase].size);
+  return most;
+}
+
+RingEmitter::Block RingEmitter::block(size_t stream, size_t phase, int64_t sub) const {
+  const RingStream& s = plan_.streams[stream];
+  const RingPhase& p = s.phases[phase];
+  const int64_t eb = plan_.element_bytes, blocks = p.blocks();
+  const int64_t len = ceil_div(s.elements, subs(stream, phase));
+  Block b;
+  b.sizes = p.block_sizes;
+  b.sizes.push_back(std::min(len, s.elements - sub * len));
+  for (int64_t stride : p.block_strides) b.box_strides.push_back(stride * plan_.chunk_bytes());
+  b.box_strides.push_back(eb);
+  b.dense_strides.assign(b.sizes.size(), eb);
+  for (size_t d = b.sizes.size() - 1; d > 0; --d) b.dense_strides[d - 1] = b.dense_strides[d] * b.sizes[d];
+  b.piece_offset = sub * len * eb;
+  b.bytes = blocks * b.sizes.back() * eb;
+  b.dense_offset = blocks * sub * len * eb;
+  b.block_bytes = blocks * s.elements * eb;
+  return b;
+}
+
+int32_t RingEmitter::descriptor(int32_t src, int32_t dst, const Block& b, bool src_box, bool dst_box) {
+  isa::DmaDescriptor d;
+  d.src_region = src;
+  d.dst_region = dst;
+  d.element_bytes = static_cast<int32_t>(plan_.element_bytes);
+  d.sizes = b.sizes;
+  d.src_strides = src_box ? b.box_strides : b.dense_strides;
+  d.dst_strides = dst_box ? b.box_strides : b.dense_strides;
+  return pb_.descriptor(d);
+}
+
+int RingEmitter::offset(int64_t column, int64_t extra) {
+  pb_.emit(isa::Opcode::kSld, isa::DType::kS32, {entry_, row_, pb_.sreg(8 * column)});
+  if (extra != 0) pb_.emit(isa::Opcode::kSaddi, isa::DType::kS32, {entry_, entry_, extra});
+  return entry_;
+}
+
+int RingEmitter::peer(int64_t column) {
+  pb_.emit(isa::Opcode::kSld, isa::DType::kS32, {peer_, row_, pb_.sreg(8 * column)});
+  return peer_;
+}
+
+int RingEmitter::own_chunk_offset() {
+  offset(0, 0);
+  pb_.emit(isa::Opcode::kSmuli, isa::DType::kS32, {entry_, entry_, plan_.chunk_bytes()});
+  return entry_;
+}
+
+void RingEmitter::send(int32_t descriptor, int src_reg, int dst_reg, int peer_reg, int sent, size_t stream) {
+  pb_.emit(isa::Opcode::kDmaRemote, isa::DType::kF32,
+           {descriptor, src_reg, dst_reg, peer_reg, sent, kSemLanded + static_cast<int>(stream)});
+}
+
+// Before a phase: this chip tells the chips that send to it in the phase (each once)
+// that it is here, and waits for the same from each chip it sends to. A flag only leaves
+// once the chip is done with the previous phase's landings, so data of the phase never
+// lands early (and counting landings per stream stays exact).
+void RingEmitter::handshake(size_t phase) {
+  // Streams whose previous (next) chip is another stream's on every chip share a flag.
+  auto distinct = [&](int64_t which) {
+    std::vector<int64_t> columns;
+    for (const RingStream& s : plan_.streams) {
+      const int64_t column = s.phases[phase].column + which;
+      bool same_as_earlier = false;
+      for (int64_t earlier : columns) {
+        bool all = true, none = true;
+        for (int64_t d = 0; d < l_.target().devices(); ++d) {
+          const size_t row = static_cast<size_t>(d * plan_.row_length);
+          const bool same = plan_.table[row + static_cast<size_t>(column)] ==
+                            plan_.table[row + static_cast<size_t>(earlier)];
+          all = all && same;
+          none = none && !same;
+        }
+        if (!all && !none) unsupported(i_, "rings that share a neighbour on some chips only");
+        same_as_earlier = same_as_earlier || all;
+      }
+      if (!same_as_earlier) columns.push_back(column);
+    }
+    return columns;
+  };
+  Handshake handshake(l_);
+  handshake.signal(row_, distinct(1));
+  handshake.await(row_, distinct(0));
+}
+
+void RingEmitter::reduce_scatter(int32_t input, int32_t work, int32_t result, ir::PrimitiveType type,
+                                 bool result_is_chunk, bool then_gather) {
+  const topology::ChipConfig& chip = l_.chip();
+  const size_t streams = plan_.streams.size();
+  const size_t phases = static_cast<size_t>(plan_.phases());
+  const int64_t row_bytes = int64_t{chip.vpu_lanes} * plan_.element_bytes;
+  const int64_t tile_bytes = row_bytes * chip.vpu_sublanes;
+  const isa::DType mem = memory_dtype(type);
+  const int32_t input_region = l_.use(input), result_region = l_.use(result);
+  const int32_t work_region = phases > 1 ? l_.use(work) : -1;
+
+  // Landing buffers, a stream's after another's: the blocks of a ring's steps.
+  std::vector<int64_t> recv_at;
+  int64_t recv_bytes = 0, slot_bytes = 0;
+  for (size_t s = 0; s < streams; ++s) {
+    recv_at.push_back(recv_bytes);
+    int64_t most = 0;
+    for (size_t p = 0; p < phases; ++p) {
+      const Block b = block(s, p, 0);
+      most = std::max(most, (plan_.streams[s].phases[p].size - 1) * b.block_bytes);
+      slot_bytes = std::max(slot_bytes, round_up(b.bytes, tile_bytes));
+    }
+    recv_bytes += most;
+  }
+  const int32_t recv = l_.use(l_.new_buffer(fmt::format("{}.recv", i_.name()),
+                                            ir::Shape(ir::PrimitiveType::kU8, {recv_bytes})));
+  // VMEM slots, used in turn by every stream: the chip's own sub-block and the landed one.
+  const int slots = static_cast<int>(2 * streams);
+  std::vector<int32_t> mine, theirs;
+  for (int s = 0; s < slots; ++s) {
+    mine.push_back(l_.vmem(fmt::format("mine{}", s), slot_bytes));
+    theirs.push_back(l_.vmem(fmt::format("theirs{}", s), slot_bytes));
+  }
+  const Reducer reducer = build_reducer(l_, i_, 1);
+  VRegs regs(chip.vector_registers, l_.step_name());
+  VectorCodegen combine(pb_, regs, reducer.expr, reducer.roots);
+  std::vector<int64_t> pending(static_cast<size_t>(slots), 0);
+  int next_slot = 0;
+
+  for (size_t p = 0; p < phases; ++p) {
+    handshake(p);
+    const bool last_phase = p + 1 == phases;
+    const int32_t source = p == 0 ? input_region : work_region;
+    const int32_t sums = last_phase ? result_region : work_region;
+    // Step 0: block 1 (its reduction ends size - 1 chips on) goes out from HBM.
+    int64_t hbm_sends = 0;
+    for (int64_t j = 0; j < most_subs(p); ++j)
+      for (size_t s = 0; s < streams; ++s) {
+        if (j >= subs(s, p)) continue;
+        const int64_t column = plan_.streams[s].phases[p].column;
+        const Block b = block(s, p, j);
+        const int src = offset(column + 3, b.piece_offset);
+        send(descriptor(source, recv, b, true, false), src, pb_.sreg(recv_at[s] + b.dense_offset),
+             peer(column), kSemSentHbm, s);
+        ++hbm_sends;
+      }
+    // Step k reduces block k + 2 (k = 0 .. size - 2): what landed in recv step k plus the
+    // chip's own; the last step's sum is block 0, the chip's.
+    for (int64_t k = 0; k + 1 < most_steps(p); ++k)
+      for (int64_t j = 0; j < most_subs(p); ++j)
+        for (size_t s = 0; s < streams; ++s) {
+          const RingPhase& phase = plan_.streams[s].phases[p];
+          if (k + 1 >= phase.size || j >= subs(s, p)) continue;
+          const bool last = k + 2 == phase.size;
+          const size_t slot = static_cast<size_t>(next_slot);
+          next_slot = (next_slot + 1) % slots;
+          const int sem = kSemSlot + static_cast<int>(slot);
+          pb_.wait(sem, pending[slot]);  // the slot's previous contents have left
+          pending[slot] = 0;
+          pb_.wait(kSemLanded + static_cast<int>(s), 1);
+          const Block b = block(s, p, j);
+          pb_.dma(contiguous_descriptor(pb_, recv, theirs[slot], b.bytes),
+                  recv_at[s] + k * b.block_bytes + b.dense_offset, 0, kSemLoad);
+          const int own = offset(phase.column + 2 + (k + 2) % phase.size, b.piece_offset);
+          pb_.emit(isa::Opcode::kDma, isa::DType::kF32,
+                   {descriptor(source, mine[slot], b, true, false), own, pb_.sreg(0), kSemLoad});
+          pb_.wait(kSemLoad, 2);
+          for (int64_t t = 0; t < ceil_div(b.bytes, tile_bytes); ++t) {
+            const int x = regs.take(), y = regs.take();
+            pb_.vld(x, mine[slot], t * tile_bytes, row_bytes, mem);
+            pb_.vld(y, theirs[slot], t * tile_bytes, row_bytes, mem);
+            std::vector<int> leaf_regs;
+            for (int param : reducer.leaf_param) leaf_regs.push_back(param == 0 ? x : y);
+            const std::vector<int> out = combine.emit_on(leaf_regs);
+            pb_.vst(mine[slot], t * tile_bytes, row_bytes, out.at(0), mem);
+            combine.give_back(out);
+            regs.give(x);
+            regs.give(y);
+          }
+          if (!last) {
+            send(contiguous_descriptor(pb_, mine[slot], recv, b.bytes), pb_.sreg(0),
+                 pb_.sreg(recv_at[s] + (k + 1) * b.block_bytes + b.dense_offset), peer(phase.column), sem, s);
+            ++pending[slot];
+            continue;
+          }
+          // The last phase's block 0 is the chip's chunk: in a one-chunk result, at the
+          // stream's piece.
+          const int at = last_phase && result_is_chunk
+                             ? pb_.sreg(plan_.streams[s].lo * plan_.element_bytes + b.piece_offset)
+                             : offset(phase.column + 2, b.piece_offset);
+          pb_.emit(isa::Opcode::kDma, isa::DType::kF32,
+                   {descriptor(mine[slot], sums, b, false, true), pb_.sreg(0), at, sem});
+          ++pending[slot];
+          if (then_gather && last_phase) {
+            send(descriptor(mine[slot], result_region, b, false, true), pb_.sreg(0), at, peer(phase.column), sem, s);
+            ++pending[slot];
+          }
+        }
+    // The phase's sums are in HBM and its sends have left before the next phase.
+    for (size_t slot = 0; slot < pending.size(); ++slot) {
+      pb_.wait(kSemSlot + static_cast<int>(slot), pending[slot]);
+      pending[slot] = 0;
+    }
+    pb_.wait(kSemSentHbm, hbm_sends);
+  }
+}
+
+void RingEmitter::all_gather(int32_t buffer, bool own_sent) {
+  const int32_t region = l_.use(buffer);
+  const size_t streams = plan_.streams.size();
+  for (size_t p = static_cast<size_t>(plan_.phases()); p-- > 0;) {
+    int64_t sends = 0;
+    auto forward = [&](size_t s, int64_t j, int64_t k) {
+      const int64_t column = plan_.streams[s].phases[p].column;
+      const Block b = block(s, p, j);
+      const int at = offset(column + 2 + k, b.piece_offset);
+      send(descriptor(region, region, b, true, true), at, at, peer(column), kSemSentHbm, s);
+      ++sends;
+    };
+    const bool first = p + 1 == static_cast<size_t>(plan_.phases());
+    if (!(own_sent && first)) {
+      handshake(p);
+      for (int64_t j = 0; j < most_subs(p); ++j)
+        for (size_t s = 0; s < streams; ++s)
+          if (j < subs(s, p)) forward(s, j, 0);
+    }
+    // Step k (1 .. size - 1): block k lands; all but the last go on.
+    for (int64_t k = 1; k < most_steps(p); ++k)
+      for (int64_t j = 0; j < most_subs(p); ++j)
+        for (size_t s = 0; s < streams; ++s) {
+          const int64_t size = plan_.streams[s].phases[p].size;
+          if (k >= size || j >= subs(s, p)) continue;
+          pb_.wait(kSemLanded + static_cast<int>(s), 1);
+          if (k + 1 < size) forward(s, j, k);
+        }
+    pb_.wait(kSemSentHbm, sends);
+  }
+}
+
+}  // namespace podsim::tpu
