@@ -23,13 +23,12 @@ using ir::Instruction;
 
 // Semaphores of a ring step: a landing counter per stream, then the rest; none is
 // kSemOnce (local copies around the rings) or kSemReady.
-constexpr int kMaxStreams = 6;  // 3 axes, both directions
-constexpr int kSemLanded = 0;   // + stream: its remote data landed here
-constexpr int kSemSentHbm = kMaxStreams;        // remote sends from HBM have read their source
-constexpr int kSemLoad = kMaxStreams + 1;       // loads into a VMEM slot (waited at once)
-constexpr int kSemSlot = kMaxStreams + 2;       // + slot: sends and stores from a VMEM slot
-constexpr int kMaxSlots = 2 * kMaxStreams;
-static_assert(kSemSlot + kMaxSlots <= kSemOnce);
+constexpr int kMaxStreams = 6;             // 3 axes, both directions
+constexpr int kSemLanded = kSemOnce + 1;    // + stream: its remote data landed here
+static_assert(kSemLanded + kMaxStreams <= kSemReady);
+constexpr int kSemSentHbm = 0;              // remote sends from HBM have read their source
+constexpr int kSemSlot = 1;                 // + 2 slot: loads into a VMEM slot; + 1: sends and stores from it
+constexpr int kMaxSlots = (kSemOnce - kSemSlot) / 2;
 
 // The bytes a block's piece may have at most in one transfer: small enough that the
 // ring's pipeline fills quickly, large enough that per-DMA overheads stay small.
@@ -340,7 +339,7 @@ RingEmitter::RingEmitter(Lowerer& l, const ir::Instruction& i, RingPlan plan)
   peer_ = pb_.hold_sreg();
   // Sub-blocks small enough that every slot's two buffers fit in a quarter of VMEM.
   const int64_t tile = int64_t{l.chip().vpu_sublanes} * l.chip().vpu_lanes * plan_.element_bytes;
-  const int64_t slots = 2 * static_cast<int64_t>(plan_.streams.size());
+  const int64_t slots = kMaxSlots;
   max_sub_bytes_ = std::max(tile, std::min(kMaxSubChunkBytes, l.vmem_free() / (8 * slots) / tile * tile));
 }
 
@@ -479,7 +478,7 @@ void RingEmitter::reduce_scatter(int32_t input, int32_t work, int32_t result, ir
   const int32_t recv = l_.use(l_.new_buffer(fmt::format("{}.recv", i_.name()),
                                             ir::Shape(ir::PrimitiveType::kU8, {recv_bytes})));
   // VMEM slots, used in turn by every stream: the chip's own sub-block and the landed one.
-  const int slots = static_cast<int>(2 * streams);
+  const int slots = kMaxSlots;
   std::vector<int32_t> mine, theirs;
   for (int s = 0; s < slots; ++s) {
     mine.push_back(l_.vmem(fmt::format("mine{}", s), slot_bytes));
@@ -488,9 +487,15 @@ void RingEmitter::reduce_scatter(int32_t input, int32_t work, int32_t result, ir
   const Reducer reducer = build_reducer(l_, i_, 1);
   VRegs regs(chip.vector_registers, l_.step_name());
   VectorCodegen combine(pb_, regs, reducer.expr, reducer.roots);
-  std::vector<int64_t> pending(static_cast<size_t>(slots), 0);
+  std::vector<int64_t> pending(static_cast<size_t>(slots), 0);  // sends and stores from a slot
   int next_slot = 0;
 
+  // One sub-block of one step: stream s reduces sub-block j of block k + 2 of its ring.
+  struct Item {
+    size_t stream;
+    int64_t k, j;
+    int slot;
+  };
   for (size_t p = 0; p < phases; ++p) {
     handshake(p);
     const bool last_phase = p + 1 == phases;
@@ -509,61 +514,85 @@ void RingEmitter::reduce_scatter(int32_t input, int32_t work, int32_t result, ir
         ++hbm_sends;
       }
     // Step k reduces block k + 2 (k = 0 .. size - 2): what landed in recv step k plus the
-    // chip's own; the last step's sum is block 0, the chip's.
+    // chip's own; the last step's sum is block 0, the chip's. The streams take turns, sub-
+    // block by sub-block, and each item's loads are issued before the previous item is
+    // reduced (so that their latency overlaps it).
+    std::vector<Item> items;
     for (int64_t k = 0; k + 1 < most_steps(p); ++k)
       for (int64_t j = 0; j < most_subs(p); ++j)
-        for (size_t s = 0; s < streams; ++s) {
-          const RingPhase& phase = plan_.streams[s].phases[p];
-          if (k + 1 >= phase.size || j >= subs(s, p)) continue;
-          const bool last = k + 2 == phase.size;
-          const size_t slot = static_cast<size_t>(next_slot);
-          next_slot = (next_slot + 1) % slots;
-          const int sem = kSemSlot + static_cast<int>(slot);
-          pb_.wait(sem, pending[slot]);  // the slot's previous contents have left
-          pending[slot] = 0;
-          pb_.wait(kSemLanded + static_cast<int>(s), 1);
-          const Block b = block(s, p, j);
-          pb_.dma(contiguous_descriptor(pb_, recv, theirs[slot], b.bytes),
-                  recv_at[s] + k * b.block_bytes + b.dense_offset, 0, kSemLoad);
-          const int own = offset(phase.column + 2 + (k + 2) % phase.size, b.piece_offset);
-          pb_.emit(isa::Opcode::kDma, isa::DType::kF32,
-                   {descriptor(source, mine[slot], b, true, false), own, pb_.sreg(0), kSemLoad});
-          pb_.wait(kSemLoad, 2);
-          for (int64_t t = 0; t < ceil_div(b.bytes, tile_bytes); ++t) {
-            const int x = regs.take(), y = regs.take();
-            pb_.vld(x, mine[slot], t * tile_bytes, row_bytes, mem);
-            pb_.vld(y, theirs[slot], t * tile_bytes, row_bytes, mem);
-            std::vector<int> leaf_regs;
-            for (int param : reducer.leaf_param) leaf_regs.push_back(param == 0 ? x : y);
-            const std::vector<int> out = combine.emit_on(leaf_regs);
-            pb_.vst(mine[slot], t * tile_bytes, row_bytes, out.at(0), mem);
-            combine.give_back(out);
-            regs.give(x);
-            regs.give(y);
+        for (size_t s = 0; s < streams; ++s)
+          if (k + 1 < plan_.streams[s].phases[p].size && j < subs(s, p)) {
+            items.push_back(Item{s, k, j, next_slot});
+            next_slot = (next_slot + 1) % slots;
           }
-          if (!last) {
-            send(contiguous_descriptor(pb_, mine[slot], recv, b.bytes), pb_.sreg(0),
-                 pb_.sreg(recv_at[s] + (k + 1) * b.block_bytes + b.dense_offset), peer(phase.column), sem, s);
-            ++pending[slot];
-            continue;
-          }
-          // The last phase's block 0 is the chip's chunk: in a one-chunk result, at the
-          // stream's piece.
-          const int at = last_phase && result_is_chunk
-                             ? pb_.sreg(plan_.streams[s].lo * plan_.element_bytes + b.piece_offset)
-                             : offset(phase.column + 2, b.piece_offset);
-          pb_.emit(isa::Opcode::kDma, isa::DType::kF32,
-                   {descriptor(mine[slot], sums, b, false, true), pb_.sreg(0), at, sem});
-          ++pending[slot];
-          if (then_gather && last_phase) {
-            send(descriptor(mine[slot], result_region, b, false, true), pb_.sreg(0), at, peer(phase.column), sem, s);
-            ++pending[slot];
-          }
-        }
-    // The phase's sums are in HBM and its sends have left before the next phase.
-    for (size_t slot = 0; slot < pending.size(); ++slot) {
-      pb_.wait(kSemSlot + static_cast<int>(slot), pending[slot]);
+    auto load = [&](const Item& it) {
+      const RingPhase& phase = plan_.streams[it.stream].phases[p];
+      const size_t slot = static_cast<size_t>(it.slot);
+      pb_.wait(kSemSlot + 2 * it.slot + 1, pending[slot]);  // the slot's last contents have left
       pending[slot] = 0;
+      pb_.wait(kSemLanded + static_cast<int>(it.stream), 1);
+      const Block b = block(it.stream, p, it.j);
+      pb_.dma(contiguous_descriptor(pb_, recv, theirs[slot], b.bytes),
+              recv_at[it.stream] + it.k * b.block_bytes + b.dense_offset, 0, kSemSlot + 2 * it.slot);
+      const int own = offset(phase.column + 2 + (it.k + 2) % phase.size, b.piece_offset);
+      pb_.emit(isa::Opcode::kDma, isa::DType::kF32,
+               {descriptor(source, mine[slot], b, true, false), own, pb_.sreg(0), kSemSlot + 2 * it.slot});
+    };
+    auto reduce = [&](const Item& it) {
+      const size_t s = it.stream;
+      const RingPhase& phase = plan_.streams[s].phases[p];
+      const size_t slot = static_cast<size_t>(it.slot);
+      const int out = kSemSlot + 2 * it.slot + 1;
+      const Block b = block(s, p, it.j);
+      pb_.wait(kSemSlot + 2 * it.slot, 2);
+      for (int64_t t = 0; t < ceil_div(b.bytes, tile_bytes); ++t) {
+        const int x = regs.take(), y = regs.take();
+        pb_.vld(x, mine[slot], t * tile_bytes, row_bytes, mem);
+        pb_.vld(y, theirs[slot], t * tile_bytes, row_bytes, mem);
+        std::vector<int> leaf_regs;
+        for (int param : reducer.leaf_param) leaf_regs.push_back(param == 0 ? x : y);
+        const std::vector<int> sum = combine.emit_on(leaf_regs);
+        pb_.vst(mine[slot], t * tile_bytes, row_bytes, sum.at(0), mem);
+        combine.give_back(sum);
+        regs.give(x);
+        regs.give(y);
+      }
+      if (it.k + 2 < phase.size) {
+        send(contiguous_descriptor(pb_, mine[slot], recv, b.bytes), pb_.sreg(0),
+             pb_.sreg(recv_at[s] + (it.k + 1) * b.block_bytes + b.dense_offset), peer(phase.column), out, s);
+        ++pending[slot];
+        return;
+      }
+      // The last phase's block 0 is the chip's chunk: in a one-chunk result, at the
+      // stream's piece.
+      const int at = last_phase && result_is_chunk
+                         ? pb_.sreg(plan_.streams[s].lo * plan_.element_bytes + b.piece_offset)
+                         : offset(phase.column + 2, b.piece_offset);
+      pb_.emit(isa::Opcode::kDma, isa::DType::kF32, {descriptor(mine[slot], sums, b, false, true), pb_.sreg(0), at, out});
+      ++pending[slot];
+      if (then_gather && last_phase) {
+        send(descriptor(mine[slot], result_region, b, false, true), pb_.sreg(0), at, peer(phase.column), out, s);
+        ++pending[slot];
+      }
+    };
+    // Items are loaded up to `ahead` before they are reduced, within a step only: what
+    // lands in step k + 1 is what the previous chip reduced in step k, which may wait for
+    // this chip's sends of step k.
+    const size_t ahead = static_cast<size_t>(slots / 2);
+    for (size_t first = 0; first < items.size();) {
+      size_t end = first;
+      while (end < items.size() && items[end].k == items[first].k) ++end;
+      for (size_t t = first; t < std::min(first + ahead, end); ++t) load(items[t]);
+      for (size_t t = first; t < end; ++t) {
+        if (t + ahead < end) load(items[t + ahead]);
+        reduce(items[t]);
+      }
+      first = end;
+    }
+    // The phase's sums are in HBM and its sends have left before the next phase.
+    for (int slot = 0; slot < slots; ++slot) {
+      pb_.wait(kSemSlot + 2 * slot + 1, pending[static_cast<size_t>(slot)]);
+      pending[static_cast<size_t>(slot)] = 0;
     }
     pb_.wait(kSemSentHbm, hbm_sends);
   }

@@ -257,7 +257,7 @@ void all_reduce_array(Lowerer& l, const Instruction& i, CollectiveStep& step) {
   int32_t input = step.in.buffer, work = -1;
   if (padded) {
     input = work = l.new_buffer(fmt::format("{}.work", i.name()), padded_shape);
-    copy_buffer(l, step.in.buffer, work, shape.byte_size());
+    l.pb().wait(kSemStore, issue_spread_copy(l, l.use(step.in.buffer), -1, l.use(work), -1, shape.byte_size(), kSemStore));
   } else if (plan.phases() > 1) {
     work = l.new_buffer(fmt::format("{}.work", i.name()), padded_shape);
   }
@@ -266,7 +266,8 @@ void all_reduce_array(Lowerer& l, const Instruction& i, CollectiveStep& step) {
   RingEmitter rings(l, i, std::move(plan));
   rings.reduce_scatter(input, work, gathered, shape.type(), false, true);
   rings.all_gather(gathered, true);
-  if (padded) copy_buffer(l, gathered, step.out, shape.byte_size());
+  if (padded)
+    l.pb().wait(kSemStore, issue_spread_copy(l, l.use(gathered), -1, l.use(step.out), -1, shape.byte_size(), kSemStore));
 }
 
 // Issues the copy of `elements` of element_bytes between buffers at byte offsets;
@@ -551,9 +552,8 @@ Value lower_all_gather(Lowerer& l, const Instruction& i, Scope& s) {
   const int32_t gathered =
       outer > 1 ? l.new_buffer(fmt::format("{}.gathered", i.name()), shape) : out;
   const int own = rings.own_chunk_offset();
-  const int n = issue_copy(l.pb(), l.use(step.in.buffer), -1, 0, l.use(gathered), own, 0, eb,
-                           {step.in.shape.num_elements()}, {1}, {1}, kSemStore);
-  l.pb().wait(kSemStore, n);
+  l.pb().wait(kSemStore, issue_spread_copy(l, l.use(step.in.buffer), -1, l.use(gathered), own,
+                                           step.in.shape.byte_size(), kSemStore));
   rings.all_gather(gathered, false);
   if (outer > 1) {
     const int k = issue_copy(l.pb(), l.use(gathered), 0, l.use(out), 0, eb, {g, outer, m * inner},

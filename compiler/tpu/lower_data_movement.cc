@@ -2,6 +2,7 @@
 // reshape chains: one strided copy), reverse (one copy per index of the reversed dims:
 // DMA strides are never negative), concatenate (one copy per operand into its place),
 // pad (a fill kernel, then the operand copied to its strided place), buffer copies.
+#include <algorithm>
 #include <fmt/format.h>
 
 #include "common/error.h"
@@ -21,6 +22,22 @@ void copy_buffer(Lowerer& l, int32_t src, int32_t dst, int64_t bytes) {
   if (bytes == 0) return;
   l.pb().dma(contiguous_descriptor(l.pb(), l.use(src), l.use(dst), bytes), 0, 0, kSemOnce);
   l.pb().wait(kSemOnce, 1);
+}
+
+int issue_spread_copy(Lowerer& l, int32_t src_region, int src_reg, int32_t dst_region, int dst_reg,
+                      int64_t bytes, int semaphore) {
+  constexpr int64_t kMinPart = 64 * 1024;
+  const int64_t parts = std::clamp<int64_t>(bytes / kMinPart, 1, std::max(l.chip().dma_engines, 1));
+  const int64_t part = round_up(ceil_div(bytes, parts), 512);
+  int64_t width = 8;
+  while (bytes % width != 0) width /= 2;
+  int count = 0;
+  for (int64_t at = 0; at < bytes; at += part) {
+    const int64_t n = std::min(part, bytes - at);
+    count += issue_copy(l.pb(), src_region, src_reg, at, dst_region, dst_reg, at, width, {n / width}, {1}, {1},
+                        semaphore);
+  }
+  return count;
 }
 
 Value lower_view_copy(Lowerer& l, const Instruction& i, Scope& s) {

@@ -55,5 +55,10 @@ Value lower_all_to_all(Lowerer& l, const ir::Instruction& i, Scope& s);
 
 // Copies `bytes` from one buffer to another within the step in progress.
 void copy_buffer(Lowerer& l, int32_t src, int32_t dst, int64_t bytes);
+// Issues a copy of `bytes` contiguous bytes between regions (at the offset in register
+// src_reg / dst_reg, -1 for 0) as one DMA per DMA engine of the chip, so that a large copy
+// moves at the rate of all of them; each signals `semaphore`. Returns how many.
+int issue_spread_copy(Lowerer& l, int32_t src_region, int src_reg, int32_t dst_region, int dst_reg,
+                      int64_t bytes, int semaphore);
 
 }  // namespace podsim::tpu
