@@ -9,7 +9,8 @@
 // reference sheet (Google's scaling book): the larger of
 //   bandwidth: those bytes over the sum of every axis's bandwidth per chip (both
 //     directions, 2 x the link figure, where an axis wraps; one direction on a line);
-//     all-to-all V / (4 W) per the sheet, scaled to the longest axis; a permute one link;
+//     all-to-all V max(A, B, C) / (4 N W) per the sheet (V: every chip's bytes, W: the
+//     longest axis's bandwidth); a permute over one link;
 //   latency: the group's diameter in hops x the per-hop latency (twice for all-reduce),
 // and the ratio simulated / analytic. For a pod of several slices the model leaves out
 // DCN (the ratio there says how much DCN costs).
@@ -85,7 +86,7 @@ double bus_bytes(const Op& op, double bytes, int n) {
 // The analytic torus model (see above), in seconds, for one slice of the pod.
 double analytic_seconds(const Op& op, double bytes, const PodConfig& pod) {
   const double link = pod.ici_link_bandwidth_bytes_per_s;
-  double axes_bandwidth = 0, longest = 1;
+  double axes_bandwidth = 0, longest = 1, longest_bandwidth = link;
   int diameter = 0;
   for (int a = 0; a < 3; ++a) {
     const int n = pod.dims()[static_cast<size_t>(a)];
@@ -93,13 +94,13 @@ double analytic_seconds(const Op& op, double bytes, const PodConfig& pod) {
     const bool wraps = pod.wraps()[static_cast<size_t>(a)];
     axes_bandwidth += wraps ? 2 * link : link;
     diameter += wraps ? n / 2 : n - 1;
-    longest = std::max(longest, static_cast<double>(n));
+    if (n >= longest) longest = n, longest_bandwidth = wraps ? 2 * link : link;
   }
   const int n = pod.chips_per_slice();
   double bandwidth = 0;
   switch (op.kind) {
-    case Kind::kAllToAll:
-      bandwidth = bytes * longest / (4.0 * n * (axes_bandwidth / 2));
+    case Kind::kAllToAll:  // the sheet's V is every chip's bytes: n x bytes
+      bandwidth = bytes * longest / (4.0 * longest_bandwidth);
       break;
     case Kind::kPermute:
       bandwidth = bytes / link;

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <utility>
 
 #include "common/error.h"
@@ -82,9 +83,9 @@ constexpr int64_t kOneShotMaxBytes = 2 << 20;
 // and all-gather), each a route to the next chip plus the HBM latency of landing and
 // loading the sum, and 2 (G - 1) / G of the array over the links, shared by the streams,
 // divided by the flows that share the busiest link. The one-shot exchange: two routes to
-// the farthest chip of the group (ready, then data) and G - 1 arrays out of every chip
-// (counted as over one link: a bound). True when the one-shot is the faster and the
-// group's arrays fit kOneShotMaxBytes.
+// the farthest chip of the group (ready, then data) and as many arrays as routes of the
+// exchange cross its busiest link (G - 1 over DCN). True when the one-shot is the faster
+// and the group's arrays fit kOneShotMaxBytes.
 bool prefer_one_shot(const Lowerer& l, const Instruction& i, const RingPlan& plan, int64_t bytes,
                      int64_t padded) {
   const Target& t = l.target();
@@ -95,12 +96,19 @@ bool prefer_one_shot(const Lowerer& l, const Instruction& i, const RingPlan& pla
   const double hbm = l.chip().hbm_latency_ns;
   double farthest = 0, ring_ns = 0;
   bool dcn = false;
+  // The one-shot's busiest link: the most of the group's chip-to-chip routes that cross it.
+  std::map<std::pair<int, int>, int64_t> flows;  // (device, port) -> routes
+  int64_t busiest = 1;
   const auto groups = ir::collective_device_groups(i, t.replicas, t.partitions);
   for (const std::vector<int64_t>& group : groups)
     for (int64_t a : group)
       for (int64_t b : group) {
         farthest = std::max(farthest, route_latency_ns(torus, a, b));
-        dcn = dcn || torus.coord(static_cast<int>(a)).slice != torus.coord(static_cast<int>(b)).slice;
+        const bool across = torus.coord(static_cast<int>(a)).slice != torus.coord(static_cast<int>(b)).slice;
+        dcn = dcn || across;
+        if (across || a == b) continue;
+        for (const topology::Hop& hop : torus.route(static_cast<int>(a), static_cast<int>(b)))
+          busiest = std::max(busiest, ++flows[{hop.device, hop.port}]);
       }
   for (size_t p = 0; p < static_cast<size_t>(plan.phases()); ++p) {
     double hop = 0;
@@ -117,7 +125,8 @@ bool prefer_one_shot(const Lowerer& l, const Instruction& i, const RingPlan& pla
   const double b = static_cast<double>(bytes);
   ring_ns += 2.0 * static_cast<double>(g - 1) / static_cast<double>(g) * b /
              static_cast<double>(plan.streams.size()) * static_cast<double>(max_link_load(l, plan)) / bw * 1e9;
-  const double one_shot_ns = 2 * farthest + 2 * hbm + static_cast<double>(g - 1) * b / bw * 1e9;
+  const double one_shot_ns =
+      2 * farthest + 2 * hbm + static_cast<double>(dcn ? g - 1 : busiest) * b / bw * 1e9;
   return one_shot_ns < ring_ns;
 }
 
