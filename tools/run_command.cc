@@ -52,6 +52,7 @@ struct RunOptions {
   // --backend sim
   std::string profile;
   std::string trace_instructions;
+  int trace_chip = 0;
   bool check_hazards = false;
   bool timing_only = false;
   bool host_link = false;
@@ -192,6 +193,19 @@ sim::timing::TimingOptions timing_options(const RunOptions& options) {
   return timing;
 }
 
+// Writes the instruction trace where --trace-instructions says, if it says.
+void write_trace(const std::vector<sim::timing::InstructionRecord>& trace, const isa::Executable& exe,
+                 const RunOptions& options, std::string& report) {
+  if (options.trace_instructions.empty()) return;
+  std::FILE* f = std::fopen(options.trace_instructions.c_str(), "wb");
+  if (!f) fail("cannot write the instruction trace to {}: {}", options.trace_instructions, std::strerror(errno));
+  std::string text = sim::timing::format_instruction_trace(trace, exe);
+  bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  ok = std::fclose(f) == 0 && ok;
+  if (!ok) fail("writing the instruction trace to {} failed", options.trace_instructions);
+  report += fmt::format("wrote {} trace records to {}\n", trace.size(), options.trace_instructions);
+}
+
 // Writes the profile where --profile says, if it says.
 void write_profile(const traces::Profile& profile, const RunOptions& options, std::string& report) {
   if (options.profile.empty()) return;
@@ -217,11 +231,12 @@ DeviceBytes run_on_pod(const isa::Executable& exe, const DeviceBytes& parameters
     }
     return outputs;
   }
-  if (!options.trace_instructions.empty())
-    fail("--trace-instructions traces one chip; this executable runs on {} chips",
-         exe.replicas * exe.partitions);
+  const int chips = exe.replicas * exe.partitions;
+  if (options.trace_chip < 0 || options.trace_chip >= chips)
+    fail("--trace-chip {}: this executable runs on chips 0 to {}", options.trace_chip, chips - 1);
   sim::timing::PodRunResult result =
       sim::timing::run_timed_pod(exe, parameters, timing_options(options));
+  write_trace(result.chips[static_cast<size_t>(options.trace_chip)].trace, exe, options, report);
   result.profile.program = std::filesystem::path(options.file).stem().string();
   report += sim::timing::format_pod_summary(result, exe.chip);
   if (result.chips.size() <= 4) report += traces::format_summary(traces::summarize(result.profile));
@@ -251,15 +266,7 @@ std::vector<ir::Literal> run_sim_timed(ir::Module& module, const std::vector<ir:
   report = traces::format_summary(traces::summarize(result.profile));
   report += sim::timing::format_host_link(result, exe.chip);
   write_profile(result.profile, options, report);
-  if (!options.trace_instructions.empty()) {
-    std::FILE* f = std::fopen(options.trace_instructions.c_str(), "wb");
-    if (!f) fail("cannot write the instruction trace to {}: {}", options.trace_instructions, std::strerror(errno));
-    std::string text = sim::timing::format_instruction_trace(result.trace, exe);
-    bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-    ok = std::fclose(f) == 0 && ok;
-    if (!ok) fail("writing the instruction trace to {} failed", options.trace_instructions);
-    report += fmt::format("wrote {} trace records to {}\n", result.trace.size(), options.trace_instructions);
-  }
+  write_trace(result.trace, exe, options, report);
   if (options.timing_only) return {};  // no data was computed
   return output_literals(module, result.outputs);
 }
@@ -495,6 +502,8 @@ Command add_run_command(CLI::App& app) {
   cmd->add_option("--trace-instructions", options->trace_instructions,
                   "--backend sim: write every instruction's unit, issue, start and end cycle and source op "
                   "(CSV) here");
+  cmd->add_option("--trace-chip", options->trace_chip,
+                  "--backend sim on a pod: the device id of the chip --trace-instructions traces (default 0)");
   cmd->add_flag("--check-hazards", options->check_hazards,
                 "--backend sim: fail if a DMA races with an access no synchronisation orders");
   cmd->add_flag("--host-link", options->host_link,

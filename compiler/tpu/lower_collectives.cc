@@ -4,8 +4,8 @@
 // collective-permute as direct sends. Every chip runs the same program; what differs per
 // chip (its peers, which chunk it handles) is a row of a table placed in HBM, indexed by
 // the device id at run time. Before any data moves, every chip tells the chips that send
-// to it that it has entered the collective (a one-word remote DMA onto a semaphore no
-// other step uses): data only lands in buffers of a step in progress.
+// to it that it has entered the collective (a Handshake, collective_rings.h): data only
+// lands in buffers of a step in progress.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -62,7 +62,7 @@ CollectiveStep begin_collective(Lowerer& l, const Instruction& i, Scope& s) {
   c.in = l.value_of(*i.operand(0), s);
   l.begin_step(i, s);
   c.out = l.new_buffer(i.name(), i.shape());
-  c.group_size = group_size(l, i);
+  c.group_size = i.shape().num_elements() == 0 ? 1 : group_size(l, i);  // empty: nothing moves
   if (c.single()) copy_buffer(l, c.in.buffer, c.out, i.shape().byte_size());
   return c;
 }

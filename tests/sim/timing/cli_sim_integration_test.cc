@@ -197,6 +197,29 @@ TEST(CliSim, RunsAModuleOnEveryChipOfAPod) {
   };
   EXPECT_FALSE(lines(timed.output).empty());
   EXPECT_EQ(lines(timed.output), lines(functional.output));
+  // One chip's instruction trace: chip 3 runs the same program, so its trace has the
+  // same instructions as chip 0's (each row: core, pc, instruction, ...).
+  const auto dir = std::filesystem::temp_directory_path() / ("podsim_cli_pod_trace_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string t0 = (dir / "t0.csv").string(), t3 = (dir / "t3.csv").string();
+  Result traced0 = podsim("run " + hlo + " --backend sim --topology tiny:2x2 --trace-instructions " + t0);
+  Result traced3 =
+      podsim("run " + hlo + " --backend sim --topology tiny:2x2 --trace-chip 3 --trace-instructions " + t3);
+  ASSERT_EQ(traced0.exit_code, 0) << traced0.output;
+  ASSERT_EQ(traced3.exit_code, 0) << traced3.output;
+  auto instructions = [](const std::string& csv) {
+    std::istringstream in(csv);
+    std::string line, out;
+    while (std::getline(in, line)) out += line.substr(0, line.find(',', line.find(',', line.find(',') + 1) + 1)) + "\n";
+    return out;
+  };
+  const std::string csv0 = read_text(t0), csv3 = read_text(t3);
+  EXPECT_GT(std::count(csv3.begin(), csv3.end(), '\n'), 10);
+  EXPECT_EQ(instructions(csv0), instructions(csv3));
+  Result no_chip = podsim("run " + hlo + " --backend sim --topology tiny:2x2 --trace-chip 4 --trace-instructions " + t3);
+  EXPECT_NE(no_chip.exit_code, 0);
+  EXPECT_NE(no_chip.output.find("runs on chips 0 to 3"), std::string::npos) << no_chip.output;
+  std::filesystem::remove_all(dir);
   Result eval = podsim("run " + hlo + " --topology tiny:2x2");
   EXPECT_NE(eval.exit_code, 0);
   EXPECT_NE(eval.output.find("--topology runs on the simulated pod"), std::string::npos)
