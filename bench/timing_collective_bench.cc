@@ -12,8 +12,10 @@
 //     all-to-all V max(A, B, C) / (4 N W) per the sheet (V: every chip's bytes, W: the
 //     longest axis's bandwidth); a permute over one link;
 //   latency: the group's diameter in hops x the per-hop latency (twice for all-reduce),
-// and the ratio simulated / analytic. For a pod of several slices the model leaves out
-// DCN (the ratio there says how much DCN costs).
+// and the ratio simulated / analytic. For a pod of several slices, all-reduce,
+// all-gather and reduce-scatter add the hierarchical schedule's DCN part (a 1 / n piece
+// of each chip's bytes at its share of its host's NICs, and the DCN latency); the
+// all-to-all and permute rows leave DCN out.
 //
 //   build/bin/bench/timing_collective_bench [--quick | --large] [pod ...]
 //     --quick: up to 1 MiB on two pods; --large: up to 1 GiB
@@ -108,8 +110,14 @@ double analytic_seconds(const Op& op, double bytes, const PodConfig& pod) {
       break;
     default:
       bandwidth = bus_bytes(op, bytes, n) / axes_bandwidth;
+      if (pod.slices > 1) {  // hierarchical: a 1 / n piece of each chip's bytes over DCN
+        const double dcn_per_chip = pod.dcn_host_bandwidth_bytes_per_s / pod.chips_per_host();
+        bandwidth += bus_bytes(op, bytes / n, pod.slices) / dcn_per_chip;
+      }
   }
-  const double latency = (op.kind == Kind::kAllReduce ? 2 : 1) * diameter * pod.ici_link_latency_ns * 1e-9;
+  double latency = (op.kind == Kind::kAllReduce ? 2 : 1) * diameter * pod.ici_link_latency_ns * 1e-9;
+  if (pod.slices > 1 && op.kind != Kind::kPermute && op.kind != Kind::kAllToAll)
+    latency += (op.kind == Kind::kAllReduce ? 2 : 1) * pod.dcn_latency_ns * 1e-9;
   return std::max(bandwidth, latency);
 }
 

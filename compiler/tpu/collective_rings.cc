@@ -44,28 +44,30 @@ int64_t snake_position(const topology::Torus& torus, int64_t device) {
   return (int64_t{c.slice} * d[2] * d[1] + row) * d[0] + x;
 }
 
-// How the groups lie on the torus when each is a box of one slice in device order: the
-// axes a group spans, the chips along each, and the group-position stride of each
-// (x fastest, as device ids count). Empty axes when the groups are not such boxes.
+// How the groups lie on the pod when each is a box in device order: the axes a group
+// spans (0 to 2: x, y, z of the torus; 3: the slice, over DCN), the chips along each, and
+// the group-position stride of each (x fastest, slices slowest, as device ids count).
+// Empty axes when the groups are not such boxes.
 struct Box {
   std::vector<int> axes;
   std::vector<int64_t> extent, stride;
 };
+constexpr int kSliceAxis = 3;
 
 Box find_box(const topology::Torus& torus, const std::vector<std::vector<int64_t>>& groups) {
   Box box;
   const int64_t g = static_cast<int64_t>(groups.at(0).size());
+  auto coordinate = [&](int64_t device, int axis) {
+    const topology::ChipCoord c = torus.coord(static_cast<int>(device));
+    return axis == kSliceAxis ? c.slice : c.xyz[static_cast<size_t>(axis)];
+  };
   for (size_t n = 0; n < groups.size(); ++n) {
-    std::array<std::vector<int>, 3> values;
-    const int slice = torus.coord(static_cast<int>(groups[n][0])).slice;
-    for (int64_t d : groups[n]) {
-      const topology::ChipCoord c = torus.coord(static_cast<int>(d));
-      if (c.slice != slice) return {};
-      for (int a = 0; a < 3; ++a) values[static_cast<size_t>(a)].push_back(c.xyz[static_cast<size_t>(a)]);
-    }
+    std::array<std::vector<int>, 4> values;
+    for (int64_t d : groups[n])
+      for (int a = 0; a < 4; ++a) values[static_cast<size_t>(a)].push_back(coordinate(d, a));
     Box b;
     int64_t stride = 1;
-    for (int a = 0; a < 3; ++a) {
+    for (int a = 0; a < 4; ++a) {
       std::vector<int>& v = values[static_cast<size_t>(a)];
       std::sort(v.begin(), v.end());
       v.erase(std::unique(v.begin(), v.end()), v.end());
@@ -78,11 +80,10 @@ Box find_box(const topology::Torus& torus, const std::vector<std::vector<int64_t
     if (stride != g || (n > 0 && (b.axes != box.axes || b.extent != box.extent))) return {};
     // Group position = sum of coordinate ranks x strides.
     for (int64_t p = 0; p < g; ++p) {
-      const topology::ChipCoord c = torus.coord(static_cast<int>(groups[n][static_cast<size_t>(p)]));
       int64_t position = 0;
       for (size_t k = 0; k < b.axes.size(); ++k) {
         const std::vector<int>& v = values[static_cast<size_t>(b.axes[k])];
-        const int at = c.xyz[static_cast<size_t>(b.axes[k])];
+        const int at = coordinate(groups[n][static_cast<size_t>(p)], b.axes[k]);
         position += (std::lower_bound(v.begin(), v.end(), at) - v.begin()) * b.stride[k];
       }
       if (position != p) return {};
@@ -132,30 +133,45 @@ RingPlan plan_rings(const Lowerer& l, const Instruction& i, int64_t chunk_elemen
   std::function<Ring(size_t, size_t, const std::vector<int64_t>&)> ring_of;
   const Box box = find_box(torus, groups);
   std::vector<int64_t> directions;
-  const int64_t k = static_cast<int64_t>(box.axes.size());
-  const bool both = std::any_of(box.extent.begin(), box.extent.end(), [](int64_t e) { return e > 2; });
-  if (k > 0) {
-    for (const auto& [lo, elements] : split(chunk_elements, k * (both ? 2 : 1))) {
-      const int64_t s = static_cast<int64_t>(plan.streams.size());
+  // Per stream, the box axes (indices into box.axes) of its phases in reduce-scatter
+  // order: the torus axes, the first rotating from stream to stream, then the slices
+  // (so that only a reduced piece crosses DCN: the hierarchical all-reduce).
+  std::vector<std::vector<size_t>> orders;
+  if (!box.axes.empty()) {
+    std::vector<size_t> torus_axes;
+    bool slices = false, both = false;
+    for (size_t a = 0; a < box.axes.size(); ++a) {
+      if (box.axes[a] == kSliceAxis)
+        slices = true;
+      else
+        torus_axes.push_back(a);
+      both = both || box.extent[a] > 2;  // some ring has two directions
+    }
+    const size_t k = std::max<size_t>(torus_axes.size(), 1);
+    for (const auto& [lo, elements] : split(chunk_elements, static_cast<int64_t>(k) * (both ? 2 : 1))) {
+      const size_t s = plan.streams.size();
       directions.push_back(s / k ? -1 : 1);
+      std::vector<size_t> order;
+      for (size_t p = 0; p < torus_axes.size(); ++p) order.push_back(torus_axes[(s + p) % k]);
+      if (slices) order.push_back(box.axes.size() - 1);
       RingStream stream{lo, elements, {}};
-      for (int64_t p = 0; p < k; ++p) {
+      for (size_t p = 0; p < order.size(); ++p) {
         RingPhase phase;
-        phase.size = box.extent[static_cast<size_t>((s + p) % k)];
-        for (int64_t f = k - 1; f > p; --f) {  // the axes of later phases, outer first
-          const size_t later = static_cast<size_t>((s + f) % k);
-          phase.block_sizes.push_back(box.extent[later]);
-          phase.block_strides.push_back(box.stride[later]);
+        phase.size = box.extent[order[p]];
+        for (size_t f = order.size() - 1; f > p; --f) {  // the axes of later phases, outer first
+          phase.block_sizes.push_back(box.extent[order[f]]);
+          phase.block_strides.push_back(box.stride[order[f]]);
         }
         stream.phases.push_back(std::move(phase));
       }
       plan.streams.push_back(std::move(stream));
+      orders.push_back(std::move(order));
     }
-    // Stream s, phase p: along axis (s + p) mod k; the chunks it moves share this chip's
+    // Stream s, phase p: along axis orders[s][p]; the chunks it moves share this chip's
     // coordinates on the axes of earlier phases.
-    ring_of = [&box, k, g, &directions](size_t s, size_t p, const std::vector<int64_t>&) {
+    ring_of = [&box, g, &directions, &orders](size_t s, size_t p, const std::vector<int64_t>&) {
       const int64_t dir = directions[s];
-      const size_t axis = (s + p) % static_cast<size_t>(k);
+      const size_t axis = orders[s][p];
       const int64_t n = box.extent[axis], stride = box.stride[axis];
       Ring ring;
       for (int64_t pos = 0; pos < g; ++pos) {
@@ -164,10 +180,7 @@ RingPlan plan_rings(const Lowerer& l, const Instruction& i, int64_t chunk_elemen
         ring.next.push_back(pos + (mod(r + dir, n) - r) * stride);
         ring.prev.push_back(pos + (mod(r - dir, n) - r) * stride);
         int64_t fixed = 0;
-        for (size_t e = 0; e < p; ++e) {
-          const size_t done = (s + e) % static_cast<size_t>(k);
-          fixed += rank(done) * box.stride[done];
-        }
+        for (size_t e = 0; e < p; ++e) fixed += rank(orders[s][e]) * box.stride[orders[s][e]];
         std::vector<int64_t> back;
         for (int64_t b = 0; b < n; ++b) back.push_back(fixed + mod(r - b * dir, n) * stride);
         ring.back.push_back(std::move(back));

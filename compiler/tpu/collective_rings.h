@@ -4,16 +4,19 @@
 //
 // The array of a collective is cut into G chunks (G chips in a group), chunk c the one
 // the chip of group position c ends with (reduce-scatter) or starts from (all-gather).
-// A group that is a box of one slice's torus (every combination of the coordinates it
-// spans, in device order: a whole slice, a row, a plane) uses every axis at once: each
-// chunk is cut into streams, one per axis and direction, and a stream runs a ring along
-// each axis in turn, its first axis rotating from stream to stream, in both directions
-// where an axis has more than two chips (Google's scaling book's model: the bandwidth of
-// k axes, both ways). The reduce-scatter of a stream along its first axis leaves each
-// chip the chunks that share its coordinate on that axis, reduced over the ring; along
-// the next axis, the chunks that share both; and so on to the chip's own chunk. The
-// all-gather runs the axes in reverse. Any other group (chips in no box, groups that span
-// slices) is one ring in snake order, both ways.
+// A group that is a box of the pod in device order (every combination of the
+// coordinates it spans: a whole slice, a row, a plane, the same chips of several slices)
+// uses every torus axis at once: each chunk is cut into streams, one per axis and
+// direction, and a stream runs a ring along each axis in turn, its first axis rotating
+// from stream to stream, in both directions where an axis has more than two chips
+// (Google's scaling book's model: the bandwidth of k axes, both ways). The
+// reduce-scatter of a stream along its first axis leaves each chip the chunks that share
+// its coordinate on that axis, reduced over the ring; along the next axis, the chunks
+// that share both; and so on to the chip's own chunk. The slices of a multi-slice group
+// come last, so that only a reduced piece crosses DCN (the hierarchical all-reduce:
+// reduce-scatter in the slice, all-reduce over DCN, all-gather in the slice). The
+// all-gather runs the axes in reverse. Any other group (chips in no box) is one ring in
+// snake order, both ways.
 //
 // All streams run their phases together. Before each phase every chip tells the chips
 // that send to it that it is in the phase (a Handshake): data only lands in buffers that
