@@ -53,6 +53,25 @@ int64_t group_size(const Lowerer& l, const Instruction& i) {
   return static_cast<int64_t>(groups.at(0).size());
 }
 
+// The module was verified before the replica count was known (a collective without
+// replica_groups spans every replica): the split or gathered dimension must match the
+// groups of the target.
+void check_group_shapes(const Instruction& i, int64_t g) {
+  if (i.attrs().dimensions.empty()) return;
+  const int64_t d = i.attrs().dimensions.at(0);
+  const int64_t in = i.operand(0)->shape().dims()[static_cast<size_t>(d)];
+  const int64_t out = i.shape().dims()[static_cast<size_t>(d)];
+  const Opcode op = i.opcode();
+  const bool ok = op == Opcode::kAllGather       ? out == g * in
+                  : op == Opcode::kReduceScatter ? in == g * out
+                  : op == Opcode::kAllToAll      ? in % g == 0
+                                                 : true;
+  if (!ok)
+    fail("{} (line {}): dimension {} has {} elements in the operand and {} in the result, which "
+         "groups of {} devices do not fit",
+         i.name(), i.pos().line, d, in, out, g);
+}
+
 CollectiveStep begin_collective(Lowerer& l, const Instruction& i, Scope& s) {
   if (i.operand_count() != 1 || !i.operand(0)->shape().is_array())
     unsupported(i, "tuple or variadic operands");
@@ -63,6 +82,7 @@ CollectiveStep begin_collective(Lowerer& l, const Instruction& i, Scope& s) {
   l.begin_step(i, s);
   c.out = l.new_buffer(i.name(), i.shape());
   c.group_size = i.shape().num_elements() == 0 ? 1 : group_size(l, i);  // empty: nothing moves
+  check_group_shapes(i, group_size(l, i));
   if (c.single()) copy_buffer(l, c.in.buffer, c.out, i.shape().byte_size());
   return c;
 }

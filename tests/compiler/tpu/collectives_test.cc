@@ -261,6 +261,19 @@ INSTANTIATE_TEST_SUITE_P(Pods, Collectives,
                                            "v5e:4x4", "v5e:2x2:slices=2", "tiny:4x3", "tiny:3x2x2"),
                          podsim::testing::pod_test_name);
 
+TEST(Collectives, ShapesThatTheGroupsDoNotFitAreAnError) {
+  // Without replica_groups a collective spans every replica, known only at compile time.
+  for (const char* op : {"f32[6,8] all-to-all(x), dimensions={0}", "f32[18,8] all-gather(x), dimensions={0}"}) {
+    auto module = ir::parse_module(fmt::format("HloModule m\nENTRY e {{\n  x = f32[6,8] parameter(0)\n  ROOT r = {}\n}}\n", op));
+    try {
+      compile(*module, Target(topology::pod_config("v5e:2x2")));
+      ADD_FAILURE() << op << " compiled for 4 chips";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("groups of 4 devices do not fit"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(Collectives, OneChipNeedsNoPod) {
   auto module = ir::parse_module(R"(HloModule m
 add {
