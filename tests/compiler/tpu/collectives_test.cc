@@ -80,6 +80,14 @@ void check_on_pod(const std::string& hlo, const std::string& pod_name) {
     check_on_pod(hlo, pod_name, algorithm);
 }
 
+// The f32 sum every all-reduce and reduce-scatter here applies.
+constexpr const char* kAdd = R"(add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+)";
+
 class Collectives : public ::testing::TestWithParam<std::string> {
  protected:
   int chips() const { return topology::pod_config(GetParam()).chips(); }
@@ -127,16 +135,11 @@ TEST_P(Collectives, AllReduceOverReplicaGroups) {
   if (n < 4) GTEST_SKIP() << "needs two groups of at least two chips";
   // Even and odd devices: groups that are not runs of device ids.
   check_on_pod(fmt::format(R"(HloModule m
-add {{
-  a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  ROOT s = f32[] add(a, b)
-}}
-ENTRY e {{
+{add}ENTRY e {{
   x = f32[16,128] parameter(0)
   ROOT r = f32[16,128] all-reduce(x), replica_groups=[2,{}]<=[{},2]T(1,0), to_apply=add
 }})",
-                           n / 2, n / 2),
+                           n / 2, n / 2, fmt::arg("add", kAdd)),
                GetParam());
 }
 
@@ -150,12 +153,7 @@ TEST_P(Collectives, RowsThenColumnsThenAChipOrderOfNoBox) {
   std::string reversed;
   for (int d = n - 1; d >= 0; --d) reversed += fmt::format("{}{}", d == n - 1 ? "" : ",", d);
   check_on_pod(fmt::format(R"(HloModule m
-add {{
-  a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  ROOT s = f32[] add(a, b)
-}}
-ENTRY e {{
+{add}ENTRY e {{
   x = f32[{r},30] parameter(0)
   rows = f32[{r},30] all-reduce(x), replica_groups=[{},{}]<=[{}], to_apply=add
   cols = f32[{r},30] all-reduce(rows), replica_groups=[{},{}]<=[{},{},{}]T(0,2,1), to_apply=add
@@ -165,26 +163,21 @@ ENTRY e {{
   ROOT t = (f32[{r},30], f32[{r},30], f32[{c},30], f32[{r},30]) tuple(rows, all, rs, ag)
 }})",
                            n / dx, dx, n, n / dy, dy, dz, dy, dx, n / dy, dy, dz, dy, dx, n / dy, dy, dz, dy,
-                           dx, reversed, fmt::arg("r", 5 * dy), fmt::arg("c", 5)),
+                           dx, reversed, fmt::arg("r", 5 * dy), fmt::arg("c", 5), fmt::arg("add", kAdd)),
                GetParam());
 }
 
 TEST_P(Collectives, ReduceScatterAndAllGatherAlongAnyDimension) {
   const int n = chips();
   check_on_pod(fmt::format(R"(HloModule m
-add {{
-  a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  ROOT s = f32[] add(a, b)
-}}
-ENTRY e {{
+{add}ENTRY e {{
   x = f32[6,{},40] parameter(0)
   rs = f32[6,2,40] reduce-scatter(x), dimensions={{1}}, to_apply=add
   ag0 = f32[{},2,40] all-gather(rs), dimensions={{0}}
   ag1 = f32[6,{},40] all-gather(rs), dimensions={{1}}
   ROOT t = (f32[6,2,40], f32[{},2,40], f32[6,{},40]) tuple(rs, ag0, ag1)
 }})",
-                           2 * n, 6 * n, 2 * n, 6 * n, 2 * n),
+                           2 * n, 6 * n, 2 * n, 6 * n, 2 * n, fmt::arg("add", kAdd)),
                GetParam());
 }
 

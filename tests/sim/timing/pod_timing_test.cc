@@ -94,6 +94,14 @@ INSTANTIATE_TEST_SUITE_P(Pods, TimedRing,
                                            "v5e:2x2:slices=2"),
                          testing::pod_test_name);
 
+// The f32 sum every all-reduce and reduce-scatter here applies.
+constexpr const char* kAdd = R"(add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+)";
+
 class TimedCollectives : public ::testing::TestWithParam<std::string> {};
 
 // Runs `hlo` compiled for the pod on the functional and the timed pod (hazards checked)
@@ -129,12 +137,7 @@ TEST_P(TimedCollectives, CompiledRingsMatchTheFunctionalPodWithoutHazards) {
   const topology::PodConfig pod = topology::pod_config(GetParam());
   const int n = pod.chips();
   const std::string hlo = fmt::format(R"(HloModule m
-add {{
-  a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  ROOT s = f32[] add(a, b)
-}}
-ENTRY e {{
+{add}ENTRY e {{
   x = f32[300,70] parameter(0)
   y = f32[6,{},40] parameter(1)
   ar = f32[300,70] all-reduce(x), to_apply=add
@@ -144,7 +147,7 @@ ENTRY e {{
   aa = f32[6,{},40] all-to-all(y), dimensions={{1}}
   ROOT t = (f32[300,70], f32[6,2,40], f32[6,{},40], f32[300,70], f32[6,{},40]) tuple(ar, rs, ag, cp, aa)
 }})",
-                                      2 * n, 2 * n, 2 * n, 2 * n, 2 * n);
+                                      2 * n, 2 * n, 2 * n, 2 * n, 2 * n, fmt::arg("add", kAdd));
   for (tpu::Options::AllReduce algorithm :
        {tpu::Options::AllReduce::kRing, tpu::Options::AllReduce::kOneShot}) {
     SCOPED_TRACE(algorithm == tpu::Options::AllReduce::kRing ? "ring all-reduce" : "one-shot all-reduce");
@@ -169,12 +172,7 @@ TEST_P(TimedCollectives, RowsAheadOfColumnsKeepTheirHandshakesApart) {
   const int n = pod.chips(), dx = pod.dim_x, dy = pod.dim_y, dz = pod.dim_z * pod.slices;
   if (dx < 2 || dy < 2) GTEST_SKIP() << "needs two axes";
   const std::string hlo = fmt::format(R"(HloModule m
-add {{
-  a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  ROOT s = f32[] add(a, b)
-}}
-ENTRY e {{
+{add}ENTRY e {{
   x = f32[{r},32] parameter(0)
   r1 = f32[{r},32] all-reduce(x), replica_groups=[{},{}]<=[{}], to_apply=add
   r2 = f32[{r},32] all-reduce(r1), replica_groups=[{},{}]<=[{}], to_apply=add
@@ -182,7 +180,7 @@ ENTRY e {{
   a = f32[{r},32] all-to-all(c), dimensions={{0}}
   ROOT t = (f32[{r},32], f32[{r},32]) tuple(c, a)
 }})",
-                                      n / dx, dx, n, n / dx, dx, n, n / dy, dy, dz, dy, dx, fmt::arg("r", 4 * n));
+                                      n / dx, dx, n, n / dx, dx, n, n / dy, dy, dz, dy, dx, fmt::arg("r", 4 * n), fmt::arg("add", kAdd));
   expect_timed_matches_functional(hlo, pod, tpu::Options::AllReduce::kRing);
 }
 
