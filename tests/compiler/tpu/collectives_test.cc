@@ -95,13 +95,7 @@ class Collectives : public ::testing::TestWithParam<std::string> {
 
 TEST_P(Collectives, AllReduceSumsOverEveryChip) {
   // 300 x 70 elements do not fill whole chunks: the padded path.
-  check_on_pod(R"(HloModule m
-add {
-  a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  ROOT s = f32[] add(a, b)
-}
-ENTRY e {
+  check_on_pod(std::string("HloModule m\n") + kAdd + R"(ENTRY e {
   x = f32[300,70] parameter(0)
   ROOT r = f32[300,70] all-reduce(x), to_apply=add
 })",
@@ -183,13 +177,7 @@ TEST_P(Collectives, ReduceScatterAndAllGatherAlongAnyDimension) {
 
 TEST_P(Collectives, TupleAllReduceReducesEachOperand) {
   // PyTorch/XLA's all-reduce of a list of gradients: one instruction, several operands.
-  check_on_pod(R"(HloModule m
-add {
-  a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  ROOT s = f32[] add(a, b)
-}
-ENTRY e {
+  check_on_pod(std::string("HloModule m\n") + kAdd + R"(ENTRY e {
   x = f32[300] parameter(0)
   y = f32[7,5] parameter(1)
   z = f32[] parameter(2)
