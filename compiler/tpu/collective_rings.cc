@@ -12,6 +12,7 @@
 #include "common/error.h"
 #include "compiler/ir/collective_groups.h"
 #include "compiler/tpu/lower_reduce_plan.h"
+#include "compiler/tpu/lowerings.h"
 #include "compiler/tpu/tiling.h"
 #include "compiler/tpu/vector_codegen.h"
 #include "topology/torus.h"
@@ -611,9 +612,11 @@ void RingEmitter::reduce_scatter(int32_t input, int32_t work, int32_t result, ir
   }
 }
 
-void RingEmitter::all_gather(int32_t buffer, bool own_sent) {
+void RingEmitter::all_gather(int32_t buffer, bool own_sent, int32_t own_input) {
   const int32_t region = l_.use(buffer);
+  const int32_t input_region = own_input >= 0 ? l_.use(own_input) : -1;
   const size_t streams = plan_.streams.size();
+  int64_t copies = 0;  // of own_input into the chip's chunk, on kSemSlot
   for (size_t p = static_cast<size_t>(plan_.phases()); p-- > 0;) {
     int64_t sends = 0;
     auto forward = [&](size_t s, int64_t j, int64_t k) {
@@ -626,9 +629,26 @@ void RingEmitter::all_gather(int32_t buffer, bool own_sent) {
     const bool first = p + 1 == static_cast<size_t>(plan_.phases());
     if (!(own_sent && first)) {
       handshake(p);
+      pb_.wait(kSemSlot, copies);  // the chip's chunk is in place before it goes on
+      copies = 0;
       for (int64_t j = 0; j < most_subs(p); ++j)
-        for (size_t s = 0; s < streams; ++s)
-          if (j < subs(s, p)) forward(s, j, 0);
+        for (size_t s = 0; s < streams; ++s) {
+          if (j >= subs(s, p)) continue;
+          if (input_region < 0 || !first) {
+            forward(s, j, 0);
+            continue;
+          }
+          // The first phase's block 0 is the chip's chunk: straight from own_input.
+          const int64_t column = plan_.streams[s].phases[p].column;
+          const Block b = block(s, p, j);
+          const int at = offset(column + 2, b.piece_offset);
+          send(descriptor(input_region, region, b, false, true),
+               pb_.sreg(plan_.streams[s].lo * plan_.element_bytes + b.piece_offset), at, peer(column),
+               kSemSentHbm, s);
+          ++sends;
+        }
+      if (input_region >= 0 && first)  // the local copy, while the first phase's sends go
+        copies = issue_spread_copy(l_, input_region, -1, region, own_chunk_offset(), plan_.chunk_bytes(), kSemSlot);
     }
     // Step k (1 .. size - 1): block k lands; all but the last go on.
     for (int64_t k = 1; k < most_steps(p); ++k)
@@ -641,6 +661,7 @@ void RingEmitter::all_gather(int32_t buffer, bool own_sent) {
         }
     pb_.wait(kSemSentHbm, sends);
   }
+  pb_.wait(kSemSlot, copies);
 }
 
 }  // namespace podsim::tpu

@@ -130,9 +130,10 @@ class RingEmitter {
   // `result` as the first step of all_gather.
   void reduce_scatter(int32_t input, int32_t work, int32_t result, ir::PrimitiveType type,
                       bool result_is_chunk, bool then_gather);
-  // All-gather over `buffer` (G chunks): the chip's own chunk is in place; own_sent when
-  // reduce_scatter(then_gather) sent it already.
-  void all_gather(int32_t buffer, bool own_sent);
+  // All-gather over `buffer` (G chunks): the chip's own chunk is in place, or in
+  // `own_input` (a buffer of one chunk: sent from there, and copied into place while the
+  // first phase runs); own_sent when reduce_scatter(then_gather) sent it already.
+  void all_gather(int32_t buffer, bool own_sent, int32_t own_input = -1);
   // A scalar register holding the byte offset of the chip's own chunk; valid until the
   // next call of any member.
   int own_chunk_offset();

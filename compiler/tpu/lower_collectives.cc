@@ -580,10 +580,7 @@ Value lower_all_gather(Lowerer& l, const Instruction& i, Scope& s) {
   RingEmitter rings(l, i, plan_rings(l, i, step.in.shape.num_elements(), eb));
   const int32_t gathered =
       outer > 1 ? l.new_buffer(fmt::format("{}.gathered", i.name()), shape) : out;
-  const int own = rings.own_chunk_offset();
-  l.pb().wait(kSemStore, issue_spread_copy(l, l.use(step.in.buffer), -1, l.use(gathered), own,
-                                           step.in.shape.byte_size(), kSemStore));
-  rings.all_gather(gathered, false);
+  rings.all_gather(gathered, false, step.in.buffer);
   if (outer > 1) {
     const int k = issue_copy(l.pb(), l.use(gathered), 0, l.use(out), 0, eb, {g, outer, m * inner},
                              {outer * m * inner, m * inner, 1}, {m * inner, g * m * inner, 1}, kSemStore);
