@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstring>
 #include <functional>
-#include <map>
 #include <numeric>
 #include <utility>
 
@@ -243,20 +242,6 @@ RingPlan plan_rings(const Lowerer& l, const Instruction& i, int64_t chunk_elemen
     }
   }
   return plan;
-}
-
-int64_t max_link_load(const Lowerer& l, const RingPlan& plan) {
-  const topology::Torus torus(*l.target().pod);
-  std::map<std::pair<int, int>, int64_t> load;  // (device, port) -> flows
-  int64_t most = 1;
-  for (int64_t d = 0; d < l.target().devices(); ++d)
-    for (const RingStream& stream : plan.streams) {
-      const int64_t next = plan.table[static_cast<size_t>(d * plan.row_length + stream.phases[0].column)];
-      if (next == d || torus.coord(static_cast<int>(d)).slice != torus.coord(static_cast<int>(next)).slice) continue;
-      for (const topology::Hop& hop : torus.route(static_cast<int>(d), static_cast<int>(next)))
-        most = std::max(most, ++load[{hop.device, hop.port}]);
-    }
-  return most;
 }
 
 int32_t device_row(Lowerer& l, const std::string& name, const std::vector<int64_t>& table,

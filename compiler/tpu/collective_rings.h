@@ -70,10 +70,6 @@ struct RingPlan {
 RingPlan plan_rings(const Lowerer& l, const ir::Instruction& i, int64_t chunk_elements,
                     int64_t element_bytes);
 
-// The most flows that share one link (one direction) in the plan's first phase, over
-// every chip: what divides each stream's share of the link bandwidth.
-int64_t max_link_load(const Lowerer& l, const RingPlan& plan);
-
 // This chip's row of a per-device table of int64 (row_length entries a device), placed in
 // HBM as a constant and copied into VMEM, where sld reads it. Returns the VMEM region.
 int32_t device_row(Lowerer& l, const std::string& name, const std::vector<int64_t>& table,

@@ -81,8 +81,9 @@ CollectiveStep begin_collective(Lowerer& l, const Instruction& i, Scope& s) {
   c.in = l.value_of(*i.operand(0), s);
   l.begin_step(i, s);
   c.out = l.new_buffer(i.name(), i.shape());
-  c.group_size = i.shape().num_elements() == 0 ? 1 : group_size(l, i);  // empty: nothing moves
-  check_group_shapes(i, group_size(l, i));
+  const int64_t g = group_size(l, i);
+  check_group_shapes(i, g);
+  c.group_size = i.shape().num_elements() == 0 ? 1 : g;  // empty: nothing moves
   if (c.single()) copy_buffer(l, c.in.buffer, c.out, i.shape().byte_size());
   return c;
 }
@@ -98,14 +99,27 @@ double route_latency_ns(const topology::Torus& torus, int64_t a, int64_t b) {
 // The most bytes the one-shot all-reduce gathers in VMEM (the group's arrays).
 constexpr int64_t kOneShotMaxBytes = 2 << 20;
 
+// The most of these routes (device pairs; those across slices left out) that cross one
+// link in one direction.
+int64_t busiest_link(const topology::Torus& torus, const std::vector<std::pair<int64_t, int64_t>>& routes) {
+  std::map<std::pair<int, int>, int64_t> flows;  // (device, port) -> routes
+  int64_t most = 1;
+  for (const auto& [a, b] : routes) {
+    if (a == b || torus.coord(static_cast<int>(a)).slice != torus.coord(static_cast<int>(b)).slice) continue;
+    for (const topology::Hop& hop : torus.route(static_cast<int>(a), static_cast<int>(b)))
+      most = std::max(most, ++flows[{hop.device, hop.port}]);
+  }
+  return most;
+}
+
 // The cost model choosing an all-reduce's algorithm (Options::AllReduce::kAuto), from the
 // pod's figures. The rings: each phase's handshake and 2 (size - 1) steps (reduce-scatter
 // and all-gather), each a route to the next chip plus the HBM latency of landing and
 // loading the sum, and 2 (G - 1) / G of the array over the links, shared by the streams,
-// divided by the flows that share the busiest link. The one-shot exchange: two routes to
-// the farthest chip of the group (ready, then data) and as many arrays as routes of the
-// exchange cross its busiest link (G - 1 over DCN). True when the one-shot is the faster
-// and the group's arrays fit kOneShotMaxBytes.
+// times the first phase's rings that share its busiest link. The one-shot exchange: two
+// routes to the farthest chip of the group (ready, then data) and as many arrays as
+// routes of the exchange cross its busiest link (G - 1 over DCN). True when the one-shot
+// is the faster and the group's arrays fit kOneShotMaxBytes.
 bool prefer_one_shot(const Lowerer& l, const Instruction& i, const RingPlan& plan, int64_t bytes,
                      int64_t padded) {
   const Target& t = l.target();
@@ -116,27 +130,24 @@ bool prefer_one_shot(const Lowerer& l, const Instruction& i, const RingPlan& pla
   const double hbm = l.chip().hbm_latency_ns;
   double farthest = 0, ring_ns = 0;
   bool dcn = false;
-  // The one-shot's busiest link: the most of the group's chip-to-chip routes that cross it.
-  std::map<std::pair<int, int>, int64_t> flows;  // (device, port) -> routes
-  int64_t busiest = 1;
-  const auto groups = ir::collective_device_groups(i, t.replicas, t.partitions);
-  for (const std::vector<int64_t>& group : groups)
+  std::vector<std::pair<int64_t, int64_t>> exchange, first_rings;
+  for (const std::vector<int64_t>& group : ir::collective_device_groups(i, t.replicas, t.partitions))
     for (int64_t a : group)
       for (int64_t b : group) {
         farthest = std::max(farthest, route_latency_ns(torus, a, b));
-        const bool across = torus.coord(static_cast<int>(a)).slice != torus.coord(static_cast<int>(b)).slice;
-        dcn = dcn || across;
-        if (across || a == b) continue;
-        for (const topology::Hop& hop : torus.route(static_cast<int>(a), static_cast<int>(b)))
-          busiest = std::max(busiest, ++flows[{hop.device, hop.port}]);
+        dcn = dcn || torus.coord(static_cast<int>(a)).slice != torus.coord(static_cast<int>(b)).slice;
+        exchange.emplace_back(a, b);
       }
   for (size_t p = 0; p < static_cast<size_t>(plan.phases()); ++p) {
     double hop = 0;
     int64_t size = 0;
     for (const RingStream& stream : plan.streams) {
       size = std::max(size, stream.phases[p].size);
-      for (int64_t d = 0; d < t.devices(); ++d)
-        hop = std::max(hop, route_latency_ns(torus, d, plan.table[static_cast<size_t>(d * plan.row_length + stream.phases[p].column)]));
+      for (int64_t d = 0; d < t.devices(); ++d) {
+        const int64_t next = plan.table[static_cast<size_t>(d * plan.row_length + stream.phases[p].column)];
+        hop = std::max(hop, route_latency_ns(torus, d, next));
+        if (p == 0) first_rings.emplace_back(d, next);
+      }
     }
     ring_ns += (2.0 * static_cast<double>(size - 1) + 2) * (hop + 2 * hbm);
   }
@@ -144,9 +155,10 @@ bool prefer_one_shot(const Lowerer& l, const Instruction& i, const RingPlan& pla
                         : pod.ici_link_bandwidth_bytes_per_s;
   const double b = static_cast<double>(bytes);
   ring_ns += 2.0 * static_cast<double>(g - 1) / static_cast<double>(g) * b /
-             static_cast<double>(plan.streams.size()) * static_cast<double>(max_link_load(l, plan)) / bw * 1e9;
+             static_cast<double>(plan.streams.size()) * static_cast<double>(busiest_link(torus, first_rings)) / bw *
+             1e9;
   const double one_shot_ns =
-      2 * farthest + 2 * hbm + static_cast<double>(dcn ? g - 1 : busiest) * b / bw * 1e9;
+      2 * farthest + 2 * hbm + static_cast<double>(dcn ? g - 1 : busiest_link(torus, exchange)) * b / bw * 1e9;
   return one_shot_ns < ring_ns;
 }
 
