@@ -21,7 +21,7 @@ std::string describe(const Instruction& instruction) {
 GroupMode collective_group_mode(const Instruction& instruction) {
   const Attributes& attrs = instruction.attrs();
   const bool channel = attrs.channel_id.has_value();
-  switch (instruction.opcode()) {
+  switch (collective_kind(instruction.opcode())) {
     case Opcode::kAllReduce:
     case Opcode::kAllGather:
     case Opcode::kReduceScatter:
@@ -31,7 +31,7 @@ GroupMode collective_group_mode(const Instruction& instruction) {
       }
       return attrs.use_global_device_ids ? GroupMode::kFlattenedId
                                          : GroupMode::kCrossReplicaAndPartition;
-    default:  // all-to-all and collective-permute: with a channel id, across partitions
+    default:  // all-to-all, collective-permute and -broadcast: with a channel id, across partitions
       return channel ? GroupMode::kCrossPartition : GroupMode::kCrossReplica;
   }
 }

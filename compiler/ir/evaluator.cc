@@ -279,7 +279,16 @@ Literal DeviceEvaluator::dispatch(const Instruction& instruction, OperandValues&
     case Opcode::kAllGather:
     case Opcode::kReduceScatter:
     case Opcode::kAllToAll:
-    case Opcode::kCollectivePermute: return eval::eval_collective(instruction, ops.all(), *this);
+    case Opcode::kCollectivePermute:
+    case Opcode::kCollectiveBroadcast:
+    case Opcode::kAllReduceStart:
+    case Opcode::kAllGatherStart:
+    case Opcode::kCollectivePermuteStart: return eval::eval_collective(instruction, ops.all(), *this);
+    case Opcode::kAllReduceDone:
+    case Opcode::kAllGatherDone:
+    case Opcode::kCollectivePermuteDone:
+      expect_operands(instruction, ops, 1);
+      return eval::eval_async_done(instruction, *ops.all()[0]);
     default: break;
   }
   fail("internal: the evaluator has no implementation of {}", opcode_name(opcode));

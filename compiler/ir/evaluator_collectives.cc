@@ -260,11 +260,57 @@ Literal collective_permute(const Instruction& instruction, Operands operands, De
   return (*all)[static_cast<size_t>(*source)];
 }
 
+// The value of the first device of the group, on every device of it.
+Literal collective_broadcast(const Instruction& instruction, Operands operands, DeviceContext& context) {
+  check_array(instruction, *operands[0]);
+  std::vector<int64_t> group = participants(instruction, context);
+  Contributions all = context.rendezvous().exchange(context.device(), instruction, group, *operands[0]);
+  return (*all)[0];
+}
+
+// An async start's value as XLA shapes it, around its collective's result.
+Literal start_value(const Instruction& instruction, Operands operands, Literal result) {
+  switch (instruction.opcode()) {
+    case Opcode::kAllGatherStart: {
+      std::vector<Literal> copies;
+      for (const Literal* operand : operands) copies.push_back(*operand);
+      return Literal::tuple({pack(std::move(copies)), std::move(result)});
+    }
+    case Opcode::kCollectivePermuteStart: {
+      std::vector<Literal> elements;
+      elements.push_back(*operands[0]);
+      elements.push_back(std::move(result));
+      if (instruction.shape().is_tuple() && instruction.shape().tuple_size() == 4)
+        for (int k = 0; k < 2; ++k) elements.push_back(Literal::scalar<uint32_t>(PrimitiveType::kU32, 0));
+      return Literal::tuple(std::move(elements));
+    }
+    default:
+      return result;
+  }
+}
+
 }  // namespace
+
+Literal eval_async_done(const Instruction& instruction, const Literal& start) {
+  if (instruction.opcode() == Opcode::kAllReduceDone) return start;
+  if (!start.shape().is_tuple() || start.elements().size() < 2)
+    fail("{}: its operand is not the value of a start", describe(instruction));
+  return start.elements()[1];
+}
 
 Literal eval_collective(const Instruction& instruction, Operands operands, DeviceContext& context) {
   if (operands.empty()) fail("{}: a collective needs operands", describe(instruction));
+  if (collective_kind(instruction.opcode()) != instruction.opcode()) {
+    Literal result;
+    switch (collective_kind(instruction.opcode())) {
+      case Opcode::kAllReduce: result = all_reduce(instruction, operands, context, false); break;
+      case Opcode::kAllGather: result = all_gather(instruction, operands, context); break;
+      default: result = collective_permute(instruction, operands, context); break;
+    }
+    return start_value(instruction, operands, std::move(result));
+  }
   switch (instruction.opcode()) {
+    case Opcode::kCollectiveBroadcast: return collective_broadcast(instruction, operands, context);
     case Opcode::kAllReduce: return all_reduce(instruction, operands, context, false);
     case Opcode::kReduceScatter: return all_reduce(instruction, operands, context, true);
     case Opcode::kAllGather: return all_gather(instruction, operands, context);

@@ -94,6 +94,9 @@ class DeviceContext : public Context {
 };
 
 // all-reduce, all-gather, reduce-scatter, all-to-all, collective-permute.
+// Also collective-broadcast and the async starts (the value XLA gives a start).
 Literal eval_collective(const Instruction& instruction, Operands operands, DeviceContext& context);
+// An async done: the collective's result held by its start's value.
+Literal eval_async_done(const Instruction& instruction, const Literal& start);
 
 }  // namespace podsim::ir::eval

@@ -45,10 +45,28 @@ bool is_collective(Opcode op) {
     case Opcode::kReduceScatter:
     case Opcode::kAllToAll:
     case Opcode::kCollectivePermute:
+    case Opcode::kCollectiveBroadcast:
+    case Opcode::kAllReduceStart:
+    case Opcode::kAllGatherStart:
+    case Opcode::kCollectivePermuteStart:
       return true;
     default:
       return false;
   }
+}
+
+Opcode collective_kind(Opcode op) {
+  switch (op) {
+    case Opcode::kAllReduceStart: return Opcode::kAllReduce;
+    case Opcode::kAllGatherStart: return Opcode::kAllGather;
+    case Opcode::kCollectivePermuteStart: return Opcode::kCollectivePermute;
+    default: return op;
+  }
+}
+
+bool is_async_done(Opcode op) {
+  return op == Opcode::kAllReduceDone || op == Opcode::kAllGatherDone ||
+         op == Opcode::kCollectivePermuteDone;
 }
 
 }  // namespace podsim::ir

@@ -26,6 +26,11 @@ std::optional<Opcode> opcode_from_name(std::string_view name);
 int opcode_arity(Opcode op);  // operand count or kVariadic
 
 bool is_elementwise(Opcode op);
+// The collectives, their async starts included (not the dones: they only wait).
 bool is_collective(Opcode op);
+// The collective an async start begins (all-reduce for all-reduce-start); any other
+// opcode is its own kind. Attributes, called computations and groups follow the kind.
+Opcode collective_kind(Opcode op);
+bool is_async_done(Opcode op);
 
 }  // namespace podsim::ir

@@ -152,6 +152,8 @@ bool applies(Attr a, Opcode op) {
     case Attr::kAlgorithm:
       return op == O::kRngBitGenerator;
     case Attr::kReplicaGroups:
+      return one_of(op, {O::kAllReduce, O::kAllGather, O::kReduceScatter, O::kAllToAll,
+                         O::kCollectiveBroadcast});
     case Attr::kUseGlobalDeviceIds:
     case Attr::kConstrainLayout:
       return one_of(op, {O::kAllReduce, O::kAllGather, O::kReduceScatter, O::kAllToAll});
@@ -190,7 +192,7 @@ void Parser::parse_attribute(InstrState& st) {
     failf(key.offset, "unknown attribute '{}' for {}", key.text, opcode_name(op));
   }
   const Attr attr = it->second;
-  if (!applies(attr, op))
+  if (!applies(attr, collective_kind(op)))
     failf(key.offset, "attribute '{}' does not apply to {}", key.text, opcode_name(op));
   if (st.has(attr)) failf(key.offset, "duplicate attribute '{}'", key.text);
   st.seen.set(static_cast<size_t>(attr));
@@ -420,7 +422,7 @@ void Parser::parse_attribute(InstrState& st) {
 }
 
 void Parser::check_required(const InstrState& st) {
-  const Opcode op = st.instr->opcode();
+  const Opcode op = collective_kind(st.instr->opcode());
   auto need = [&](Attr a, std::string_view name) {
     if (!st.has(a)) failf(st.opcode_offset, "{} needs attribute '{}'", opcode_name(op), name);
   };
@@ -526,7 +528,7 @@ void Parser::check_required(const InstrState& st) {
 
 std::vector<CompRef> Parser::ordered_calls(const InstrState& st) {
   using O = Opcode;
-  switch (st.instr->opcode()) {
+  switch (collective_kind(st.instr->opcode())) {
     case O::kReduce:
     case O::kReduceWindow:
     case O::kScatter:

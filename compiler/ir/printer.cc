@@ -118,7 +118,7 @@ void append_called(const Instruction& in, std::string& out) {
     for (const Computation* c : called) names.push_back(computation_ref(c));
     return fmt::format("{{{}}}", fmt::join(names, ", "));
   };
-  switch (in.opcode()) {
+  switch (collective_kind(in.opcode())) {
     case O::kReduce:
     case O::kReduceWindow:
     case O::kScatter:
@@ -153,7 +153,7 @@ void append_called(const Instruction& in, std::string& out) {
 
 void append_attributes(const Instruction& in, std::string& out) {
   const Attributes& a = in.attrs();
-  const Opcode op = in.opcode();
+  const Opcode op = collective_kind(in.opcode());
   auto add = [&](std::string_view key, const std::string& value) {
     out += ", ";
     out += key;

@@ -448,6 +448,16 @@ Shape dispatch(const Instruction& inst) {
       return infer_all_to_all(inst);
     case Opcode::kCollectivePermute:
       return infer_collective_permute(inst);
+    case Opcode::kCollectiveBroadcast:
+      return infer_collective_broadcast(inst);
+    case Opcode::kAllReduceStart:
+    case Opcode::kAllGatherStart:
+    case Opcode::kCollectivePermuteStart:
+      return infer_async_start(inst);
+    case Opcode::kAllReduceDone:
+    case Opcode::kAllGatherDone:
+    case Opcode::kCollectivePermuteDone:
+      return infer_async_done(inst);
     case Opcode::kReplicaId:
     case Opcode::kPartitionId:
       return Shape::scalar(PrimitiveType::kU32);

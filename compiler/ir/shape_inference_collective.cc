@@ -55,8 +55,17 @@ int64_t single_dimension(const Instruction& inst) {
   return dims[0];
 }
 
-const Shape* declared_element(const Instruction& inst, int64_t i) {
+// The declared shape of inst's collective result: an all-gather-start declares
+// (operands, results).
+const Shape& declared_result(const Instruction& inst) {
   const Shape& d = inst.shape();
+  if (inst.opcode() == Opcode::kAllGatherStart && d.is_tuple() && d.tuple_size() == 2)
+    return d.element(1);
+  return d;
+}
+
+const Shape* declared_element(const Instruction& inst, int64_t i) {
+  const Shape& d = declared_result(inst);
   if (inst.operand_count() == 1) return d.is_array() ? &d : nullptr;
   return d.is_tuple() && i < d.tuple_size() && d.element(i).is_array() ? &d.element(i) : nullptr;
 }
@@ -181,6 +190,52 @@ Shape infer_collective_permute(const Instruction& inst) {
       fail("target {} appears twice in source_target_pairs", target);
   }
   return without_layout(in);
+}
+
+Shape infer_collective_broadcast(const Instruction& inst) {
+  const Shape& in = operand_shape(inst, 0);
+  expect_array(in, "operand 0");
+  group_size(inst);  // groups of equal size
+  return without_layout(in);
+}
+
+Shape infer_async_start(const Instruction& inst) {
+  switch (inst.opcode()) {
+    case Opcode::kAllReduceStart:
+      return infer_all_reduce(inst);
+    case Opcode::kAllGatherStart: {
+      std::vector<Shape> operands;
+      for (int64_t i = 0; i < inst.operand_count(); ++i)
+        operands.push_back(without_layout(operand_shape(inst, i)));
+      Shape result = infer_all_gather(inst);
+      return Shape::tuple({tuple_if_many(std::move(operands)), std::move(result)});
+    }
+    case Opcode::kCollectivePermuteStart: {
+      Shape result = infer_collective_permute(inst);
+      std::vector<Shape> elements{result, result};
+      // XLA before 2024 adds two u32[] context words; both forms are accepted.
+      const Shape& d = inst.shape();
+      if (d.is_tuple() && d.tuple_size() == 4)
+        for (int k = 0; k < 2; ++k) elements.push_back(Shape::scalar(PrimitiveType::kU32));
+      return Shape::tuple(std::move(elements));
+    }
+    default:
+      fail("internal: {} is not an async start", opcode_name(inst.opcode()));
+  }
+}
+
+Shape infer_async_done(const Instruction& inst) {
+  const Opcode start = inst.opcode() == Opcode::kAllReduceDone   ? Opcode::kAllReduceStart
+                       : inst.opcode() == Opcode::kAllGatherDone ? Opcode::kAllGatherStart
+                                                                 : Opcode::kCollectivePermuteStart;
+  const Instruction* operand = inst.operand(0);
+  if (!operand || operand->opcode() != start)
+    fail("its operand must be a {}, got {}", opcode_name(start),
+         operand ? opcode_name(operand->opcode()) : "nothing");
+  const Shape& s = operand->shape();
+  if (start == Opcode::kAllReduceStart) return without_layout(s);
+  if (!s.is_tuple() || s.tuple_size() < 2) fail("its operand's shape {} is not a start's", str(s));
+  return without_layout(s.element(1));
 }
 
 }  // namespace podsim::ir::infer

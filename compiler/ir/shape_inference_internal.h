@@ -102,5 +102,9 @@ Shape infer_all_gather(const Instruction& inst);
 Shape infer_reduce_scatter(const Instruction& inst);
 Shape infer_all_to_all(const Instruction& inst);
 Shape infer_collective_permute(const Instruction& inst);
+Shape infer_collective_broadcast(const Instruction& inst);
+// all-reduce-start and the like: the shape XLA gives the start of inst's collective.
+Shape infer_async_start(const Instruction& inst);
+Shape infer_async_done(const Instruction& inst);
 
 }  // namespace podsim::ir::infer

@@ -208,7 +208,7 @@ class Checker {
             fmt::format("{} has {} id {}, but the module has {} {}s", attr, what, id, bound, what));
     };
     const auto& groups = inst.attrs().replica_groups;
-    if (groups && inst.opcode() != Opcode::kCollectivePermute) {
+    if (groups && collective_kind(inst.opcode()) != Opcode::kCollectivePermute) {
       std::set<int64_t> seen;
       for (const auto& group : groups->groups)
         for (int64_t id : group) {

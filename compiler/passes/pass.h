@@ -62,6 +62,11 @@ ir::Shape narrow_64bit_shape(ir::Shape shape);
 // Elementwise conversion as the IR's convert does (wrapping, rounding to nearest even).
 ir::Literal convert_literal(const ir::Literal& literal, ir::PrimitiveType type);
 
+// Every async collective (all-reduce-start / -done, ...) becomes its synchronous
+// collective, for targets that run collectives in one piece. Not in the default
+// pipeline: the TPU target keeps the pairs.
+std::unique_ptr<Pass> make_async_collectives_to_sync();
+
 class Pipeline {
  public:
   Pipeline& add(std::unique_ptr<Pass> pass);

@@ -443,8 +443,11 @@ isa::Executable compile(const ir::Module& module, const Target& target, const Op
   } else if (target.devices() != 1) {
     fail("TPU compile: {} replicas x {} partitions need a pod", target.replicas, target.partitions);
   }
+  bool async = false;  // async collectives run as their collectives, in one piece
+  for (const auto& c : module.computations())
+    for (const auto& i : c->instructions()) async |= ir::collective_kind(i->opcode()) != i->opcode();
   std::unique_ptr<ir::Module> prepared;
-  if (options.passes) {
+  if (options.passes || async) {
     prepared = ir::parse_module(ir::print_module(module), module.name());
     // Errors name the lines of the module as given, not of its printed copy.
     for (const auto& c : module.computations())
@@ -454,8 +457,11 @@ isa::Executable compile(const ir::Module& module, const Target& target, const Op
         for (const auto& i : copy->instructions())
           if (auto it = pos.find(i->name()); it != pos.end()) i->set_pos(it->second);
       }
-    passes::make_narrow_64bit_types()->run(*prepared);
-    passes::default_pipeline().run(*prepared);
+    passes::make_async_collectives_to_sync()->run(*prepared);
+    if (options.passes) {
+      passes::make_narrow_64bit_types()->run(*prepared);
+      passes::default_pipeline().run(*prepared);
+    }
   }
   Lowerer lowerer(prepared ? *prepared : module, target, options);
   isa::Executable e = lowerer.run();

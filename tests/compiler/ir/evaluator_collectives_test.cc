@@ -189,6 +189,50 @@ ENTRY main {
   }
 }
 
+TEST(EvaluatorCollectives, CollectiveBroadcastSendsTheFirstOfEachGroup) {
+  const std::string text = module("replica_count=4", R"(
+ENTRY main {
+  x = s32[2] parameter(0)
+  ROOT b = s32[2] collective-broadcast(x), replica_groups={{2,0},{1,3}}
+})");
+  auto out = run_spmd(text, per_device(4, [](int d) { return std::vector<Literal>{s32_vec({d, 10 * d})}; }));
+  for (int d = 0; d < 4; ++d) {
+    const int root = d % 2 == 0 ? 2 : 1;  // the first device listed in d's group
+    EXPECT_EQ(values_of<int32_t>(out[d]), (std::vector<int32_t>{root, 10 * root})) << "device " << d;
+  }
+}
+
+// Async pairs as XLA prints them (the starts' tuples hold the operands; the permute's
+// older form adds two u32[] context words): each done equals its synchronous
+// collective, the start's tuple holds the operand.
+TEST(EvaluatorCollectives, AsyncPairsEqualTheirCollectives) {
+  const std::string text = module("replica_count=4", R"(
+ENTRY main {
+  x = s32[2] parameter(0)
+  ars = s32[2] all-reduce-start(x), replica_groups={{0,1},{2,3}}, to_apply=sum
+  ard = s32[2] all-reduce-done(ars)
+  ar = s32[2] all-reduce(x), replica_groups={{0,1},{2,3}}, to_apply=sum
+  ags = (s32[2], s32[8]) all-gather-start(x), replica_groups={}, dimensions={0}
+  agd = s32[8] all-gather-done(ags)
+  ag = s32[8] all-gather(x), replica_groups={}, dimensions={0}
+  kept = s32[2] get-tuple-element(ags), index=0
+  cps = (s32[2], s32[2], u32[], u32[]) collective-permute-start(x), source_target_pairs={{0,1},{1,2},{2,3},{3,0}}
+  cpd = s32[2] collective-permute-done(cps)
+  cp = s32[2] collective-permute(x), source_target_pairs={{0,1},{1,2},{2,3},{3,0}}
+  ROOT t = (s32[2], s32[2], s32[8], s32[8], s32[2], s32[2], s32[2]) tuple(ard, ar, agd, ag, kept, cpd, cp)
+})");
+  auto out = run_spmd(text, per_device(4, [](int d) { return std::vector<Literal>{s32_vec({d + 1, 7 * d})}; }));
+  for (int d = 0; d < 4; ++d) {
+    const auto& e = out[d].elements();
+    EXPECT_EQ(values_of<int32_t>(e[0]), values_of<int32_t>(e[1])) << "all-reduce, device " << d;
+    EXPECT_EQ(values_of<int32_t>(e[2]), values_of<int32_t>(e[3])) << "all-gather, device " << d;
+    EXPECT_EQ(values_of<int32_t>(e[4]), (std::vector<int32_t>{d + 1, 7 * d}));
+    EXPECT_EQ(values_of<int32_t>(e[5]), values_of<int32_t>(e[6])) << "permute, device " << d;
+    const int from = (d + 3) % 4;
+    EXPECT_EQ(values_of<int32_t>(e[5]), (std::vector<int32_t>{from + 1, 7 * from}));
+  }
+}
+
 TEST(EvaluatorCollectives, ReplicaAndPartitionGroupModes) {
   // Device d = 2r + p holds v = 10r + p.
   const std::string text = R"(

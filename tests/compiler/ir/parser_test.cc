@@ -272,6 +272,37 @@ b1 {
       module_with("",
                   "  a = f32[4] parameter(0)\n  ROOT r = f32[4] collective-permute(a), "
                   "channel_id=3, source_target_pairs={{0,1},{1,0}}\n");
+  m[O::kCollectiveBroadcast] =
+      module_with("",
+                  "  a = f32[4] parameter(0)\n  ROOT r = f32[4] collective-broadcast(a), "
+                  "channel_id=2, replica_groups={{1,0}}\n");
+  m[O::kAllReduceStart] =
+      module_with(kAdd,
+                  "  a = f32[4] parameter(0)\n  ROOT r = f32[4] all-reduce-start(a), "
+                  "replica_groups={{0,1}}, to_apply=add\n");
+  m[O::kAllReduceDone] =
+      module_with(kAdd,
+                  "  a = f32[4] parameter(0)\n  s = f32[4] all-reduce-start(a), channel_id=1, "
+                  "replica_groups={{0,1}}, use_global_device_ids=true, to_apply=add\n"
+                  "  ROOT r = f32[4] all-reduce-done(s)\n");
+  m[O::kAllGatherStart] = module_with("",
+                                      "  a = f32[2] parameter(0)\n  b = f32[3] parameter(1)\n"
+                                      "  ROOT r = ((f32[2], f32[3]), (f32[4], f32[6])) "
+                                      "all-gather-start(a, b), replica_groups={{0,1}}, "
+                                      "dimensions={0}\n");
+  m[O::kAllGatherDone] = module_with("",
+                                     "  a = f32[2] parameter(0)\n  s = (f32[2], f32[4]) "
+                                     "all-gather-start(a), replica_groups={{0,1}}, dimensions={0}\n"
+                                     "  ROOT r = f32[4] all-gather-done(s)\n");
+  m[O::kCollectivePermuteStart] =
+      module_with("",
+                  "  a = f32[4] parameter(0)\n  ROOT r = (f32[4], f32[4], u32[], u32[]) "
+                  "collective-permute-start(a), source_target_pairs={{0,1},{1,0}}\n");
+  m[O::kCollectivePermuteDone] =
+      module_with("",
+                  "  a = f32[4] parameter(0)\n  s = (f32[4], f32[4]) collective-permute-start(a), "
+                  "channel_id=3, source_target_pairs={{0,1}}\n"
+                  "  ROOT r = f32[4] collective-permute-done(s)\n");
   m[O::kReplicaId] = module_with("", "  ROOT r = u32[] replica-id()\n");
   m[O::kPartitionId] = module_with("", "  ROOT r = u32[] partition-id()\n");
   return m;

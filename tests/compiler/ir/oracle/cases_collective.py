@@ -1,5 +1,6 @@
 """Collectives over 4 replicas (explicit and iota replica groups): all-reduce,
-all-gather, reduce-scatter, all-to-all, collective-permute, replica-id, partition-id.
+all-gather, reduce-scatter, all-to-all, collective-permute, collective-broadcast, the
+async pairs (all-reduce-start/-done, ...), replica-id, partition-id.
 Float data is integer-valued so that sums are exact in any reduction order."""
 import numpy as np
 
@@ -170,9 +171,44 @@ def permute_and_id_cases(ctx):
             [[('u32', np.array(d, np.uint32))] for d in range(R)], devices=R, replicas=1, partitions=R)
 
 
+def broadcast_and_async_cases(ctx):
+    rng = ctx.rng
+    # collective-broadcast: every device of a group gets the value of the group's first.
+    groups = [[2, 0], [1, 3]]
+    m = Module(f'replica_count={R}')
+    e = m.entry()
+    p = e.param('f32', [3, 2])
+    r = e.op('collective-broadcast', 'f32', [3, 2], [p], f'replica_groups={groups_text(groups)}')
+    xs = device_values(rng, 'f32', [3, 2])
+    add_spmd(ctx, 'collective_broadcast_f32', m.text(e, r), [[('f32', x)] for x in xs],
+             [[('f32', xs[group_of(groups, d)[0]].copy())] for d in range(R)])
+    # Async pairs as XLA prints them; each done is its collective's result.
+    m = Module(f'replica_count={R}')
+    comp = m.binary('add', 's32')
+    e = m.entry()
+    p = e.param('s32', [4])
+    ar = e.op('all-reduce-start', 's32', [4], [p], ['replica_groups={{0,1},{2,3}}', f'to_apply={comp}'])
+    ag = e.op('all-gather-start', None, None, [p], ['replica_groups={}', 'dimensions={0}'],
+              shape=tuple_str([shape_str('s32', [4]), shape_str('s32', [4 * R])]))
+    cp = e.op('collective-permute-start', None, None, [p], 'source_target_pairs={{0,3},{3,1},{1,0}}',
+              shape=tuple_str([shape_str('s32', [4])] * 2 + [shape_str('u32', [])] * 2))
+    dones = [e.op('all-reduce-done', 's32', [4], [ar]), e.op('all-gather-done', 's32', [4 * R], [ag]),
+             e.op('collective-permute-done', 's32', [4], [cp])]
+    r = e.tuple(dones)
+    xs = device_values(rng, 's32', [4])
+    outs = []
+    for d in range(R):
+        source = {3: 0, 1: 3, 0: 1}.get(d)
+        outs.append([('s32', combine('s32', 'add', [xs[j] for j in group_of([[0, 1], [2, 3]], d)])),
+                     ('s32', np.concatenate(xs)),
+                     ('s32', xs[source].copy() if source is not None else np.zeros([4], np.int32))])
+    add_spmd(ctx, 'async_pairs_s32', m.text(e, r), [[('s32', x)] for x in xs], outs)
+
+
 def generate(ctx):
     all_reduce_cases(ctx)
     all_gather_cases(ctx)
     reduce_scatter_cases(ctx)
     all_to_all_cases(ctx)
     permute_and_id_cases(ctx)
+    broadcast_and_async_cases(ctx)

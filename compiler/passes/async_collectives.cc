@@ -1,0 +1,101 @@
+// Async collectives to synchronous ones: each start and its done become the collective
+// itself, for targets that run a collective in one piece (the CPU backend). The
+// collective takes the start's operands, attributes and called computations; whatever
+// used the done uses it; a start's other users (rare: XLA's async tuples also hold the
+// operands) get the tuple the start would have produced.
+#include <unordered_set>
+#include <vector>
+
+#include "compiler/passes/pass.h"
+
+namespace podsim::passes {
+namespace {
+
+using ir::Instruction;
+using ir::Opcode;
+
+class AsyncCollectivesToSync final : public Pass {
+ public:
+  std::string_view name() const override { return "async-collectives-to-sync"; }
+
+  bool run(ir::Module& module) override {
+    bool changed = false;
+    for (const auto& c : module.computations()) changed |= run(*c);
+    return changed;
+  }
+
+ private:
+  static bool run(ir::Computation& c) {
+    std::vector<Instruction*> starts;
+    for (const auto& i : c.instructions())
+      if (ir::collective_kind(i->opcode()) != i->opcode()) starts.push_back(i.get());
+    if (starts.empty()) return false;
+    auto users = c.users();
+    std::unordered_set<const Instruction*> gone;
+    for (Instruction* start : starts) {
+      // The start's shape, verified, holds its collective's (after the operands).
+      const ir::Shape& result = start->opcode() == Opcode::kAllReduceStart
+                                    ? start->shape()
+                                    : start->shape().element(1);
+      auto sync = std::make_unique<Instruction>(c.unique_name(start->name() + ".sync"),
+                                                ir::collective_kind(start->opcode()), result);
+      sync->set_operands(start->operands());
+      sync->set_called(start->called());
+      sync->attrs() = start->attrs();
+      sync->metadata() = start->metadata();
+      sync->set_pos(start->pos());
+      for (Instruction* p : start->control_predecessors()) sync->add_control_predecessor(p);
+      Instruction* collective = c.add(std::move(sync));
+      // Dones become the collective.
+      bool other_users = false;
+      for (Instruction* user : users[start]) {
+        if (!ir::is_async_done(user->opcode())) {
+          other_users = true;
+          continue;
+        }
+        c.replace_all_uses(user, collective);
+        gone.insert(user);
+      }
+      gone.insert(start);
+      if (!other_users) {
+        c.replace_all_uses(start, collective);  // control edges and a start at the root
+        continue;
+      }
+      Instruction* replacement = collective;
+      if (start->opcode() != Opcode::kAllReduceStart) {
+        // The start's value: (operands, result[, context words]).
+        const ir::Shape& shape = start->shape();
+        auto tuple = std::make_unique<Instruction>(c.unique_name(start->name() + ".value"),
+                                                   Opcode::kTuple, shape);
+        if (start->operand_count() == 1) {
+          tuple->add_operand(start->operand(0));
+        } else {
+          auto operands = std::make_unique<Instruction>(c.unique_name(start->name() + ".operands"),
+                                                        Opcode::kTuple, shape.element(0));
+          operands->set_operands(start->operands());
+          tuple->add_operand(c.add(std::move(operands)));
+        }
+        tuple->add_operand(collective);
+        for (int64_t k = 2; k < shape.tuple_size(); ++k) {
+          auto zero = std::make_unique<Instruction>(c.unique_name(start->name() + ".context"),
+                                                    Opcode::kConstant, shape.element(k));
+          zero->attrs().literal = ir::Literal(shape.element(k));
+          tuple->add_operand(c.add(std::move(zero)));
+        }
+        replacement = c.add(std::move(tuple));
+      }
+      c.replace_all_uses(start, replacement);
+    }
+    c.remove_if([&](const Instruction* i) { return gone.count(i) > 0; });
+    c.sort_topologically();
+    return true;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> make_async_collectives_to_sync() {
+  return std::make_unique<AsyncCollectivesToSync>();
+}
+
+}  // namespace podsim::passes
