@@ -601,4 +601,71 @@ Value lower_all_gather(Lowerer& l, const Instruction& i, Scope& s) {
   return Value{out, shape, {}};
 }
 
+// collective-broadcast: the group's first chip (its root) scatters the array, chunk q to
+// the chip at group position q (once that chip says it is ready), and the rings then
+// all-gather the chunks: each link carries about the array once, as the ring all-gather
+// does, where sending the whole array from the root would load its links G - 1 times.
+// A table row per device: whether it is its group's root, its root, then (roots) the
+// chips at positions 1 .. G - 1.
+Value lower_collective_broadcast(Lowerer& l, const Instruction& i, Scope& s) {
+  CollectiveStep step = begin_collective(l, i, s);
+  const ir::Shape& shape = i.shape();
+  if (step.single()) return Value{step.out, shape, {}};
+  const int64_t g = step.group_size;
+  const int64_t eb = ir::type_byte_size(shape.type());
+  const int64_t bytes = shape.byte_size();
+  RingPlan plan = plan_rings(l, i, ceil_div(shape.num_elements(), g), eb);
+  const int64_t cb = plan.chunk_bytes();
+  const Target& t = l.target();
+  std::vector<int64_t> table(static_cast<size_t>(t.devices() * (g + 1)), 0);
+  for (const std::vector<int64_t>& group : ir::collective_device_groups(i, t.replicas, t.partitions))
+    for (int64_t d : group) {
+      int64_t* row = &table[static_cast<size_t>(d * (g + 1))];
+      row[0] = d == group[0];
+      row[1] = group[0];
+      if (d == group[0])
+        for (int64_t q = 1; q < g; ++q) row[q + 1] = group[static_cast<size_t>(q)];
+    }
+  // Whole chunks: the result itself, or a padded scratch array copied out at the end.
+  const bool padded = g * cb != bytes;
+  const int32_t gathered =
+      padded ? l.new_buffer(fmt::format("{}.gathered", i.name()), ir::Shape(ir::PrimitiveType::kU8, {g * cb}))
+             : step.out;
+  ProgramBuilder& pb = l.pb();
+  const int32_t row = device_row(l, fmt::format("{}.roots", i.name()), table, g + 1);
+  const int flag = pb.hold_sreg(), peer = pb.hold_sreg();
+  pb.emit(isa::Opcode::kSld, isa::DType::kS32, {flag, row, pb.sreg(0)});
+  Handshake handshake(l);
+  const int64_t to_root = pb.pc();
+  pb.emit(isa::Opcode::kBnz, isa::DType::kF32, {flag, 0});
+  // Members: ready, then their chunk lands in place.
+  handshake.signal(row, {1});
+  pb.wait(kSemLanded, 1);
+  const int64_t to_gather = pb.pc();
+  pb.emit(isa::Opcode::kBr, isa::DType::kF32, {0});
+  pb.set_branch_target(to_root, pb.pc());
+  pb.begin_block();
+  // The root: its array in place (sent from there when padded), then chunk q to position q.
+  copy_buffer(l, step.in.buffer, gathered, bytes);
+  std::vector<int64_t> members;
+  for (int64_t q = 1; q < g; ++q) members.push_back(q + 1);
+  handshake.await(row, members);
+  const int32_t src = padded ? l.use(gathered) : l.use(step.in.buffer);
+  const int32_t descriptor = contiguous_descriptor(pb, src, l.use(gathered), cb);
+  for (int64_t q = 1; q < g; ++q) {
+    pb.emit(isa::Opcode::kSld, isa::DType::kS32, {peer, row, pb.sreg(8 * (q + 1))});
+    pb.emit(isa::Opcode::kDmaRemote, isa::DType::kF32,
+            {descriptor, pb.sreg(q * cb), pb.sreg(q * cb), peer, kSemSentHbm, kSemLanded});
+  }
+  pb.wait(kSemSentHbm, g - 1);
+  pb.set_branch_target(to_gather, pb.pc());
+  pb.begin_block();
+  pb.release_sreg(flag);
+  pb.release_sreg(peer);
+  RingEmitter rings(l, i, std::move(plan));
+  rings.all_gather(gathered, false);
+  if (padded) copy_buffer(l, gathered, step.out, bytes);
+  return Value{step.out, shape, {}};
+}
+
 }  // namespace podsim::tpu

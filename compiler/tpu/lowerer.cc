@@ -317,6 +317,7 @@ Value Lowerer::lower(const Instruction& i, Scope& s) {
     case Opcode::kReduceScatter: return lower_reduce_scatter(*this, i, s);
     case Opcode::kAllGather: return lower_all_gather(*this, i, s);
     case Opcode::kCollectivePermute: return lower_collective_permute(*this, i, s);
+    case Opcode::kCollectiveBroadcast: return lower_collective_broadcast(*this, i, s);
     case Opcode::kAllToAll: return lower_all_to_all(*this, i, s);
     default:
       if (ir::is_elementwise(i.opcode())) return lower_elementwise(*this, i, s);

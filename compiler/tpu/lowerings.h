@@ -51,6 +51,7 @@ Value lower_all_reduce(Lowerer& l, const ir::Instruction& i, Scope& s);
 Value lower_reduce_scatter(Lowerer& l, const ir::Instruction& i, Scope& s);
 Value lower_all_gather(Lowerer& l, const ir::Instruction& i, Scope& s);
 Value lower_collective_permute(Lowerer& l, const ir::Instruction& i, Scope& s);
+Value lower_collective_broadcast(Lowerer& l, const ir::Instruction& i, Scope& s);
 Value lower_all_to_all(Lowerer& l, const ir::Instruction& i, Scope& s);
 
 // Copies `bytes` from one buffer to another within the step in progress.

@@ -227,6 +227,50 @@ ENTRY e {{
                GetParam());
 }
 
+TEST_P(Collectives, CollectiveBroadcastFromEachGroupsFirstChip) {
+  const int n = chips();
+  // Every chip from the last one (the array does not fill whole chunks: padded), then
+  // pairs whose roots are their second-numbered chips (the pods have even chip counts).
+  std::string from_last = std::to_string(n - 1), pairs;
+  for (int d = 0; d < n - 1; ++d) from_last += fmt::format(",{}", d);
+  for (int d = 0; d + 1 < n; d += 2) pairs += fmt::format("{}{{{},{}}}", d ? "," : "", d + 1, d);
+  check_on_pod(fmt::format(R"(HloModule m
+ENTRY e {{
+  x = f32[37,5] parameter(0)
+  y = s32[64,8] parameter(1)
+  a = f32[37,5] collective-broadcast(x), replica_groups={{{{{}}}}}
+  b = s32[64,8] collective-broadcast(y), replica_groups={{{}}}
+  ROOT t = (f32[37,5], s32[64,8]) tuple(a, b)
+}})",
+                           from_last, pairs),
+               GetParam());
+}
+
+TEST_P(Collectives, AsyncPairsRunAsTheirCollectives) {
+  const int n = chips();
+  std::string shift;
+  for (int d = 0; d < n; ++d) shift += fmt::format("{}{{{},{}}}", d ? "," : "", d, (d + 1) % n);
+  check_on_pod(fmt::format(R"(HloModule m
+add {{
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}}
+ENTRY e {{
+  x = f32[40,8] parameter(0)
+  ars = f32[40,8] all-reduce-start(x), to_apply=add
+  ags = (f32[40,8], f32[{},8]) all-gather-start(x), dimensions={{0}}
+  cps = (f32[40,8], f32[40,8]) collective-permute-start(x), source_target_pairs={{{}}}
+  y = f32[40,8] multiply(x, x)
+  ard = f32[40,8] all-reduce-done(ars)
+  agd = f32[{},8] all-gather-done(ags)
+  cpd = f32[40,8] collective-permute-done(cps)
+  ROOT t = (f32[40,8], f32[{},8], f32[40,8], f32[40,8]) tuple(ard, agd, cpd, y)
+}})",
+                           40 * n, shift, 40 * n, 40 * n),
+               GetParam());
+}
+
 TEST_P(Collectives, ReplicaIdIsTheDevice) {
   check_on_pod(R"(HloModule m
 ENTRY e {

@@ -145,7 +145,8 @@ TEST_P(TimedCollectives, CompiledRingsMatchTheFunctionalPodWithoutHazards) {
   ag = f32[6,{},40] all-gather(rs), dimensions={{1}}
   cp = f32[300,70] collective-permute(x), source_target_pairs={{{{0,1}},{{1,0}}}}
   aa = f32[6,{},40] all-to-all(y), dimensions={{1}}
-  ROOT t = (f32[300,70], f32[6,2,40], f32[6,{},40], f32[300,70], f32[6,{},40]) tuple(ar, rs, ag, cp, aa)
+  cb = f32[300,70] collective-broadcast(x), replica_groups={{}}
+  ROOT t = (f32[300,70], f32[6,2,40], f32[6,{},40], f32[300,70], f32[6,{},40], f32[300,70]) tuple(ar, rs, ag, cp, aa, cb)
 }})",
                                       2 * n, 2 * n, 2 * n, 2 * n, 2 * n, fmt::arg("add", kAdd));
   for (tpu::Options::AllReduce algorithm :
