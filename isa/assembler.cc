@@ -39,7 +39,7 @@
 // operands of its signature separated by commas:
 //   S  s0..s31         scalar register (s0 reads as zero)
 //   V  v0..            vector register
-//   M  m0..            MXU           Q  q0..q31   semaphore      D  d0..  descriptor
+//   M  m0..            MXU           Q  q0..q63   semaphore      D  d0..  descriptor
 //   I  -5, 42, 0xff    64-bit immediate (hex is the bit pattern)
 //   R  NAME[sN]        a region with its byte-offset register (the S that follows R in
 //                      every signature); a plain NAME where no S follows

@@ -5,7 +5,7 @@
 //
 // Machine state per TensorCore: 32 scalar registers (64-bit; s0 is zero), the chip's
 // vector registers (sublanes x lanes 32-bit lanes each), mxus_per_core MXUs (weights
-// and an f32 accumulator each), 32 semaphores, and VMEM; per chip: HBM. Programs
+// and an f32 accumulator each), 64 semaphores, and VMEM; per chip: HBM. Programs
 // address memory through regions (space + base + size) declared in the executable.
 //
 // Pods: an executable compiled for a pod records it; every chip of the pod runs the same
@@ -31,7 +31,7 @@ namespace podsim::isa {
 inline constexpr uint32_t kFormatVersion = 2;
 inline constexpr uint32_t kOldestReadableFormatVersion = 1;
 inline constexpr int kScalarRegisters = 32;
-inline constexpr int kSemaphores = 32;
+inline constexpr int kSemaphores = 64;
 inline constexpr int kMaxOperands = 6;
 inline constexpr int kMaxDmaDims = 4;
 // The VMEM region of a pod executable where chips' handshake flags land and are polled

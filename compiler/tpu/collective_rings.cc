@@ -21,14 +21,16 @@ namespace {
 
 using ir::Instruction;
 
-// Semaphores of a ring step: a landing counter per stream, then the rest; none is
-// kSemOnce (local copies around the rings) or kSemReady.
-constexpr int kMaxStreams = 6;             // 3 axes, both directions
-constexpr int kSemLanded = kSemOnce + 1;    // + stream: its remote data landed here
-static_assert(kSemLanded + kMaxStreams <= kSemReady);
-constexpr int kSemSentHbm = 0;              // remote sends from HBM have read their source
-constexpr int kSemSlot = 1;                 // + 2 slot: loads into a VMEM slot; + 1: sends and stores from it
-constexpr int kMaxSlots = (kSemOnce - kSemSlot) / 2;
+// Semaphores of the rings, apart from the steps' (lowerer.h), so that steps may run
+// while a collective is in flight: sends, a load and an output semaphore per VMEM slot,
+// a landing counter per stream, and kSemReady last.
+constexpr int kMaxStreams = 6;  // 3 axes, both directions
+constexpr int kMaxSlots = 11;
+constexpr int kSemSentHbm = kSemCollectives;  // remote sends from HBM have read their source
+constexpr int kSemSlot = kSemSentHbm + 1;     // + 2 slot: loads into a VMEM slot; + 1: sends and stores from it
+constexpr int kSemLanded = kSemSlot + 2 * kMaxSlots;  // + stream: its remote data landed here
+constexpr int kSemLocal = kSemLanded + kMaxStreams;  // table rows in, flags out
+static_assert(kSemLocal < kSemReady);
 
 // The bytes a block's piece may have at most in one transfer: small enough that the
 // ring's pipeline fills quickly, large enough that per-DMA overheads stay small.
@@ -256,8 +258,8 @@ int32_t device_row(Lowerer& l, const std::string& name, const std::vector<int64_
   pb.emit(isa::Opcode::kSdev, isa::DType::kS32, {device, 0});
   pb.emit(isa::Opcode::kSmuli, isa::DType::kS32, {device, device, row_bytes});
   pb.emit(isa::Opcode::kDma, isa::DType::kF32,
-          {contiguous_descriptor(pb, region, row, row_bytes), device, 0, kSemOnce});
-  pb.wait(kSemOnce, 1);
+          {contiguous_descriptor(pb, region, row, row_bytes), device, 0, kSemLocal});
+  pb.wait(kSemLocal, 1);
   pb.release_sreg(device);
   return row;
 }
@@ -288,11 +290,11 @@ void Handshake::signal(int32_t row, const std::vector<int64_t>& entries) {
   for (int64_t entry : entries) {
     pb.emit(isa::Opcode::kSld, isa::DType::kS32, {peer, row, pb.sreg(8 * entry)});
     pb.emit(isa::Opcode::kDmaRemote, isa::DType::kF32,
-            {flag, pb.sreg(flags_.out), word, peer, kSemOnce, kSemReady});
+            {flag, pb.sreg(flags_.out), word, peer, kSemLocal, kSemReady});
   }
   pb.release_sreg(word);
   pb.release_sreg(peer);
-  pb.wait(kSemOnce, static_cast<int64_t>(entries.size()));
+  pb.wait(kSemLocal, static_cast<int64_t>(entries.size()));
 }
 
 void Handshake::await(int32_t row, const std::vector<int64_t>& entries) {

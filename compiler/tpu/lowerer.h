@@ -30,7 +30,9 @@ inline constexpr int kSemOnce = kSemOutput + kMaxRingSlots;
 // parts that are waited for one by one, so that work starts when the first part is in.
 inline constexpr int kMaxBlockParts = 6;
 inline constexpr int kSemBlock = kSemOnce + 1;  // to kSemBlock + kMaxBlockParts - 1
-static_assert(kSemBlock + kMaxBlockParts <= isa::kSemaphores);
+// The semaphores from here on belong to collectives' rings (collective_rings.cc).
+inline constexpr int kSemCollectives = 32;
+static_assert(kSemBlock + kMaxBlockParts <= kSemCollectives);
 
 // An array in HBM (a buffer seen with a shape: reshapes alias their operand's buffer),
 // or a tuple of values.
