@@ -225,10 +225,14 @@ void optimizer_step(optim::Optimizer& optimizer, Loc loc) {
   if (replicas > 1) {
     // The grads of one type in buckets of up to kGradientBucketBytes, one all-reduce per
     // bucket (each all-reduce pays the collective's latency once).
+    // Last parameters first: backward computes their grads first, so the first buckets'
+    // all-reduces can run while the rest of backward computes (the TPU target overlaps
+    // them, tpu::Options::overlap_collectives).
     std::vector<Tensor*> params;
     for (optim::ParamGroup& group : optimizer.param_groups())
       for (Tensor& param : group.params)
         if (param.grad().defined()) params.push_back(&param);
+    std::reverse(params.begin(), params.end());
     std::vector<bool> done(params.size(), false);
     for (size_t first = 0; first < params.size(); ++first) {
       if (done[first]) continue;

@@ -78,8 +78,10 @@ Tensor collective_permute(const Tensor& x, const std::vector<std::pair<int64_t, 
 // optimizer.step(). Grads of one dtype travel together in buckets of at most
 // kGradientBucketBytes (a grad larger than that alone), flattened and concatenated: one
 // all-reduce per bucket, as XLA's all-reduce combiner makes of PyTorch/XLA's gradient
-// all-reduce. Outside a launch, just step().
-inline constexpr int64_t kGradientBucketBytes = int64_t{64} << 20;
+// all-reduce; buckets are filled from the last parameters (their grads are ready first),
+// and small enough that the first ones overlap the rest of backward. Outside a launch,
+// just step().
+inline constexpr int64_t kGradientBucketBytes = int64_t{1} << 20;
 void optimizer_step(optim::Optimizer& optimizer, Loc loc = Loc::current());
 
 // Runs fn(replica) once per device, each on its own thread, with podsim::device() that

@@ -25,12 +25,12 @@ using ir::Instruction;
 // while a collective is in flight: sends, a load and an output semaphore per VMEM slot,
 // a landing counter per stream, and kSemReady last.
 constexpr int kMaxStreams = 6;  // 3 axes, both directions
-constexpr int kMaxSlots = 11;
+constexpr int kMaxSlots = 10;
 constexpr int kSemSentHbm = kSemCollectives;  // remote sends from HBM have read their source
 constexpr int kSemSlot = kSemSentHbm + 1;     // + 2 slot: loads into a VMEM slot; + 1: sends and stores from it
 constexpr int kSemLanded = kSemSlot + 2 * kMaxSlots;  // + stream: its remote data landed here
 constexpr int kSemLocal = kSemLanded + kMaxStreams;  // table rows in, flags out
-static_assert(kSemLocal < kSemReady);
+static_assert(kSemLocal < kSemDirectLoad);
 
 // The bytes a block's piece may have at most in one transfer: small enough that the
 // ring's pipeline fills quickly, large enough that per-DMA overheads stay small.
@@ -452,6 +452,18 @@ void RingEmitter::handshake(size_t phase) {
   handshake.await(row_, distinct(0));
 }
 
+double RingEmitter::step_ns(size_t phase) const {
+  int64_t most = 0;  // bytes a stream sends in one step
+  for (size_t s = 0; s < plan_.streams.size(); ++s) {
+    int64_t bytes = 0;
+    for (int64_t j = 0; j < subs(s, phase); ++j) bytes += block(s, phase, j).bytes;
+    most = std::max(most, bytes);
+  }
+  const topology::PodConfig& pod = *l_.target().pod;
+  return static_cast<double>(most) / pod.ici_link_bandwidth_bytes_per_s * 1e9 + pod.ici_link_latency_ns +
+         l_.chip().hbm_latency_ns;
+}
+
 void RingEmitter::reduce_scatter(int32_t input, int32_t work, int32_t result, ir::PrimitiveType type,
                                  bool result_is_chunk, bool then_gather) {
   const topology::ChipConfig& chip = l_.chip();
@@ -514,6 +526,7 @@ void RingEmitter::reduce_scatter(int32_t input, int32_t work, int32_t result, ir
              peer(column), kSemSentHbm, s);
         ++hbm_sends;
       }
+    l_.overlap_point(step_ns(p));
     // Step k reduces block k + 2 (k = 0 .. size - 2): what landed in recv step k plus the
     // chip's own; the last step's sum is block 0, the chip's. The streams take turns, sub-
     // block by sub-block, and each item's loads are issued before the previous item is
@@ -581,6 +594,7 @@ void RingEmitter::reduce_scatter(int32_t input, int32_t work, int32_t result, ir
     // this chip's sends of step k.
     const size_t ahead = static_cast<size_t>(slots / 2);
     for (size_t first = 0; first < items.size();) {
+      if (first > 0) l_.overlap_point(step_ns(p));  // step k's sends are in flight
       size_t end = first;
       while (end < items.size() && items[end].k == items[first].k) ++end;
       for (size_t t = first; t < std::min(first + ahead, end); ++t) load(items[t]);
@@ -638,7 +652,8 @@ void RingEmitter::all_gather(int32_t buffer, bool own_sent, int32_t own_input) {
         copies = issue_spread_copy(l_, input_region, -1, region, own_chunk_offset(), plan_.chunk_bytes(), kSemSlot);
     }
     // Step k (1 .. size - 1): block k lands; all but the last go on.
-    for (int64_t k = 1; k < most_steps(p); ++k)
+    for (int64_t k = 1; k < most_steps(p); ++k) {
+      l_.overlap_point(step_ns(p));  // step k - 1's sends are in flight
       for (int64_t j = 0; j < most_subs(p); ++j)
         for (size_t s = 0; s < streams; ++s) {
           const int64_t size = plan_.streams[s].phases[p].size;
@@ -646,6 +661,7 @@ void RingEmitter::all_gather(int32_t buffer, bool own_sent, int32_t own_input) {
           pb_.wait(kSemLanded + static_cast<int>(s), 1);
           if (k + 1 < size) forward(s, j, k);
         }
+    }
     pb_.wait(kSemSentHbm, sends);
   }
   pb_.wait(kSemSlot, copies);

@@ -106,6 +106,12 @@ class Handshake {
 };
 // The semaphore flags land on: used by nothing else.
 inline constexpr int kSemReady = isa::kSemaphores - 1;
+// The direct (not ring) collectives' transfers pending while other steps run
+// (Lowerer::overlap_point), apart from the rings' (collective_rings.cc): data landed
+// here, remote sends gone, the chip's own data loaded.
+inline constexpr int kSemDirectLanded = kSemReady - 1;
+inline constexpr int kSemDirectSent = kSemReady - 2;
+inline constexpr int kSemDirectLoad = kSemReady - 3;
 
 // Emission of a collective's rings on the main core, for one plan.
 class RingEmitter {
@@ -140,6 +146,9 @@ class RingEmitter {
   int64_t subs(size_t stream, size_t phase) const;
   int64_t most_subs(size_t phase) const;
   int64_t most_steps(size_t phase) const;
+  // How long a step's transfers of the phase take: its largest stream's bytes over a
+  // link, plus a hop and an HBM latency (the in-flight time an overlap point may fill).
+  double step_ns(size_t phase) const;
   Block block(size_t stream, size_t phase, int64_t sub) const;
   int32_t descriptor(int32_t src, int32_t dst, const Block& b, bool src_box, bool dst_box);
   // A table entry of this chip's row in a register: entry + extra (a byte offset), or a

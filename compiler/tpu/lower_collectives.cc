@@ -28,11 +28,10 @@ using ir::Instruction;
 using ir::Opcode;
 
 // Semaphores of the direct (not ring) collectives.
-constexpr int kSemLanded = kSemBlock;       // remote data landed here
-constexpr int kSemSentHbm = kSemBlock + 1;  // remote sends have read their source
-constexpr int kSemLoad = kSemInput;         // local loads
-constexpr int kSemStore = kSemOnce;         // local copies
-static_assert(kSemBlock + kMaxBlockParts <= kSemReady);
+constexpr int kSemLanded = kSemDirectLanded;  // remote data landed here
+constexpr int kSemSentHbm = kSemDirectSent;   // remote sends have read their source
+constexpr int kSemLoad = kSemDirectLoad;      // local loads
+constexpr int kSemStore = kSemOnce;           // local copies (never pending at an overlap point)
 
 // A collective's step begun: its array operand, its result buffer, and the chips in each
 // of its groups. A group of one chip (no pod, or groups of one) needs no exchange: the
@@ -207,6 +206,11 @@ void one_shot_all_reduce(Lowerer& l, const Instruction& i, const CollectiveStep&
   }
   pb.release_sreg(peer);
   pb.release_sreg(at);
+  // g - 1 arrays leave over the chip's links while independent steps run.
+  const topology::PodConfig& pod = *t.pod;
+  l.overlap_point(static_cast<double>(bytes * (g - 1)) /
+                      (pod.ici_link_bandwidth_bytes_per_s * static_cast<double>(std::min<int64_t>(g - 1, chip.ici_ports))) * 1e9 +
+                  pod.ici_link_latency_ns);
   pb.wait(kSemLoad, 1);
   pb.wait(kSemLanded, g - 1);
 

@@ -122,6 +122,16 @@ class Lowerer {
   // argument values.
   Value lower_called(const ir::Computation& callee, const std::vector<Value>& args);
 
+  // Latency hiding (Options::overlap_collectives): a collective's lowering calls this
+  // where transfers expected to take in_flight_ns are in flight. It lowers the next
+  // instructions of the collective's overlap window (in order: not yet lowered, neither
+  // depending on the collective nor needed by it, no collective or control flow
+  // themselves) whose estimated times fill in_flight_ns (at least one, if any is left),
+  // each as a step of its own on the VMEM above the collective's and with the steps'
+  // semaphores; then the collective's step resumes, its buffers kept live through the
+  // steps run meanwhile.
+  void overlap_point(double in_flight_ns);
+
   // The step in progress.
   int64_t step() const { return step_; }
   // Steps [first, last] run repeatedly (a loop): buffers defined before them and used
@@ -133,6 +143,11 @@ class Lowerer {
   Value lower_fusion(const ir::Instruction& i, Scope& s);
   Value lower_call(const ir::Instruction& i, const ir::Computation& callee, Scope& s, bool fused);
   void bind_outputs(const Value& root);
+  // The order a scope is lowered in: the module's, with each collective that may overlap
+  // moved up to just after the last of its operands.
+  std::vector<const ir::Instruction*> lowering_order(const Scope& s) const;
+  bool overlaps(const ir::Instruction& i, const Scope& s) const;
+  Value lower_overlapped(const ir::Instruction& i, Scope& s);
   void collect_outputs(const Value& v, std::vector<const Value*>& out) const;
 
   const ir::Module& module_;
@@ -151,6 +166,18 @@ class Lowerer {
   std::vector<int64_t> vmem_used_;  // per core
   int parallel_cores_ = 1;
   int called_depth_ = 0;  // inside a called computation (a loop, branch or call)
+  // The collective in flight and the instructions that may run meanwhile, in order.
+  struct Overlap {
+    const ir::Instruction* collective = nullptr;
+    Scope* scope = nullptr;
+    std::vector<const ir::Instruction*> window;
+    size_t next = 0;
+    std::vector<int32_t> buffers;  // the collective's
+    int64_t vmem_used = 0;         // the collective's, on the main core
+    bool interleaving = false;     // a window instruction is being lowered
+  };
+  Overlap* overlap_ = nullptr;
+  int64_t vmem_floor_ = 0;  // main-core VMEM that steps leave alone (a collective's)
   std::string step_name_;
   int depth_ = 0;
 };

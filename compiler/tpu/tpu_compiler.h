@@ -65,6 +65,11 @@ struct Options {
   // group's arrays fit in half the chip's VMEM (else the rings).
   enum class AllReduce { kAuto, kRing, kOneShot };
   AllReduce all_reduce = AllReduce::kAuto;
+  // Latency hiding: each ring collective is lowered as soon as its operands are (not
+  // where the module places it), and the steps of instructions independent of it run
+  // between its ring steps, while its transfers are in flight (Lowerer::overlap_point).
+  // false: every collective runs alone, where the module places it.
+  bool overlap_collectives = true;
 };
 
 // The one compile driver: the passes (options.passes) on a copy of the verified module,

@@ -45,7 +45,7 @@ const Mutation kMutations[] = {
        at(e, 6) = make(Opcode::kMpop, DType::kF32, {1, 2, 1, 2});
      },
      "MXU m1 does not exist"},
-    {"semaphore", [](Executable& e) { at(e, 4).operands[0] = 32; }, "semaphore q32 does not exist"},
+    {"semaphore", [](Executable& e) { at(e, 4).operands[0] = kSemaphores; }, "semaphore q64 does not exist"},
     {"descriptor index", [](Executable& e) { at(e, 3).operands[0] = 2; },
      "descriptor d2 does not exist"},
     {"region index", [](Executable& e) { at(e, 5).operands[1] = 5; },
