@@ -315,9 +315,7 @@ Value Lowerer::lower_overlapped(const Instruction& i, Scope& s) {
     }
   } clear{*this};
   switch (i.opcode()) {
-    case Opcode::kAllReduce:
-      if (overlaps(i, s)) return lower_overlapped(i, s);
-      return lower_all_reduce(*this, i, s);
+    case Opcode::kAllReduce: return lower_all_reduce(*this, i, s);
     case Opcode::kReduceScatter: return lower_reduce_scatter(*this, i, s);
     default: return lower_all_gather(*this, i, s);
   }

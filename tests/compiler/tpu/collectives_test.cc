@@ -190,6 +190,23 @@ TEST_P(Collectives, TupleAllReduceReducesEachOperand) {
                GetParam());
 }
 
+TEST_P(Collectives, LargeTupleAllReduceRunsInBuckets) {
+  // 300 KiB operands: the TPU target splits the all-reduce into buckets (256 KiB each,
+  // in the order the operands are computed), whose rings overlap the negations.
+  check_on_pod(std::string("HloModule m\n") + kAdd + R"(ENTRY e {
+  x = f32[256,300] parameter(0)
+  y = f32[256,300] parameter(1)
+  nx = f32[256,300] negate(x)
+  ny = f32[256,300] negate(nx)
+  r = (f32[256,300], f32[256,300], f32[256,300]) all-reduce(ny, x, nx), to_apply=add
+  a = f32[256,300] get-tuple-element(r), index=0
+  b = f32[256,300] get-tuple-element(r), index=2
+  c = f32[256,300] add(a, b)
+  ROOT t = (f32[256,300], f32[256,300], f32[256,300]) tuple(c, y, b)
+})",
+               GetParam());
+}
+
 TEST_P(Collectives, AllToAllAlongAnyDimensionAndOverGroups) {
   const int n = chips();
   std::string groups;  // pairs of chips swap blocks
