@@ -68,6 +68,8 @@
 // examples: tests/isa/testdata/*.s (every_opcode.s has a line for each instruction).
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include <unordered_map>
 
 #include "common/error.h"
@@ -260,7 +262,7 @@ class Assembler {
     if (e_.pod && !replicas_line_ && e_.partitions >= 1)
       e_.replicas = static_cast<int32_t>(e_.pod->chips() / e_.partitions);
     if (e_.pod && !partitions_line_ && replicas_line_ && e_.replicas >= 1)
-      e_.partitions = static_cast<int32_t>(e_.pod->chips() / e_.replicas);
+      e_.partitions = std::max<int32_t>(1, static_cast<int32_t>(e_.pod->chips() / e_.replicas));
     if (auto issue = detail::find_issue(e_)) {
       Position at = where(*issue);
       fail("{}:{}:{}: {}", source_, at.line, at.column, detail::describe(e_, *issue));

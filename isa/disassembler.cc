@@ -39,7 +39,8 @@ std::string chip_text(const topology::ChipConfig& chip) {
 }
 
 // `.pod NAME` when the name gives this very pod back, else the whole pod as TOML; then
-// replicas and partitions where they are not the default (every chip a replica).
+// replicas and partitions where they are not the default (every chip a replica; fewer
+// devices than chips run on the first chips).
 std::string pod_text(const Executable& e) {
   const topology::PodConfig& pod = *e.pod;
   std::string out;
@@ -55,7 +56,7 @@ std::string pod_text(const Executable& e) {
     out = fmt::format(".pod {}\n", detail::quote(pod.name));
   else
     out = fmt::format(".pod_toml\n{}.end\n", topology::to_toml(pod));
-  if (e.partitions != 1)
+  if (e.partitions != 1 || e.replicas != pod.chips())
     out += fmt::format(".replicas {}\n.partitions {}\n", e.replicas, e.partitions);
   return out;
 }

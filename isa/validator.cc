@@ -55,9 +55,9 @@ std::optional<Issue> check_pod(const Executable& e) {
                  fmt::format("replicas ({}) and partitions ({}) must be at least 1", e.replicas,
                              e.partitions));
   const int64_t chips = e.pod ? e.pod->chips() : 1;
-  if (int64_t{e.replicas} * e.partitions != chips)
+  if (int64_t{e.replicas} * e.partitions > chips || (!e.pod && e.replicas * e.partitions != 1))
     return issue(Part::kPod, 0,
-                 fmt::format("{} replicas x {} partitions must be the {} chip(s) of {}",
+                 fmt::format("{} replicas x {} partitions must fit on the {} chip(s) of {}",
                              e.replicas, e.partitions, chips,
                              e.pod ? fmt::format("pod '{}'", e.pod->name) : "a single chip"));
   if (!e.pod) return std::nullopt;

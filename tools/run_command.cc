@@ -231,7 +231,7 @@ DeviceBytes run_on_pod(const isa::Executable& exe, const DeviceBytes& parameters
     }
     return outputs;
   }
-  const int chips = exe.replicas * exe.partitions;
+  const int chips = exe.pod ? exe.pod->chips() : 1;
   if (options.trace_chip < 0 || options.trace_chip >= chips)
     fail("--trace-chip {}: this executable runs on chips 0 to {}", options.trace_chip, chips - 1);
   sim::timing::PodRunResult result =
@@ -313,17 +313,18 @@ int run_executable(RunOptions options) {
     fail("--timing-only needs --backend sim (it skips the data of a timed run)");
   isa::Executable exe = load_executable(options);
   const int devices = exe.replicas * exe.partitions;
+  const int chips = exe.pod ? exe.pod->chips() : 1;  // those past the devices stay idle
 
   std::map<std::string, ir::Literal> named;
   if (options.inputs != "random")
     for (auto& [name, value] : ir::read_safetensors(options.inputs)) named.emplace(name, std::move(value));
   DeviceBytes parameters;
-  for (int d = 0; d < devices && !options.timing_only; ++d) {
+  for (int d = 0; d < chips && !options.timing_only; ++d) {
     std::mt19937_64 rng(options.seed * 1000003 + static_cast<uint64_t>(d));
     std::vector<ir::Literal> args;
     for (const isa::Binding& b : exe.parameters) {
       ir::Shape shape(ir_type(b.dtype), b.dims);
-      if (options.inputs == "random") {
+      if (options.inputs == "random" || d >= devices) {
         args.push_back(random_literal(shape, rng));
         continue;
       }
@@ -344,6 +345,7 @@ int run_executable(RunOptions options) {
   auto start = std::chrono::steady_clock::now();
   std::string report;
   DeviceBytes results = run_on_pod(exe, parameters, options, report);
+  results.resize(std::min(results.size(), static_cast<size_t>(devices)));
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   ir::NamedLiterals outputs;
@@ -379,12 +381,16 @@ int run(const RunOptions& options) {
     pod = topology::pod_config(options.topology);
     if (options.partitions > 1)
       fail("--topology runs a replica per chip; partitions come with SPMD (not yet)");
-    if (options.replicas && options.replicas != pod->chips())
-      fail("--topology {} has {} chips: every chip runs a replica (drop --replicas {})",
-           options.topology, pod->chips(), options.replicas);
   }
   ir::EvalOptions eval;
-  eval.replicas = pod ? pod->chips() : options.replicas ? options.replicas : module->replica_count;
+  // On a pod: --replicas, else the module's replica_count, else a replica per chip; the
+  // replicas run on the first chips in device order, the others stay idle.
+  eval.replicas = options.replicas                    ? options.replicas
+                  : module->replica_count > 1 || !pod ? module->replica_count
+                                                      : pod->chips();
+  if (pod && eval.replicas > pod->chips())
+    fail("{} needs {} devices (replicas); --topology {} has {} chips", options.file, eval.replicas,
+         options.topology, pod->chips());
   eval.partitions = pod ? 1 : options.partitions ? options.partitions : module->num_partitions;
   if (eval.replicas < 1 || eval.partitions < 1 || eval.replicas * eval.partitions > 4096)
     fail("--replicas x --partitions must be between 1 and 4096 devices");
@@ -411,10 +417,16 @@ int run(const RunOptions& options) {
   if (pod) {
     // Every chip runs the module as one replica, on its own inputs; collectives run
     // over the pod's links.
-    isa::Executable exe = tpu::compile(*module, tpu::Target(*pod));
+    isa::Executable exe = tpu::compile(*module, tpu::Target(*pod, eval.replicas, 1));
     DeviceBytes parameters;
     for (const std::vector<ir::Literal>& a : args) parameters.push_back(parameter_bytes(a));
+    // Idle chips (no replica) take zeros of the same sizes.
+    for (int64_t d = devices; d < pod->chips() && !parameters.empty(); ++d) {
+      parameters.push_back(parameters[0]);
+      for (auto& bytes : parameters.back()) std::fill(bytes.begin(), bytes.end(), 0);
+    }
     DeviceBytes outputs = run_on_pod(exe, parameters, options, sim_report);
+    outputs.resize(static_cast<size_t>(std::min<int64_t>(devices, static_cast<int64_t>(outputs.size()))));
     for (const auto& device : outputs) {
       if (options.timing_only) break;
       std::vector<ir::Literal> flat = output_literals(*module, device);

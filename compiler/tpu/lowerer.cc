@@ -89,6 +89,7 @@ Lowerer::Lowerer(const ir::Module& module, const Target& target, const Options& 
          chip_.name, chip_.tensor_cores);
   if (options.max_tile_vregs < 1) fail("TPU compile: max_tile_vregs must be at least 1");
   if (target.pod && target.devices() > 1) flags_bytes_ = round_up(8 * (target.devices() + 2), kVmemAlignment);
+  if (target.pod && target.devices() < target.pod->chips()) pb_.run_on_devices_below(target.devices());
 }
 
 int32_t Lowerer::new_buffer(std::string_view name, const ir::Shape& shape) {
@@ -605,6 +606,15 @@ Target::Target(topology::PodConfig pod_config, int64_t replica_count)
   partitions = chips / replicas;
 }
 
+Target::Target(topology::PodConfig pod_config, int64_t replica_count, int64_t partition_count)
+    : chip(pod_config.chip), pod(std::move(pod_config)), replicas(replica_count), partitions(partition_count) {
+  if (replicas < 1 || partitions < 1)
+    fail("TPU compile: {} replicas x {} partitions: both must be at least 1", replicas, partitions);
+  if (replicas * partitions > pod->chips())
+    fail("TPU compile: {} replicas x {} partitions need {} devices; pod '{}' has {} chips", replicas,
+         partitions, replicas * partitions, pod->name, pod->chips());
+}
+
 namespace {
 
 // A tuple all-reduce (PyTorch/XLA's all-reduce of a list of gradients) split into
@@ -683,7 +693,7 @@ isa::Executable compile(const ir::Module& module, const Target& target, const Op
     if (!(target.pod->chip == target.chip))
       fail("TPU compile: the target's chip '{}' is not its pod's chip '{}'", target.chip.name,
            target.pod->chip.name);
-    if (target.replicas < 1 || target.partitions < 1 || target.devices() != target.pod->chips())
+    if (target.replicas < 1 || target.partitions < 1 || target.devices() > target.pod->chips())
       fail("TPU compile: {} replicas x {} partitions on pod '{}' of {} chips", target.replicas,
            target.partitions, target.pod->name, target.pod->chips());
   } else if (target.devices() != 1) {

@@ -169,6 +169,22 @@ void ProgramBuilder::set_core(int core) {
   sreg_valid_ = next.sreg_valid;
   sreg_used_ = next.sreg_used;
   sreg_held_ = next.sreg_held;
+  if (active_devices_ > 0 && program_.instructions.empty()) emit_device_check();
+}
+
+void ProgramBuilder::run_on_devices_below(int64_t devices) {
+  if (!program_.instructions.empty()) fail("internal: run_on_devices_below after emission");
+  active_devices_ = devices;
+  emit_device_check();
+}
+
+void ProgramBuilder::emit_device_check() {
+  const int r = hold_sreg();
+  emit(isa::Opcode::kSdev, isa::DType::kS32, {r, 0});
+  emit(isa::Opcode::kSlt, isa::DType::kS32, {r, r, sreg(active_devices_)});
+  skip_branch_[program_.core] = pc();
+  emit(isa::Opcode::kBz, isa::DType::kF32, {r, 0});
+  release_sreg(r);
 }
 
 isa::Executable ProgramBuilder::finish() {
@@ -179,6 +195,10 @@ isa::Executable ProgramBuilder::finish() {
   for (auto& [core, parked] : parked_) {
     parked.program.instructions.push_back(isa::Instruction{isa::Opcode::kHalt, isa::DType::kF32, {}, source_});
     programs.emplace(core, std::move(parked.program));
+  }
+  for (const auto& [core, branch] : skip_branch_) {  // idle chips: to the halt
+    isa::Program& p = programs.at(core);
+    p.instructions.at(static_cast<size_t>(branch)).operands[1] = static_cast<int64_t>(p.instructions.size()) - 1;
   }
   for (auto& [core, program] : programs) exe_.programs.push_back(std::move(program));
   return std::move(exe_);

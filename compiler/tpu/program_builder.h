@@ -64,6 +64,11 @@ class ProgramBuilder {
   // splits its work over cores uses it (Lowerer::begin_parallel).
   void set_core(int core);
 
+  // Chips whose device id is `devices` or more run nothing: every program (this one, and
+  // each other core's when it is created) starts by branching to its final halt there.
+  // Call before anything is emitted.
+  void run_on_devices_below(int64_t devices);
+
   // Appends halt to every program and returns the executable (the builder is spent).
   isa::Executable finish();
 
@@ -90,6 +95,9 @@ class ProgramBuilder {
   std::array<bool, isa::kScalarRegisters> sreg_held_{};
   uint64_t tick_ = 0;
   std::map<int, Parked> parked_;  // by core
+  void emit_device_check();
+  int64_t active_devices_ = 0;               // run_on_devices_below; 0: every chip runs
+  std::map<int, int64_t> skip_branch_;       // per core: the branch to its final halt
 };
 
 }  // namespace podsim::tpu

@@ -46,6 +46,10 @@ struct Target {
   // Every chip of the pod a device: `replicas` of them (the pod's chip count when 0),
   // the rest partitions.
   explicit Target(topology::PodConfig pod, int64_t replicas = 0);
+  // replicas x partitions devices on the first chips in device order (as XLA's default
+  // device assignment places them); the other chips stay idle. podsim::Error when the
+  // pod has fewer chips than that.
+  Target(topology::PodConfig pod, int64_t replicas, int64_t partitions);
   int64_t devices() const { return replicas * partitions; }
 };
 

@@ -135,8 +135,8 @@ TEST(Assembler, PodErrorsNameTheLine) {
                         "needs a pod"),
             std::string::npos)
       << no_pod;
-  std::string count = error_of(".pod \"tiny:2x2\"\n.replicas 3\n" + std::string(kPodBody));
-  EXPECT_NE(count.find("k.s:2:1: 3 replicas x 1 partitions must be the 4 chip(s)"),
+  std::string count = error_of(".pod \"tiny:2x2\"\n.replicas 5\n" + std::string(kPodBody));
+  EXPECT_NE(count.find("k.s:2:1: 5 replicas x 1 partitions must fit on the 4 chip(s)"),
             std::string::npos)
       << count;
   std::string both = error_of(".chip tiny\n.pod \"tiny:2x2\"\n" + std::string(kPodBody));

@@ -68,7 +68,7 @@ const Mutation kMutations[] = {
      [](Executable& e) { at(e, 3) = make(Opcode::kDmaRemote, DType::kF32, {0, 1, 1, 1, 0, 0}); },
      "instruction 3 (dma.remote): dma.remote needs a pod"},
     {"replicas without a pod", [](Executable& e) { e.replicas = 2; },
-     "2 replicas x 1 partitions must be the 1 chip(s) of a single chip"},
+     "2 replicas x 1 partitions must fit on the 1 chip(s) of a single chip"},
     {"pod of another chip",
      [](Executable& e) { e.pod = topology::pod_config("v5e:2x2"); e.replicas = 4; },
      "the pod's chip ('v5e') is not the executable's chip ('tiny')"},

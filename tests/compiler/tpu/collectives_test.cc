@@ -31,16 +31,19 @@ ir::Literal small_integers(const ir::Shape& shape, std::mt19937& rng) {
 // all-reduces with each algorithm in turn.
 void check_on_pod(const std::string& hlo, const std::string& pod_name);
 
-void check_on_pod(const std::string& hlo, const std::string& pod_name, Options::AllReduce algorithm) {
+// devices > 0: the module's replicas run on the first `devices` chips, the others idle.
+void check_on_pod(const std::string& hlo, const std::string& pod_name, Options::AllReduce algorithm,
+                  int devices = 0) {
   SCOPED_TRACE(pod_name + " all-reduce algorithm " + std::to_string(static_cast<int>(algorithm)) +
                "\n" + hlo);
   const topology::PodConfig pod = topology::pod_config(pod_name);
   auto module = ir::parse_module(hlo);
   Options compile_options;
   compile_options.all_reduce = algorithm;
-  const isa::Executable exe = compile(*module, Target(pod), compile_options);
+  const isa::Executable exe =
+      compile(*module, devices > 0 ? Target(pod, devices, 1) : Target(pod), compile_options);
   sim::PodFunctionalModel model(exe);
-  const int n = model.chips();
+  const int n = devices > 0 ? devices : model.chips();
   std::mt19937 rng(static_cast<unsigned>(n) * 7 + 1);
   std::vector<std::vector<ir::Literal>> inputs(static_cast<size_t>(n));
   for (int d = 0; d < n; ++d)
@@ -313,6 +316,34 @@ TEST(Collectives, ShapesThatTheGroupsDoNotFitAreAnError) {
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find("groups of 4 devices do not fit"), std::string::npos) << e.what();
     }
+  }
+}
+
+TEST(Collectives, FewerReplicasThanChipsRunOnTheFirstChips) {
+  // Two replicas on a 2x2 slice: chips 0 and 1 run them (a ring along x), chips 2 and 3
+  // halt at once; the same with four replicas on a 2x2x2 slice.
+  const std::string hlo = std::string("HloModule m\n") + kAdd + R"(ENTRY e {
+  x = f32[64,40] parameter(0)
+  s = f32[64,40] all-reduce(x), to_apply=add
+  g = f32[128,40] all-gather(x), dimensions={0}
+  ROOT t = (f32[64,40], f32[128,40]) tuple(s, g)
+})";
+  check_on_pod(hlo, "v5e:2x2", Options::AllReduce::kRing, 2);
+  check_on_pod(hlo, "v5e:2x2", Options::AllReduce::kOneShot, 2);
+  check_on_pod(std::string("HloModule m\n") + kAdd + R"(ENTRY e {
+  x = f32[64,40] parameter(0)
+  ROOT s = f32[64,40] all-reduce(x), to_apply=add
+})",
+               "v4:2x2x2", Options::AllReduce::kRing, 4);
+}
+
+TEST(Collectives, MoreReplicasThanChipsAreAnError) {
+  try {
+    Target(topology::pod_config("v5e:2x2"), 8, 1);
+    ADD_FAILURE() << "8 replicas placed on 4 chips";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("need 8 devices; pod 'v5e:2x2' has 4 chips"), std::string::npos)
+        << e.what();
   }
 }
 

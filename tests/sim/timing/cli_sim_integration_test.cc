@@ -220,6 +220,16 @@ TEST(CliSim, RunsAModuleOnEveryChipOfAPod) {
   EXPECT_NE(no_chip.exit_code, 0);
   EXPECT_NE(no_chip.output.find("runs on chips 0 to 3"), std::string::npos) << no_chip.output;
   std::filesystem::remove_all(dir);
+  // Fewer replicas than chips run on the first chips; more are an error.
+  Result two = podsim("run " + hlo + " --backend sim --topology tiny:2x2 --replicas 2 --seed 5");
+  ASSERT_EQ(two.exit_code, 0) << two.output;
+  EXPECT_NE(two.output.find("(2 devices)"), std::string::npos) << two.output;
+  EXPECT_NE(two.output.find("r1.out0"), std::string::npos) << two.output;
+  EXPECT_EQ(two.output.find("r2.out0"), std::string::npos) << two.output;
+  Result many = podsim("run " + hlo + " --backend sim --topology tiny:2x2 --replicas 8");
+  EXPECT_NE(many.exit_code, 0);
+  EXPECT_NE(many.output.find("needs 8 devices (replicas); --topology tiny:2x2 has 4 chips"), std::string::npos)
+      << many.output;
   Result eval = podsim("run " + hlo + " --topology tiny:2x2");
   EXPECT_NE(eval.exit_code, 0);
   EXPECT_NE(eval.output.find("--topology runs on the simulated pod"), std::string::npos)

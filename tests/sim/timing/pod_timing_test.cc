@@ -107,12 +107,14 @@ class TimedCollectives : public ::testing::TestWithParam<std::string> {};
 // Runs `hlo` compiled for the pod on the functional and the timed pod (hazards checked)
 // and expects the same outputs on every chip; returns the timed run.
 PodRunResult expect_timed_matches_functional(const std::string& hlo, const topology::PodConfig& pod,
-                                              tpu::Options::AllReduce algorithm, bool overlap = true) {
+                                              tpu::Options::AllReduce algorithm, bool overlap = true,
+                                              int devices = 0) {
   const int n = pod.chips();
   tpu::Options compile_options;
   compile_options.all_reduce = algorithm;
   compile_options.overlap_collectives = overlap;
-  const isa::Executable exe = tpu::compile(*ir::parse_module(hlo), tpu::Target(pod), compile_options);
+  const tpu::Target target = devices > 0 ? tpu::Target(pod, devices, 1) : tpu::Target(pod);
+  const isa::Executable exe = tpu::compile(*ir::parse_module(hlo), target, compile_options);
   auto params = random_parameters(exe, n);
   PodFunctionalModel functional(exe);
   for (int d = 0; d < n; ++d)
@@ -213,6 +215,21 @@ TEST_P(TimedCollectives, IndependentStepsRunWhileTheRingsAreInFlight) {
   const PodRunResult overlapped = expect_timed_matches_functional(hlo, pod, tpu::Options::AllReduce::kRing);
   const PodRunResult alone = expect_timed_matches_functional(hlo, pod, tpu::Options::AllReduce::kRing, false);
   EXPECT_LT(overlapped.seconds, alone.seconds);
+}
+
+// Replicas on the first chips only: the idle chips halt at once, the others' rings
+// complete without them, with no hazard.
+TEST(TimedPod, IdleChipsPastTheReplicasHaltAtOnce) {
+  const std::string hlo = fmt::format(R"(HloModule m
+{add}ENTRY e {{
+  x = f32[64,40] parameter(0)
+  ROOT s = f32[64,40] all-reduce(x), to_apply=add
+}})",
+                                      fmt::arg("add", kAdd));
+  const topology::PodConfig pod = topology::pod_config("v4:2x2x2");
+  const PodRunResult r = expect_timed_matches_functional(hlo, pod, tpu::Options::AllReduce::kRing, true, 4);
+  const PodRunResult all = expect_timed_matches_functional(hlo, pod, tpu::Options::AllReduce::kRing);
+  EXPECT_LT(r.chips.back().instructions * 10, all.chips.back().instructions) << "chip 7 ran the all-reduce";
 }
 
 INSTANTIATE_TEST_SUITE_P(Pods, TimedCollectives,
