@@ -182,6 +182,11 @@ class Lowerer {
   int depth_ = 0;
 };
 
+// Tuple all-reduces split into buckets of operands in the order they are computed, so
+// that the first buckets' rings overlap the computation of the rest
+// (Options::overlap_collectives; lower_overlap.cc).
+void split_tuple_all_reduces(ir::Module& module);
+
 // podsim::Error "not supported on the TPU target: <op> (line N)[: detail]".
 [[noreturn]] void unsupported(const ir::Instruction& i, std::string_view detail = "");
 [[noreturn]] void unsupported_what(const ir::Instruction& i, std::string_view what, std::string_view detail = "");
