@@ -45,6 +45,10 @@ bool Lowerer::overlaps(const Instruction& i, const Scope& s) const {
 
 std::vector<const Instruction*> Lowerer::lowering_order(const Scope& s) const {
   const auto& instructions = s.computation->instructions();
+  std::vector<const Instruction*> order;
+  for (const auto& i : instructions) order.push_back(i.get());
+  if (std::none_of(order.begin(), order.end(), [&](const Instruction* i) { return overlaps(*i, s); }))
+    return order;
   // Hoisted: the collectives that overlap and what only they (and what is hoisted) use,
   // such as the concatenation of the gradients they reduce.
   std::unordered_set<const Instruction*> hoisted;
@@ -62,11 +66,6 @@ std::vector<const Instruction*> Lowerer::lowering_order(const Scope& s) const {
     bool only_hoisted = true;
     for (const Instruction* u : it->second) only_hoisted = only_hoisted && hoisted.count(u) > 0;
     if (only_hoisted) hoisted.insert(i);
-  }
-  if (hoisted.empty()) {
-    std::vector<const Instruction*> order;
-    for (const auto& i : instructions) order.push_back(i.get());
-    return order;
   }
   // Sort keys: k for instruction k; a hoisted one goes just after the last of its
   // operands (in its original order among those hoisted after the same instruction).
@@ -86,7 +85,7 @@ std::vector<const Instruction*> Lowerer::lowering_order(const Scope& s) const {
   }
   std::stable_sort(keyed.begin(), keyed.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });
-  std::vector<const Instruction*> order;
+  order.clear();
   for (const auto& [at, i] : keyed) order.push_back(i);
   return order;
 }
