@@ -57,34 +57,31 @@ class AsyncCollectivesToSync final : public Pass {
         gone.insert(user);
       }
       gone.insert(start);
-      if (!other_users) {
+      // An all-reduce-start's value is its result; the others' (operands, result[,
+      // context words]) is rebuilt where something reads it.
+      if (!other_users || start->opcode() == Opcode::kAllReduceStart) {
         c.replace_all_uses(start, collective);  // control edges and a start at the root
         continue;
       }
-      Instruction* replacement = collective;
-      if (start->opcode() != Opcode::kAllReduceStart) {
-        // The start's value: (operands, result[, context words]).
-        const ir::Shape& shape = start->shape();
-        auto tuple = std::make_unique<Instruction>(c.unique_name(start->name() + ".value"),
-                                                   Opcode::kTuple, shape);
-        if (start->operand_count() == 1) {
-          tuple->add_operand(start->operand(0));
-        } else {
-          auto operands = std::make_unique<Instruction>(c.unique_name(start->name() + ".operands"),
-                                                        Opcode::kTuple, shape.element(0));
-          operands->set_operands(start->operands());
-          tuple->add_operand(c.add(std::move(operands)));
-        }
-        tuple->add_operand(collective);
-        for (int64_t k = 2; k < shape.tuple_size(); ++k) {
-          auto zero = std::make_unique<Instruction>(c.unique_name(start->name() + ".context"),
-                                                    Opcode::kConstant, shape.element(k));
-          zero->attrs().literal = ir::Literal(shape.element(k));
-          tuple->add_operand(c.add(std::move(zero)));
-        }
-        replacement = c.add(std::move(tuple));
+      const ir::Shape& shape = start->shape();
+      auto tuple = std::make_unique<Instruction>(c.unique_name(start->name() + ".value"),
+                                                 Opcode::kTuple, shape);
+      if (start->operand_count() == 1) {
+        tuple->add_operand(start->operand(0));
+      } else {
+        auto operands = std::make_unique<Instruction>(c.unique_name(start->name() + ".operands"),
+                                                      Opcode::kTuple, shape.element(0));
+        operands->set_operands(start->operands());
+        tuple->add_operand(c.add(std::move(operands)));
       }
-      c.replace_all_uses(start, replacement);
+      tuple->add_operand(collective);
+      for (int64_t k = 2; k < shape.tuple_size(); ++k) {
+        auto zero = std::make_unique<Instruction>(c.unique_name(start->name() + ".context"),
+                                                  Opcode::kConstant, shape.element(k));
+        zero->attrs().literal = ir::Literal(shape.element(k));
+        tuple->add_operand(c.add(std::move(zero)));
+      }
+      c.replace_all_uses(start, c.add(std::move(tuple)));
     }
     c.remove_if([&](const Instruction* i) { return gone.count(i) > 0; });
     c.sort_topologically();

@@ -217,13 +217,9 @@ void split_tuple_all_reduces(ir::Module& module) {
           shapes.push_back(i->shape().element(k));
           operands.push_back(i->operand(k));
         }
-        auto part = std::make_unique<Instruction>(
-            c->unique_name(i->name() + ".bucket"), Opcode::kAllReduce,
-            bucket.size() == 1 ? shapes[0] : ir::Shape::tuple(shapes));
-        part->set_operands(std::move(operands));
-        part->set_called(i->called());
-        part->attrs() = i->attrs();
-        part->metadata() = i->metadata();
+        auto part = i->clone(c->unique_name(i->name() + ".bucket"), std::move(operands));
+        part->mutable_shape() = bucket.size() == 1 ? shapes[0] : ir::Shape::tuple(shapes);
+        part->sharding().reset();  // the whole tuple's, if any
         part->set_pos(i->pos());
         Instruction* added = c->add(std::move(part));
         for (size_t e = 0; e < bucket.size(); ++e) {
