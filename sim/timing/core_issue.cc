@@ -272,8 +272,14 @@ void ChipRun::issue_loop(Core& c) {
         if (!remote) ready = interlock(c, e.dma.dst, true, ready);
         DmaJob job{e.dma, ready, ready + static_cast<Cycle>(std::max<int64_t>(lat.dma_setup, 0)),
                    in.source_op};
-        c.engines[c.next_engine]->submit(std::move(job));
-        c.next_engine = (c.next_engine + 1) % c.engines.size();
+        // The engine with the fewest transfers waiting, the next in turn among equals.
+        size_t pick = c.next_engine;
+        for (size_t k = 1; k < c.engines.size(); ++k) {
+          const size_t e = (c.next_engine + k) % c.engines.size();
+          if (c.engines[e]->queued() < c.engines[pick]->queued()) pick = e;
+        }
+        c.engines[pick]->submit(std::move(job));
+        c.next_engine = (pick + 1) % c.engines.size();
         if (hazards_) hazards_->dma_issued(outgoing_view(e.dma), ready, in.source_op);
         if (remote) pod_.chip(e.dma.dst_device).remote_issued(device(), e.dma, ready, in.source_op);
         u = {ready, ready + 1, ready + 1};

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <deque>
 #include <limits>
+#include <vector>
 
 #include "sim/timing/interconnect.h"
 #include "sim/timing/unit_models.h"
@@ -62,10 +63,16 @@ DmaTiming run_bursts(DmaHost& host, const DmaJob& job, Cycle start, int64_t burs
   MemoryTarget& dst = host.memory(d.dst.space, d.dst.core);
   const bool dst_hbm = d.dst.space == isa::MemorySpace::kHbm;
   const Cycle now = now_cycles();
+  // Every read is asked for before any write: a burst's write waits for its data, and
+  // a memory serves the reads asked for meanwhile first (booked in call order, a write
+  // booked first would hold up the transfer's own later reads on that channel).
+  std::vector<Cycle> arrivals(static_cast<size_t>(bursts));
+  for (int64_t i = 0; i < bursts; ++i) arrivals[static_cast<size_t>(i)] = read(i, now);
   for (int64_t i = 0; i < bursts; ++i) {
-    const Cycle arrived = read(i, now);
+    const Cycle arrived = arrivals[static_cast<size_t>(i)];
     p.set_command(tlm::TLM_WRITE_COMMAND);
     p.set_address(static_cast<uint64_t>(d.dst.begin + i * burst));
+    p.set_data_length(static_cast<unsigned>(std::min(burst, d.bytes - i * burst)));
     sc_core::sc_time delay = cycles(arrived - now);
     dst.b_transport(p, delay);
     const Cycle written = now + delay.value();
@@ -88,6 +95,7 @@ class BurstDmaEngine final : public DmaEngineModel {
     queue_.push_back(std::move(job));
     wake_.notify(sc_core::SC_ZERO_TIME);
   }
+  size_t queued() const override { return queue_.size(); }
   void start() override {
     sc_core::sc_spawn([this] { run(); });
   }

@@ -23,6 +23,7 @@ class PipelinedDmaEngine final : public DmaEngineModel {
     queue_.push_back(std::move(job));
     wake_.notify(sc_core::SC_ZERO_TIME);
   }
+  size_t queued() const override { return queue_.size(); }
   void start() override {
     sc_core::sc_spawn([this] { issue(); });
     sc_core::sc_spawn([this] { complete(); });

@@ -93,10 +93,11 @@ class TorusInterconnect final : public Interconnect {
             int64_t address, RemoteDelivery* delivery) override {
     const std::vector<int32_t>& r = route(src, dst);
     if (!r.empty()) {
-      State& first = states_[static_cast<size_t>(r.front())];
-      while (first.injected >= links_[static_cast<size_t>(r.front())].buffer_bytes && !aborted_())
+      const auto link = static_cast<size_t>(r.front());
+      const int from = engine_input(*delivery);
+      while (input(link, from).injected >= links_[link].buffer_bytes && !aborted_())
         sc_core::wait(space_);
-      first.injected += bytes;
+      input(link, from).injected += bytes;
     }
     uint32_t b = new_burst();
     Burst& burst = bursts_[b];
@@ -127,8 +128,9 @@ class TorusInterconnect final : public Interconnect {
     RemoteDelivery* delivery = nullptr;
   };
   struct Input {
-    int from;  // the upstream link, or -1: this chip's DMA engines
+    int from;  // the upstream link, or a DMA engine of this chip (engine_input)
     std::deque<uint32_t> waiting;
+    int64_t injected = 0;  // an engine's bytes not yet sent on the link
   };
   struct State {
     Cycle free = 0;               // the end of what it is sending
@@ -136,7 +138,6 @@ class TorusInterconnect final : public Interconnect {
     std::vector<Input> inputs;    // bursts waiting for it, by where they come from
     size_t waiting = 0;           // in all inputs
     size_t next_input = 0;        // round robin
-    int64_t injected = 0;         // bytes from this chip's engines not yet sent on it
     int64_t buffered = 0;         // bytes sent into the buffer at its far end, not yet gone on
     int track = -1;               // in the owner's recorder, once used
   };
@@ -182,13 +183,9 @@ class TorusInterconnect final : public Interconnect {
       case Kind::kArrive: {
         Burst& b = bursts_[e.index];
         const auto link = static_cast<size_t>((*b.route)[b.hop]);
-        const int input = b.hop == 0 ? -1 : (*b.route)[b.hop - 1];
-        State& st = states_[link];
-        auto it = std::find_if(st.inputs.begin(), st.inputs.end(),
-                               [input](const Input& in) { return in.from == input; });
-        if (it == st.inputs.end()) it = st.inputs.insert(st.inputs.end(), Input{input, {}});
-        it->waiting.push_back(e.index);
-        ++st.waiting;
+        input(link, b.hop == 0 ? engine_input(*b.delivery) : (*b.route)[b.hop - 1])
+            .waiting.push_back(e.index);
+        ++states_[link].waiting;
         serve(link, now);
         break;
       }
@@ -208,6 +205,16 @@ class TorusInterconnect final : public Interconnect {
       }
     }
   }
+
+  // A link's input of that name, made on first use. Each DMA engine of the chip is an
+  // input of its own (negative names), so that the round robin is fair to every engine.
+  Input& input(size_t link, int from) {
+    std::vector<Input>& inputs = states_[link].inputs;
+    for (Input& in : inputs)
+      if (in.from == from) return in;
+    return inputs.emplace_back(Input{from, {}});
+  }
+  static int engine_input(const RemoteDelivery& d) { return -1 - (d.engine_core * 64 + d.engine); }
 
   // Starts the burst at the head of the link's queue if the link is free and the buffer
   // behind it has room.
@@ -232,7 +239,7 @@ class TorusInterconnect final : public Interconnect {
     --s.waiting;
     s.next_input = pick + 1;
     if (b.hop == 0) {
-      s.injected -= b.bytes;
+      s.inputs[pick].injected -= b.bytes;
       space_.notify(sc_core::SC_ZERO_TIME);
     }
     const Cycle serial = serial_cycles(l, b.bytes);

@@ -137,6 +137,7 @@ class DmaEngineModel {
  public:
   virtual ~DmaEngineModel() = default;
   virtual void submit(DmaJob job) = 0;  // from the issuing core's process
+  virtual size_t queued() const = 0;    // transfers submitted and not started yet
   virtual void start() = 0;             // spawns its process (once per run)
   virtual void wake() = 0;              // re-check finishing/aborted
 };
