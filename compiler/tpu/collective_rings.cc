@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <numeric>
@@ -22,15 +23,19 @@ namespace {
 using ir::Instruction;
 
 // Semaphores of the rings, apart from the steps' (lowerer.h), so that steps may run
-// while a collective is in flight: sends, a load and an output semaphore per VMEM slot,
-// a landing counter per stream, and kSemReady last.
+// while a collective is in flight: sends, then a load and an output semaphore per VMEM
+// slot and two landing counters per stream (as many slots as leave room for the
+// counters: RingEmitter's slots_, first_landed_, landed_), then kSemLocal and those of
+// collective_rings.h. A stream's landings are counted and taken in the order they were
+// sent, so each counter has one sender order: a reduce-scatter's first sends (issued a
+// window ahead of its reductions) count on one, everything the reductions send on (and
+// all-gathers) on the other.
 constexpr int kMaxStreams = 6;  // 3 axes, both directions
 constexpr int kMaxSlots = 10;
 constexpr int kSemSentHbm = kSemCollectives;  // remote sends from HBM have read their source
 constexpr int kSemSlot = kSemSentHbm + 1;     // + 2 slot: loads into a VMEM slot; + 1: sends and stores from it
-constexpr int kSemLanded = kSemSlot + 2 * kMaxSlots;  // + stream: its remote data landed here
-constexpr int kSemLocal = kSemLanded + kMaxStreams;  // table rows in, flags out
-static_assert(kSemLocal < kSemDirectLoad);
+constexpr int kSemLocal = kSemDirectLoad - 1;  // table rows in, flags out
+static_assert(kSemSlot + 2 * 4 + 2 * kMaxStreams <= kSemLocal);  // at least 4 slots
 
 // The bytes a block's piece may have at most in one transfer: small enough that the
 // ring's pipeline fills quickly, large enough that per-DMA overheads stay small.
@@ -340,8 +345,11 @@ RingEmitter::RingEmitter(Lowerer& l, const ir::Instruction& i, RingPlan plan)
   peer_ = pb_.hold_sreg();
   // Sub-blocks small enough that every slot's two buffers fit in a quarter of VMEM.
   const int64_t tile = int64_t{l.chip().vpu_sublanes} * l.chip().vpu_lanes * plan_.element_bytes;
-  const int64_t slots = kMaxSlots;
-  max_sub_bytes_ = std::max(tile, std::min(kMaxSubChunkBytes, l.vmem_free() / (8 * slots) / tile * tile));
+  const int streams = static_cast<int>(plan_.streams.size());
+  slots_ = std::min(kMaxSlots, (kSemLocal - kSemSlot - 2 * streams) / 2);
+  first_landed_ = kSemSlot + 2 * slots_;
+  landed_ = first_landed_ + streams;
+  max_sub_bytes_ = std::max(tile, std::min(kMaxSubChunkBytes, l.vmem_free() / (8 * slots_) / tile * tile));
 }
 
 RingEmitter::~RingEmitter() {
@@ -415,9 +423,11 @@ int RingEmitter::own_chunk_offset() {
   return entry_;
 }
 
-void RingEmitter::send(int32_t descriptor, int src_reg, int dst_reg, int peer_reg, int sent, size_t stream) {
+void RingEmitter::send(int32_t descriptor, int src_reg, int dst_reg, int peer_reg, int sent, size_t stream,
+                       bool first) {
   pb_.emit(isa::Opcode::kDmaRemote, isa::DType::kF32,
-           {descriptor, src_reg, dst_reg, peer_reg, sent, kSemLanded + static_cast<int>(stream)});
+           {descriptor, src_reg, dst_reg, peer_reg, sent,
+            (first ? first_landed_ : landed_) + static_cast<int>(stream)});
 }
 
 // Before a phase: this chip tells the chips that send to it in the phase (each once)
@@ -464,6 +474,19 @@ double RingEmitter::step_ns(size_t phase) const {
          l_.chip().hbm_latency_ns;
 }
 
+size_t RingEmitter::send_window(size_t phase) const {
+  // Sends of every stream in flight over about four round trips (a link's and HBM's
+  // latency; the chips' reductions pace each other), at least two per stream.
+  const topology::PodConfig& pod = *l_.target().pod;
+  int64_t most = 1;  // the largest sub-block a stream sends
+  for (size_t s = 0; s < plan_.streams.size(); ++s)
+    most = std::max(most, block(s, phase, 0).bytes);
+  const double round_trip_bytes =
+      2e-9 * (pod.ici_link_latency_ns + l_.chip().hbm_latency_ns) * pod.ici_link_bandwidth_bytes_per_s;
+  const auto per_stream = std::max<size_t>(2, static_cast<size_t>(std::ceil(4 * round_trip_bytes / most)));
+  return per_stream * plan_.streams.size();
+}
+
 void RingEmitter::reduce_scatter(int32_t input, int32_t work, int32_t result, ir::PrimitiveType type,
                                  bool result_is_chunk, bool then_gather) {
   const topology::ChipConfig& chip = l_.chip();
@@ -491,7 +514,7 @@ void RingEmitter::reduce_scatter(int32_t input, int32_t work, int32_t result, ir
   const int32_t recv = l_.use(l_.new_buffer(fmt::format("{}.recv", i_.name()),
                                             ir::Shape(ir::PrimitiveType::kU8, {recv_bytes})));
   // VMEM slots, used in turn by every stream: the chip's own sub-block and the landed one.
-  const int slots = kMaxSlots;
+  const int slots = slots_;
   std::vector<int32_t> mine, theirs;
   for (int s = 0; s < slots; ++s) {
     mine.push_back(l_.vmem(fmt::format("mine{}", s), slot_bytes));
@@ -514,18 +537,27 @@ void RingEmitter::reduce_scatter(int32_t input, int32_t work, int32_t result, ir
     const bool last_phase = p + 1 == phases;
     const int32_t source = p == 0 ? input_region : work_region;
     const int32_t sums = last_phase ? result_region : work_region;
-    // Step 0: block 1 (its reduction ends size - 1 chips on) goes out from HBM.
-    int64_t hbm_sends = 0;
+    // Step 0: block 1 (its reduction ends size - 1 chips on) goes out from HBM, a window
+    // of sends ahead of the reductions: the engines take transfers in order, and sends
+    // queued all at once would hold up the loads of what has landed until the last left.
+    std::vector<std::pair<size_t, int64_t>> hbm_sends;  // stream, sub-block
     for (int64_t j = 0; j < most_subs(p); ++j)
-      for (size_t s = 0; s < streams; ++s) {
-        if (j >= subs(s, p)) continue;
+      for (size_t s = 0; s < streams; ++s)
+        if (j < subs(s, p)) hbm_sends.emplace_back(s, j);
+    size_t sent = 0;
+    auto send_until = [&](size_t n) {
+      for (; sent < std::min(n, hbm_sends.size()); ++sent) {
+        const auto [s, j] = hbm_sends[sent];
         const int64_t column = plan_.streams[s].phases[p].column;
         const Block b = block(s, p, j);
-        const int src = offset(column + 3, b.piece_offset);
-        send(descriptor(source, recv, b, true, false), src, pb_.sreg(recv_at[s] + b.dense_offset),
-             peer(column), kSemSentHbm, s);
-        ++hbm_sends;
+        send(descriptor(source, recv, b, true, false), offset(column + 3, b.piece_offset),
+             pb_.sreg(recv_at[s] + b.dense_offset), peer(column), kSemSentHbm, s, true);
       }
+    };
+    // (Items are loaded `ahead` before they are reduced, below: their sends must be out.)
+    const size_t ahead = static_cast<size_t>(slots / 2);
+    const size_t window = std::max(send_window(p), ahead);
+    send_until(window);
     l_.overlap_point(step_ns(p));
     // Step k reduces block k + 2 (k = 0 .. size - 2): what landed in recv step k plus the
     // chip's own; the last step's sum is block 0, the chip's. The streams take turns, sub-
@@ -544,7 +576,7 @@ void RingEmitter::reduce_scatter(int32_t input, int32_t work, int32_t result, ir
       const size_t slot = static_cast<size_t>(it.slot);
       pb_.wait(kSemSlot + 2 * it.slot + 1, pending[slot]);  // the slot's last contents have left
       pending[slot] = 0;
-      pb_.wait(kSemLanded + static_cast<int>(it.stream), 1);
+      pb_.wait((it.k == 0 ? first_landed_ : landed_) + static_cast<int>(it.stream), 1);
       const Block b = block(it.stream, p, it.j);
       pb_.dma(contiguous_descriptor(pb_, recv, theirs[slot], b.bytes),
               recv_at[it.stream] + it.k * b.block_bytes + b.dense_offset, 0, kSemSlot + 2 * it.slot);
@@ -592,24 +624,25 @@ void RingEmitter::reduce_scatter(int32_t input, int32_t work, int32_t result, ir
     // Items are loaded up to `ahead` before they are reduced, within a step only: what
     // lands in step k + 1 is what the previous chip reduced in step k, which may wait for
     // this chip's sends of step k.
-    const size_t ahead = static_cast<size_t>(slots / 2);
     for (size_t first = 0; first < items.size();) {
       if (first > 0) l_.overlap_point(step_ns(p));  // step k's sends are in flight
       size_t end = first;
       while (end < items.size() && items[end].k == items[first].k) ++end;
       for (size_t t = first; t < std::min(first + ahead, end); ++t) load(items[t]);
       for (size_t t = first; t < end; ++t) {
+        send_until(t + 1 + window);
         if (t + ahead < end) load(items[t + ahead]);
         reduce(items[t]);
       }
       first = end;
     }
+    send_until(hbm_sends.size());
     // The phase's sums are in HBM and its sends have left before the next phase.
     for (int slot = 0; slot < slots; ++slot) {
       pb_.wait(kSemSlot + 2 * slot + 1, pending[static_cast<size_t>(slot)]);
       pending[static_cast<size_t>(slot)] = 0;
     }
-    pb_.wait(kSemSentHbm, hbm_sends);
+    pb_.wait(kSemSentHbm, static_cast<int64_t>(hbm_sends.size()));
   }
 }
 
@@ -658,7 +691,7 @@ void RingEmitter::all_gather(int32_t buffer, bool own_sent, int32_t own_input) {
         for (size_t s = 0; s < streams; ++s) {
           const int64_t size = plan_.streams[s].phases[p].size;
           if (k >= size || j >= subs(s, p)) continue;
-          pb_.wait(kSemLanded + static_cast<int>(s), 1);
+          pb_.wait(landed_ + static_cast<int>(s), 1);
           if (k + 1 < size) forward(s, j, k);
         }
     }

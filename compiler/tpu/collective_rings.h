@@ -149,13 +149,17 @@ class RingEmitter {
   // How long a step's transfers of the phase take: its largest stream's bytes over a
   // link, plus a hop and an HBM latency (the in-flight time an overlap point may fill).
   double step_ns(size_t phase) const;
+  // How many of a phase's first sends from HBM go ahead of its reductions.
+  size_t send_window(size_t phase) const;
   Block block(size_t stream, size_t phase, int64_t sub) const;
   int32_t descriptor(int32_t src, int32_t dst, const Block& b, bool src_box, bool dst_box);
   // A table entry of this chip's row in a register: entry + extra (a byte offset), or a
   // device id (peer).
   int offset(int64_t column, int64_t extra);
   int peer(int64_t column);
-  void send(int32_t descriptor, int src_reg, int dst_reg, int peer_reg, int sent, size_t stream);
+  // `first`: a reduce-scatter step's first send (counted on a landing semaphore of its own).
+  void send(int32_t descriptor, int src_reg, int dst_reg, int peer_reg, int sent, size_t stream,
+            bool first = false);
 
   Lowerer& l_;
   ProgramBuilder& pb_;
@@ -164,6 +168,9 @@ class RingEmitter {
   int32_t row_ = -1;
   int entry_ = -1, peer_ = -1;
   int64_t max_sub_bytes_ = 0;
+  int slots_ = 0;          // VMEM slots of a reduction
+  int first_landed_ = 0;   // + stream: landing counters of a reduce-scatter's first sends
+  int landed_ = 0;         // + stream: landing counters of every other send
 };
 
 }  // namespace podsim::tpu
