@@ -175,21 +175,38 @@ RingPlan plan_rings(const Lowerer& l, const Instruction& i, int64_t chunk_elemen
       orders.push_back(std::move(order));
     }
     // Stream s, phase p: along axis orders[s][p]; the chunks it moves share this chip's
-    // coordinates on the axes of earlier phases.
-    ring_of = [&box, g, &directions, &orders](size_t s, size_t p, const std::vector<int64_t>&) {
+    // coordinates on the axes of earlier phases. Where the group's chips along the axis
+    // do not close a ring (the axis does not wrap, or the group spans part of it), the
+    // ring is folded onto the line: even ranks out, odd ranks back (0 2 4 .. 5 3 1), so
+    // that no edge crosses more than two links and each link direction carries one edge
+    // of each stream (a ring in rank order would send its last edge back over them all).
+    const topology::PodConfig& pod = *t.pod;
+    ring_of = [&box, &pod, g, &directions, &orders](size_t s, size_t p, const std::vector<int64_t>&) {
       const int64_t dir = directions[s];
       const size_t axis = orders[s][p];
       const int64_t n = box.extent[axis], stride = box.stride[axis];
+      const int torus_axis = box.axes[axis];
+      const bool closes = torus_axis == kSliceAxis ||
+                          (pod.wraps()[static_cast<size_t>(torus_axis)] &&
+                           n == pod.dims()[static_cast<size_t>(torus_axis)]);
+      std::vector<int64_t> order, index(static_cast<size_t>(n));  // ring position -> rank, inverse
+      for (int64_t r = 0; r < n; r += closes ? 1 : 2) order.push_back(r);
+      if (!closes)
+        for (int64_t r = n - 1 - n % 2; r > 0; r -= 2) order.push_back(r);
+      for (int64_t k = 0; k < n; ++k) index[static_cast<size_t>(order[static_cast<size_t>(k)])] = k;
+      auto at = [&](int64_t r, int64_t step) {  // the rank `step` ring positions on from r
+        return order[static_cast<size_t>(mod(index[static_cast<size_t>(r)] + step, n))];
+      };
       Ring ring;
       for (int64_t pos = 0; pos < g; ++pos) {
         auto rank = [&](size_t a) { return pos / box.stride[a] % box.extent[a]; };
         const int64_t r = rank(axis);
-        ring.next.push_back(pos + (mod(r + dir, n) - r) * stride);
-        ring.prev.push_back(pos + (mod(r - dir, n) - r) * stride);
+        ring.next.push_back(pos + (at(r, dir) - r) * stride);
+        ring.prev.push_back(pos + (at(r, -dir) - r) * stride);
         int64_t fixed = 0;
         for (size_t e = 0; e < p; ++e) fixed += rank(orders[s][e]) * box.stride[orders[s][e]];
         std::vector<int64_t> back;
-        for (int64_t b = 0; b < n; ++b) back.push_back(fixed + mod(r - b * dir, n) * stride);
+        for (int64_t b = 0; b < n; ++b) back.push_back(fixed + at(r, -b * dir) * stride);
         ring.back.push_back(std::move(back));
       }
       return ring;
