@@ -111,19 +111,18 @@ int64_t busiest_link(const topology::Torus& torus, const std::vector<std::pair<i
   return most;
 }
 
-// The cost model choosing an all-reduce's algorithm (Options::AllReduce::kAuto), from the
-// pod's figures. The rings: each phase's handshake and 2 (size - 1) steps (reduce-scatter
-// and all-gather), each a route to the next chip plus the HBM latency of landing and
-// loading the sum, and 2 (G - 1) / G of the array over the links, shared by the streams,
-// times the first phase's rings that share its busiest link. The one-shot exchange: two
-// routes to the farthest chip of the group (ready, then data) and as many arrays as
-// routes of the exchange cross its busiest link (G - 1 over DCN). True when the one-shot
-// is the faster and the group's arrays fit kOneShotMaxBytes.
-bool prefer_one_shot(const Lowerer& l, const Instruction& i, const RingPlan& plan, int64_t bytes,
-                     int64_t padded) {
+// The cost model choosing an all-reduce's or all-gather's algorithm
+// (Options::AllReduce::kAuto), from the pod's figures. The rings: each phase's handshake
+// and `steps` x (size - 1) steps (2 for an all-reduce: reduce-scatter and all-gather),
+// each a route to the next chip plus the HBM latency of landing and loading, and
+// `ring_bytes` over the links, shared by the streams, times the first phase's rings that
+// share its busiest link. The one-shot exchange: two routes to the farthest chip of the
+// group (ready, then data) and `one_shot_bytes` for each route of the exchange that
+// crosses its busiest link (G - 1 over DCN). True when the one-shot is the faster.
+bool prefer_one_shot(const Lowerer& l, const Instruction& i, const RingPlan& plan, double steps,
+                     double ring_bytes, double one_shot_bytes) {
   const Target& t = l.target();
   const int64_t g = plan.group_size;
-  if (g * padded > kOneShotMaxBytes) return false;
   const topology::Torus torus(*t.pod);
   const topology::PodConfig& pod = *t.pod;
   const double hbm = l.chip().hbm_latency_ns;
@@ -148,25 +147,36 @@ bool prefer_one_shot(const Lowerer& l, const Instruction& i, const RingPlan& pla
         if (p == 0) first_rings.emplace_back(d, next);
       }
     }
-    ring_ns += (2.0 * static_cast<double>(size - 1) + 2) * (hop + 2 * hbm);
+    ring_ns += (steps * static_cast<double>(size - 1) + 2) * (hop + 2 * hbm);
   }
   const double bw = dcn ? std::min(pod.ici_link_bandwidth_bytes_per_s, pod.dcn_host_bandwidth_bytes_per_s)
                         : pod.ici_link_bandwidth_bytes_per_s;
-  const double b = static_cast<double>(bytes);
-  ring_ns += 2.0 * static_cast<double>(g - 1) / static_cast<double>(g) * b /
-             static_cast<double>(plan.streams.size()) * static_cast<double>(busiest_link(torus, first_rings)) / bw *
-             1e9;
+  ring_ns += ring_bytes / static_cast<double>(plan.streams.size()) *
+             static_cast<double>(busiest_link(torus, first_rings)) / bw * 1e9;
   const double one_shot_ns =
-      2 * farthest + 2 * hbm + static_cast<double>(dcn ? g - 1 : busiest_link(torus, exchange)) * b / bw * 1e9;
+      2 * farthest + 2 * hbm +
+      static_cast<double>(dcn ? g - 1 : busiest_link(torus, exchange)) * one_shot_bytes / bw * 1e9;
   return one_shot_ns < ring_ns;
+}
+
+// A table row per device for the one-shot exchanges: its group position p and the
+// devices at positions p + 1, ..., p + G - 1 (mod G).
+std::vector<int64_t> peer_table(const Instruction& i, const Target& t, int64_t g) {
+  std::vector<int64_t> table(static_cast<size_t>(t.devices() * g), 0);
+  for (const std::vector<int64_t>& group : ir::collective_device_groups(i, t.replicas, t.partitions))
+    for (int64_t p = 0; p < g; ++p) {
+      int64_t* row = &table[static_cast<size_t>(group[static_cast<size_t>(p)] * g)];
+      row[0] = p;
+      for (int64_t k = 1; k < g; ++k) row[k] = group[static_cast<size_t>((p + k) % g)];
+    }
+  return table;
 }
 
 // The one-shot all-reduce, for arrays whose time is latency: once every chip of the
 // group has said it is in the step, each sends its whole array (from HBM, each copy over
 // its own route, all at once) into its slot of every other chip's VMEM, then reduces
 // the group's G arrays in group order (the reference evaluator's order) on the vector
-// unit. A table row per device holds its group position p and the devices at positions
-// p + 1, ..., p + G - 1 (mod G).
+// unit (peer_table's rows).
 void one_shot_all_reduce(Lowerer& l, const Instruction& i, const CollectiveStep& step,
                          int64_t padded) {
   ProgramBuilder& pb = l.pb();
@@ -178,14 +188,7 @@ void one_shot_all_reduce(Lowerer& l, const Instruction& i, const CollectiveStep&
   const int64_t tile_bytes = row_bytes * chip.vpu_sublanes;
   const isa::DType mem = memory_dtype(shape.type());
   const int64_t g = step.group_size;
-  std::vector<int64_t> table(static_cast<size_t>(t.devices() * g), 0);
-  for (const std::vector<int64_t>& group : ir::collective_device_groups(i, t.replicas, t.partitions))
-    for (int64_t p = 0; p < g; ++p) {
-      int64_t* row = &table[static_cast<size_t>(group[static_cast<size_t>(p)] * g)];
-      row[0] = p;
-      for (int64_t k = 1; k < g; ++k) row[k] = group[static_cast<size_t>((p + k) % g)];
-    }
-  const int32_t row = device_row(l, fmt::format("{}.peers", i.name()), table, g);
+  const int32_t row = device_row(l, fmt::format("{}.peers", i.name()), peer_table(i, t, g), g);
   const int32_t slots = l.vmem("slots", g * padded);
   const int32_t input = l.use(step.in.buffer);
   const int peer = pb.hold_sreg(), at = pb.hold_sreg();
@@ -248,6 +251,41 @@ void one_shot_all_reduce(Lowerer& l, const Instruction& i, const CollectiveStep&
   pb.wait(kSemSentHbm, g - 1);
 }
 
+// The one-shot all-gather, for chunks whose time is latency: once every chip of the
+// group has said it is in the step, each sends its chunk (from HBM, over its own route
+// to each, all at once) to its place in every other chip's `gathered` and copies it into
+// its own. The table row is the one-shot all-reduce's.
+void one_shot_all_gather(Lowerer& l, const Instruction& i, const CollectiveStep& step, int32_t gathered) {
+  ProgramBuilder& pb = l.pb();
+  const Target& t = l.target();
+  const int64_t bytes = step.in.shape.byte_size(), g = step.group_size;
+  const int32_t row = device_row(l, fmt::format("{}.peers", i.name()), peer_table(i, t, g), g);
+  const int32_t descriptor = contiguous_descriptor(pb, l.use(step.in.buffer), l.use(gathered), bytes);
+  const int peer = pb.hold_sreg(), at = pb.hold_sreg();
+  pb.emit(isa::Opcode::kSld, isa::DType::kS32, {at, row, pb.sreg(0)});
+  pb.emit(isa::Opcode::kSmuli, isa::DType::kS32, {at, at, bytes});
+  pb.emit(isa::Opcode::kDma, isa::DType::kF32, {descriptor, pb.sreg(0), at, kSemLoad});
+  std::vector<int64_t> peers;
+  for (int64_t k = 1; k < g; ++k) peers.push_back(k);
+  Handshake handshake(l);
+  handshake.signal(row, peers);
+  handshake.await(row, peers);
+  for (int64_t k = 1; k < g; ++k) {
+    pb.emit(isa::Opcode::kSld, isa::DType::kS32, {peer, row, pb.sreg(8 * k)});
+    pb.emit(isa::Opcode::kDmaRemote, isa::DType::kF32, {descriptor, pb.sreg(0), at, peer, kSemSentHbm, kSemLanded});
+  }
+  pb.release_sreg(peer);
+  pb.release_sreg(at);
+  const topology::PodConfig& pod = *t.pod;
+  l.overlap_point(static_cast<double>(bytes * (g - 1)) /
+                      (pod.ici_link_bandwidth_bytes_per_s *
+                       static_cast<double>(std::min<int64_t>(g - 1, l.chip().ici_ports))) * 1e9 +
+                  pod.ici_link_latency_ns);
+  pb.wait(kSemLoad, 1);
+  pb.wait(kSemLanded, g - 1);
+  pb.wait(kSemSentHbm, g - 1);
+}
+
 // Elements before and after dimension dim of dims (row-major: [outer, dims[dim], inner]).
 std::pair<int64_t, int64_t> outer_inner(const std::vector<int64_t>& dims, int64_t dim) {
   int64_t outer = 1, inner = 1;
@@ -290,9 +328,10 @@ void all_reduce_array(Lowerer& l, const Instruction& i, CollectiveStep& step) {
   RingPlan plan = plan_rings(l, i, ceil_div(std::max<int64_t>(shape.num_elements(), 1), g), eb);
   const Options::AllReduce algorithm = l.options().all_reduce;
   const bool one_shot_fits = 2 * g * padded_bytes <= l.vmem_free();
+  const auto b = static_cast<double>(shape.byte_size());
   if ((algorithm == Options::AllReduce::kOneShot && one_shot_fits) ||
-      (algorithm == Options::AllReduce::kAuto && one_shot_fits &&
-       prefer_one_shot(l, i, plan, shape.byte_size(), padded_bytes)))
+      (algorithm == Options::AllReduce::kAuto && one_shot_fits && g * padded_bytes <= kOneShotMaxBytes &&
+       prefer_one_shot(l, i, plan, 2, 2.0 * static_cast<double>(g - 1) / static_cast<double>(g) * b, b)))
     return one_shot_all_reduce(l, i, step, padded_bytes);
   // The array padded to whole chunks (a scratch copy, reduced in place) or as it is
   // (then the sums of phases before the last go to `work`), gathered in the result
@@ -593,10 +632,17 @@ Value lower_all_gather(Lowerer& l, const Instruction& i, Scope& s) {
   const int64_t dim = i.attrs().dimensions.at(0);
   const auto [outer, inner] = outer_inner(step.in.shape.dims(), dim);
   const int64_t m = step.in.shape.dims()[static_cast<size_t>(dim)];
-  RingEmitter rings(l, i, plan_rings(l, i, step.in.shape.num_elements(), eb));
+  RingPlan plan = plan_rings(l, i, step.in.shape.num_elements(), eb);
   const int32_t gathered =
       outer > 1 ? l.new_buffer(fmt::format("{}.gathered", i.name()), shape) : out;
-  rings.all_gather(gathered, false, step.in.buffer);
+  const Options::AllReduce algorithm = l.options().all_reduce;
+  const auto chunk = static_cast<double>(step.in.shape.byte_size());
+  if (algorithm == Options::AllReduce::kOneShot ||
+      (algorithm == Options::AllReduce::kAuto &&
+       prefer_one_shot(l, i, plan, 1, static_cast<double>(g - 1) * chunk, chunk)))
+    one_shot_all_gather(l, i, step, gathered);
+  else
+    RingEmitter(l, i, std::move(plan)).all_gather(gathered, false, step.in.buffer);
   if (outer > 1) {
     const int k = issue_copy(l.pb(), l.use(gathered), 0, l.use(out), 0, eb, {g, outer, m * inner},
                              {outer * m * inner, m * inner, 1}, {m * inner, g * m * inner, 1}, kSemStore);

@@ -62,11 +62,12 @@ struct Options {
   // pipeline (simplification, fusion). false lowers the module as it is (tests of one
   // lowering, `podsim compile --no-passes`); a 64-bit type is then an error.
   bool passes = true;
-  // How all-reduces move data: chosen per instruction by the pod's cost model (kAuto), or
-  // forced (tests and benchmarks of either algorithm). kRing: reduce-scatter then
-  // all-gather over rings on the torus; kOneShot: every chip sends its array to every
-  // other chip of its group and reduces them all (the latency-bound choice), where the
-  // group's arrays fit in half the chip's VMEM (else the rings).
+  // How all-reduces and all-gathers move data: chosen per instruction by the pod's cost
+  // model (kAuto), or forced (tests and benchmarks of either algorithm). kRing: over rings
+  // on the torus (an all-reduce as reduce-scatter then all-gather); kOneShot: every chip
+  // sends its array to every other chip of its group (the latency-bound choice), an
+  // all-reduce then reducing them all where the group's arrays fit in half the chip's
+  // VMEM (else the rings).
   enum class AllReduce { kAuto, kRing, kOneShot };
   AllReduce all_reduce = AllReduce::kAuto;
   // Latency hiding: each ring collective is lowered as soon as its operands are (not
