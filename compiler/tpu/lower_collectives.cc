@@ -177,11 +177,13 @@ std::vector<int64_t> peer_table(const Instruction& i, const Target& t, int64_t g
 // its own route, all at once) into its slot of every other chip's VMEM, then reduces
 // the group's G arrays in group order (the reference evaluator's order) on the vector
 // unit (peer_table's rows).
+// A reduce-scatter (`scatter`) runs the same way on chunks: chunk q of each chip's
+// array (g contiguous chunks in `input`) goes to the chip at position q.
 void one_shot_all_reduce(Lowerer& l, const Instruction& i, const CollectiveStep& step,
-                         int64_t padded) {
+                         int64_t padded, int32_t input_buffer, bool scatter) {
   ProgramBuilder& pb = l.pb();
   const Target& t = l.target();
-  const ir::Shape& shape = step.in.shape;
+  const ir::Shape& shape = scatter ? i.shape() : step.in.shape;
   const topology::ChipConfig& chip = l.chip();
   const int64_t bytes = shape.byte_size();
   const int64_t row_bytes = int64_t{chip.vpu_lanes} * ir::type_byte_size(shape.type());
@@ -190,13 +192,21 @@ void one_shot_all_reduce(Lowerer& l, const Instruction& i, const CollectiveStep&
   const int64_t g = step.group_size;
   const int32_t row = device_row(l, fmt::format("{}.peers", i.name()), peer_table(i, t, g), g);
   const int32_t slots = l.vmem("slots", g * padded);
-  const int32_t input = l.use(step.in.buffer);
-  const int peer = pb.hold_sreg(), at = pb.hold_sreg();
-  // The chip's own array into its slot p; tell every peer this chip is ready.
+  const int32_t input = l.use(input_buffer);
+  const int peer = pb.hold_sreg(), at = pb.hold_sreg(), from = pb.hold_sreg();
+  // The chip's own array (chunk p) into its slot p; tell every peer this chip is ready.
+  // `from`: the chunk (p + k) mod G that goes to the k-th peer (0 without scatter).
+  auto chunk_of = [&](int64_t k) {
+    pb.emit(isa::Opcode::kSld, isa::DType::kS32, {from, row, pb.sreg(0)});
+    pb.emit(isa::Opcode::kSaddi, isa::DType::kS32, {from, from, k});
+    pb.emit(isa::Opcode::kSrem, isa::DType::kS32, {from, from, pb.sreg(g)});
+    pb.emit(isa::Opcode::kSmuli, isa::DType::kS32, {from, from, bytes});
+    return from;
+  };
   pb.emit(isa::Opcode::kSld, isa::DType::kS32, {at, row, pb.sreg(0)});
   pb.emit(isa::Opcode::kSmuli, isa::DType::kS32, {at, at, padded});
   const int32_t to_slot = contiguous_descriptor(pb, input, slots, bytes);
-  pb.emit(isa::Opcode::kDma, isa::DType::kF32, {to_slot, pb.sreg(0), at, kSemLoad});
+  pb.emit(isa::Opcode::kDma, isa::DType::kF32, {to_slot, scatter ? chunk_of(0) : pb.sreg(0), at, kSemLoad});
   std::vector<int64_t> peers;
   for (int64_t k = 1; k < g; ++k) peers.push_back(k);
   Handshake handshake(l);
@@ -205,8 +215,9 @@ void one_shot_all_reduce(Lowerer& l, const Instruction& i, const CollectiveStep&
   for (int64_t k = 1; k < g; ++k) {
     pb.emit(isa::Opcode::kSld, isa::DType::kS32, {peer, row, pb.sreg(8 * k)});
     pb.emit(isa::Opcode::kDmaRemote, isa::DType::kF32,
-            {to_slot, pb.sreg(0), at, peer, kSemSentHbm, kSemLanded});
+            {to_slot, scatter ? chunk_of(k) : pb.sreg(0), at, peer, kSemSentHbm, kSemLanded});
   }
+  pb.release_sreg(from);
   pb.release_sreg(peer);
   pb.release_sreg(at);
   // g - 1 arrays leave over the chip's links while independent steps run.
@@ -332,7 +343,7 @@ void all_reduce_array(Lowerer& l, const Instruction& i, CollectiveStep& step) {
   if ((algorithm == Options::AllReduce::kOneShot && one_shot_fits) ||
       (algorithm == Options::AllReduce::kAuto && one_shot_fits && g * padded_bytes <= kOneShotMaxBytes &&
        prefer_one_shot(l, i, plan, 2, 2.0 * static_cast<double>(g - 1) / static_cast<double>(g) * b, b)))
-    return one_shot_all_reduce(l, i, step, padded_bytes);
+    return one_shot_all_reduce(l, i, step, padded_bytes, step.in.buffer, false);
   // The array padded to whole chunks (a scratch copy, reduced in place) or as it is
   // (then the sums of phases before the last go to `work`), gathered in the result
   // (or a padded one).
@@ -440,6 +451,18 @@ Value lower_reduce_scatter(Lowerer& l, const Instruction& i, Scope& s) {
     l.pb().wait(kSemStore, n);
   } else if (plan.phases() > 1) {
     work = l.new_buffer(fmt::format("{}.work", i.name()), chunks_shape);
+  }
+  // One-shot where it is the faster and the group's chunks fit in half of VMEM.
+  const int64_t tile_bytes = int64_t{l.chip().vpu_sublanes} * l.chip().vpu_lanes * eb;
+  const int64_t padded_bytes = round_up(std::max<int64_t>(shape.byte_size(), 1), tile_bytes);
+  const Options::AllReduce algorithm = l.options().all_reduce;
+  const auto chunk = static_cast<double>(shape.byte_size());
+  if (2 * g * padded_bytes <= l.vmem_free() &&
+      (algorithm == Options::AllReduce::kOneShot ||
+       (algorithm == Options::AllReduce::kAuto && g * padded_bytes <= kOneShotMaxBytes &&
+        prefer_one_shot(l, i, plan, 1, static_cast<double>(g - 1) * chunk, chunk)))) {
+    one_shot_all_reduce(l, i, step, padded_bytes, input, true);
+    return Value{out, shape, {}};
   }
   RingEmitter rings(l, i, std::move(plan));
   rings.reduce_scatter(input, work, out, shape.type(), true, false);
