@@ -69,15 +69,17 @@ inline std::string matmul_hlo(const MatmulMeasurement& r, std::string_view dtype
       dtype, r.m, r.n, r.k);
 }
 
-// The simulated time of one row in microseconds (compiled for `chip`, timing-only).
+// The simulated time of one row in microseconds (compiled for `chip`, timing-only, with
+// the HBM model `hbm`: sim/timing/README.md).
 inline double simulate_matmul_us(const topology::ChipConfig& chip, const MatmulMeasurement& r,
-                                 std::string_view dtype) {
+                                 std::string_view dtype, const std::string& hbm = "channels") {
   auto module = ir::parse_module(matmul_hlo(r, dtype));
   passes::default_pipeline().run(*module);
   isa::Executable exe = tpu::compile(*module, chip);
   sim::timing::TimingOptions options;
   options.timing_only = true;
   options.profile = false;
+  options.hbm_model = hbm;
   return sim::timing::run_timed(exe, {}, options).seconds * 1e6;
 }
 
@@ -115,13 +117,14 @@ inline MatmulFidelitySummary summarize(const std::vector<MatmulFidelityRow>& row
   return s;
 }
 
-// Every row of `path` simulated on `chip` with operands of `dtype`.
+// Every row of `path` simulated on `chip` with operands of `dtype` (HBM model `hbm`).
 inline std::vector<MatmulFidelityRow> simulate_matmul_measurements(const topology::ChipConfig& chip,
                                                                    const std::string& path,
-                                                                   std::string_view dtype) {
+                                                                   std::string_view dtype,
+                                                                   const std::string& hbm = "channels") {
   std::vector<MatmulFidelityRow> out;
   for (const MatmulMeasurement& r : read_matmul_measurements(path))
-    out.push_back(MatmulFidelityRow{r, simulate_matmul_us(chip, r, dtype)});
+    out.push_back(MatmulFidelityRow{r, simulate_matmul_us(chip, r, dtype, hbm)});
   return out;
 }
 

@@ -17,8 +17,9 @@
 // of each chip's bytes at its share of its host's NICs, and the DCN latency); the
 // all-to-all and permute rows leave DCN out.
 //
-//   build/bin/bench/timing_collective_bench [--quick | --large] [pod ...]
-//     --quick: up to 1 MiB on two pods; --large: up to 1 GiB
+//   build/bin/bench/timing_collective_bench [--quick | --large] [--hbm MODEL] [pod ...]
+//     --quick: up to 1 MiB on two pods; --large: up to 1 GiB; --hbm: the HBM model
+//     (channels, the default, or request-time: sim/timing/README.md)
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -126,10 +127,13 @@ double analytic_seconds(const Op& op, double bytes, const PodConfig& pod) {
 int main(int argc, char** argv) {
   using namespace podsim;
   bool quick = false, large = false;
+  std::string hbm = "channels";
   std::vector<std::string> pods;
   for (int k = 1; k < argc; ++k) {
     if (std::strcmp(argv[k], "--quick") == 0)
       quick = true;
+    else if (std::strcmp(argv[k], "--hbm") == 0 && k + 1 < argc)
+      hbm = argv[++k];
     else if (std::strcmp(argv[k], "--large") == 0)
       large = true;
     else
@@ -156,6 +160,7 @@ int main(int argc, char** argv) {
             tpu::compile(*ir::parse_module(module_text(op, bytes, n)), tpu::Target(pod));
         sim::timing::TimingOptions options;
         options.timing_only = true;
+        options.hbm_model = hbm;
         const sim::timing::PodRunResult r = sim::timing::run_timed_pod(exe, {}, options);
         const double host =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - host_start).count();

@@ -4,6 +4,7 @@
 // median and worst error and how many rows are within 10%.
 //   build/bin/bench/timing_measured_matmul_bench [--dtype bf16|f32] [--chip v6e|chip.toml]
 //                                               [--file measurements.csv]
+//                                               [--hbm channels|request-time]
 // The file does not record the operands' dtype; bf16 is the default (v6e's MXU type; an
 // f16 matmul runs on a v6e as bf16 MXU passes after XLA's conversions, which the TPU
 // target does not lower yet: sim/timing/README.md, "f16").
@@ -16,7 +17,7 @@
 #include "bench/measured_matmul.h"
 
 int main(int argc, char** argv) {
-  std::string dtype = "bf16", chip_name = "v6e";
+  std::string dtype = "bf16", chip_name = "v6e", hbm = "channels";
   std::string file = podsim::bench::default_matmul_measurements();
   for (int k = 1; k + 1 < argc; k += 2) {
     if (std::strcmp(argv[k], "--dtype") == 0)
@@ -25,6 +26,8 @@ int main(int argc, char** argv) {
       chip_name = argv[k + 1];
     else if (std::strcmp(argv[k], "--file") == 0)
       file = argv[k + 1];
+    else if (std::strcmp(argv[k], "--hbm") == 0)
+      hbm = argv[k + 1];
     else {
       fmt::print(stderr, "unknown option {}\n", argv[k]);
       return 2;
@@ -33,10 +36,10 @@ int main(int argc, char** argv) {
   try {
     const podsim::topology::ChipConfig chip = podsim::topology::chip_config(chip_name);
     const auto start = std::chrono::steady_clock::now();
-    const auto rows = podsim::bench::simulate_matmul_measurements(chip, file, dtype);
+    const auto rows = podsim::bench::simulate_matmul_measurements(chip, file, dtype, hbm);
     const double host_s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    fmt::print("{} on {} ({} operands, timing-only)\n", file, chip.name, dtype);
+    fmt::print("{} on {} ({} operands, timing-only, HBM model {})\n", file, chip.name, dtype, hbm);
     fmt::print("{:>6} {:>6} {:>6} {:>12} {:>13} {:>7}\n", "M", "N", "K", "measured_us",
                "simulated_us", "ratio");
     for (const auto& r : rows)

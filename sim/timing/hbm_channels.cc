@@ -1,12 +1,16 @@
-// The built-in HBM model "channels": hbm_channels independent channels sharing the
-// chip's bandwidth equally, interleaved every dma_burst_bytes of address. Each channel
-// serves its bursts in the order they arrive (first come, first served), busy for
-// bytes / (its bandwidth) cycles, plus hbm_turnaround when it switches between reads
-// and writes; a burst's data is there hbm_latency_ns after its service ends. (VMEM's
-// side of DMA traffic is in vmem.cc.)
+// The built-in HBM models "channels" (the default) and "request-time": hbm_channels
+// independent channels sharing the chip's bandwidth equally, interleaved every
+// dma_burst_bytes of address. Each channel serves a burst busy for bytes / (its
+// bandwidth) cycles, plus hbm_turnaround when it switches between reads and writes; a
+// burst's data is there hbm_latency_ns after its service ends. "channels" serves a
+// channel's bursts in the order they are asked for, "request-time" at the first free time
+// at or after each one's request (bookings.h): a burst that lands from another chip
+// while a local transfer has booked the channel ahead goes in between, not behind it.
+// (VMEM's side of DMA traffic is in vmem.cc.)
 #include <algorithm>
 #include <cmath>
 
+#include "sim/timing/bookings.h"
 #include "sim/timing/unit_models.h"
 
 namespace podsim::sim::timing {
@@ -15,27 +19,21 @@ namespace {
 class ChannelMemory final : public MemoryTarget {
  public:
   ChannelMemory(int channels, double bytes_per_cycle, int64_t interleave, Cycle latency,
-                Cycle turnaround)
-      : channels_(static_cast<size_t>(std::max(channels, 1))),
+                Cycle turnaround, bool by_request_time)
+      : channels_(static_cast<size_t>(std::max(channels, 1)), Bookings(turnaround, by_request_time)),
         cycles_per_byte_(1.0 / (bytes_per_cycle / std::max(channels, 1))),
         interleave_(std::max<int64_t>(interleave, 1)),
-        latency_(latency),
-        turnaround_(turnaround) {}
+        latency_(latency) {}
 
   void b_transport(tlm::tlm_generic_payload& p, sc_core::sc_time& delay) override {
-    Cycle now = now_cycles();
-    Cycle request = now + delay.value();
-    auto address = static_cast<int64_t>(p.get_address());
-    Channel& ch = channels_[static_cast<size_t>(address / interleave_) % channels_.size()];
-    bool write = p.get_command() == tlm::TLM_WRITE_COMMAND;
-    Cycle start = std::max(request, ch.free);
-    if (ch.used && ch.last_write != write) start = std::max(start, ch.free + turnaround_);
-    Cycle service = service_cycles(p.get_data_length());
-    ch.free = start + service;
-    ch.used = true;
-    ch.last_write = write;
-    if (on_traffic_) on_traffic_(start, ch.free, static_cast<double>(p.get_data_length()));
-    delay = cycles(ch.free + latency_ - now);
+    const Cycle now = now_cycles();
+    const auto address = static_cast<int64_t>(p.get_address());
+    Bookings& ch = channels_[static_cast<size_t>(address / interleave_) % channels_.size()];
+    const Cycle service = service_cycles(p.get_data_length());
+    const Cycle start = ch.book(now, now + delay.value(), service,
+                                p.get_command() == tlm::TLM_WRITE_COMMAND ? 1 : 0);
+    if (on_traffic_) on_traffic_(start, start + service, static_cast<double>(p.get_data_length()));
+    delay = cycles(start + service + latency_ - now);
     p.set_response_status(tlm::TLM_OK_RESPONSE);
   }
 
@@ -50,16 +48,10 @@ class ChannelMemory final : public MemoryTarget {
     return last_service_;
   }
 
-  struct Channel {
-    Cycle free = 0;
-    bool used = false;
-    bool last_write = false;
-  };
-  std::vector<Channel> channels_;
+  std::vector<Bookings> channels_;
   double cycles_per_byte_;
   int64_t interleave_;
   Cycle latency_;
-  Cycle turnaround_;
   unsigned last_length_ = 0;
   Cycle last_service_ = 1;
 };
@@ -71,12 +63,14 @@ Cycle ns_to_cycles(double ns, double clock_hz) {
 }  // namespace
 
 void register_channel_hbm(HbmRegistry& registry) {
-  registry.add("channels", [](const UnitContext& c) -> std::unique_ptr<MemoryTarget> {
-    return std::make_unique<ChannelMemory>(
-        c.chip.hbm_channels, c.chip.hbm_bandwidth_bytes_per_s / c.chip.clock_hz,
-        c.latencies.dma_burst_bytes, ns_to_cycles(c.chip.hbm_latency_ns, c.chip.clock_hz),
-        static_cast<Cycle>(std::max<int64_t>(c.latencies.hbm_turnaround, 0)));
-  });
+  for (const bool by_request_time : {false, true})
+    registry.add(by_request_time ? "request-time" : "channels",
+                 [by_request_time](const UnitContext& c) -> std::unique_ptr<MemoryTarget> {
+                   return std::make_unique<ChannelMemory>(
+                       c.chip.hbm_channels, c.chip.hbm_bandwidth_bytes_per_s / c.chip.clock_hz,
+                       c.latencies.dma_burst_bytes, ns_to_cycles(c.chip.hbm_latency_ns, c.chip.clock_hz),
+                       static_cast<Cycle>(std::max<int64_t>(c.latencies.hbm_turnaround, 0)), by_request_time);
+                 });
 }
 
 }  // namespace podsim::sim::timing

@@ -98,6 +98,29 @@ TEST(TimingBehaviour, DmaTimeFollowsHbmBandwidth) {
   EXPECT_TRUE(well_formed(rf.profile));
 }
 
+TEST(TimingBehaviour, AnHbmToHbmCopyMovesAtHbmBandwidth) {
+  // One DMA copies 256 KiB within HBM: its reads and writes share the channels, so it
+  // takes twice the bytes over the bandwidth plus a read's and a write's latency, with
+  // either HBM model (a transfer's own writes never hold up its later reads).
+  const int64_t bytes = 256 * 1024;
+  const isa::Executable exe = isa::assemble(
+      ".format 2\n.compiler \"hand-written\"\n.chip tiny\n"
+      ".region a hbm 0 262144\n.region b hbm 262144 262144\n"
+      ".descriptor d0 src=a dst=b elem=8 sizes=[32768] src_strides=[8] dst_strides=[8]\n"
+      ".program core 0\n  dma d0, s0, s0, q0\n  sem.wait q0, 1\n  halt\n",
+      "hbm_copy.s");
+  const topology::ChipConfig& chip = exe.chip;
+  const double analytic = 2.0 * static_cast<double>(bytes) / (chip.hbm_bandwidth_bytes_per_s / chip.clock_hz) +
+                          2.0 * chip.hbm_latency_ns * chip.clock_hz / 1e9;
+  for (const char* model : {"channels", "request-time"}) {
+    SCOPED_TRACE(model);
+    TimingOptions o;
+    o.hbm_model = model;
+    const TimedRunResult r = run_timed(exe, {}, o);
+    EXPECT_NEAR(static_cast<double>(r.cycles), analytic, 0.1 * analytic);
+  }
+}
+
 TEST(TimingBehaviour, MxuWorkOverlapsAnInFlightDma) {
   const int64_t bytes = 256 * 1024;  // about 4200 cycles of DMA
   const int passes = 400;            // about 16 cycles each: 6400 cycles of MXU work
@@ -241,7 +264,7 @@ TEST(TimingBehaviour, ErrorsLeaveTheKernelUsable) {
   EXPECT_EQ(run_timed(exe, small_parameters(exe)).outputs,
             functional_outputs(exe, small_parameters(exe)));
   EXPECT_THROW(run_timed(exe, {}), Error);  // missing parameters
-  EXPECT_EQ(registered_unit_models("hbm"), std::vector<std::string>{"channels"});
+  EXPECT_EQ(registered_unit_models("hbm"), (std::vector<std::string>{"channels", "request-time"}));
 }
 
 }  // namespace
