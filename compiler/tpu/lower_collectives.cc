@@ -172,31 +172,18 @@ std::vector<int64_t> peer_table(const Instruction& i, const Target& t, int64_t g
   return table;
 }
 
-// The one-shot all-reduce, for arrays whose time is latency: once every chip of the
-// group has said it is in the step, each sends its whole array (from HBM, each copy over
-// its own route, all at once) into its slot of every other chip's VMEM, then reduces
-// the group's G arrays in group order (the reference evaluator's order) on the vector
-// unit (peer_table's rows).
-// A reduce-scatter (`scatter`) runs the same way on chunks: chunk q of each chip's
-// array (g contiguous chunks in `input`) goes to the chip at position q.
-void one_shot_all_reduce(Lowerer& l, const Instruction& i, const CollectiveStep& step,
-                         int64_t padded, int32_t input_buffer, bool scatter) {
+// The one-shot exchange (over peer_table's rows): this chip's piece of `bytes` goes by
+// `descriptor` to place p (at p x place_bytes) of its own destination and, once every
+// chip of the group has said it is ready, of every other chip's, over its own route to
+// each, all at once; with `scatter` the piece for the chip at position q is chunk q of
+// the source (else the whole source). Independent steps run while the pieces are in
+// flight; returns once the local copy and the G - 1 pieces from the others are in.
+void one_shot_exchange(Lowerer& l, const Instruction& i, int64_t g, int32_t descriptor, int64_t bytes,
+                       int64_t place_bytes, bool scatter) {
   ProgramBuilder& pb = l.pb();
-  const Target& t = l.target();
-  const ir::Shape& shape = scatter ? i.shape() : step.in.shape;
-  const topology::ChipConfig& chip = l.chip();
-  const int64_t bytes = shape.byte_size();
-  const int64_t row_bytes = int64_t{chip.vpu_lanes} * ir::type_byte_size(shape.type());
-  const int64_t tile_bytes = row_bytes * chip.vpu_sublanes;
-  const isa::DType mem = memory_dtype(shape.type());
-  const int64_t g = step.group_size;
-  const int32_t row = device_row(l, fmt::format("{}.peers", i.name()), peer_table(i, t, g), g);
-  const int32_t slots = l.vmem("slots", g * padded);
-  const int32_t input = l.use(input_buffer);
+  const int32_t row = device_row(l, fmt::format("{}.peers", i.name()), peer_table(i, l.target(), g), g);
   const int peer = pb.hold_sreg(), at = pb.hold_sreg(), from = pb.hold_sreg();
-  // The chip's own array (chunk p) into its slot p; tell every peer this chip is ready.
-  // `from`: the chunk (p + k) mod G that goes to the k-th peer (0 without scatter).
-  auto chunk_of = [&](int64_t k) {
+  auto chunk_of = [&](int64_t k) {  // the chunk (p + k) mod G goes to the k-th peer
     pb.emit(isa::Opcode::kSld, isa::DType::kS32, {from, row, pb.sreg(0)});
     pb.emit(isa::Opcode::kSaddi, isa::DType::kS32, {from, from, k});
     pb.emit(isa::Opcode::kSrem, isa::DType::kS32, {from, from, pb.sreg(g)});
@@ -204,9 +191,8 @@ void one_shot_all_reduce(Lowerer& l, const Instruction& i, const CollectiveStep&
     return from;
   };
   pb.emit(isa::Opcode::kSld, isa::DType::kS32, {at, row, pb.sreg(0)});
-  pb.emit(isa::Opcode::kSmuli, isa::DType::kS32, {at, at, padded});
-  const int32_t to_slot = contiguous_descriptor(pb, input, slots, bytes);
-  pb.emit(isa::Opcode::kDma, isa::DType::kF32, {to_slot, scatter ? chunk_of(0) : pb.sreg(0), at, kSemLoad});
+  pb.emit(isa::Opcode::kSmuli, isa::DType::kS32, {at, at, place_bytes});
+  pb.emit(isa::Opcode::kDma, isa::DType::kF32, {descriptor, scatter ? chunk_of(0) : pb.sreg(0), at, kSemLoad});
   std::vector<int64_t> peers;
   for (int64_t k = 1; k < g; ++k) peers.push_back(k);
   Handshake handshake(l);
@@ -215,18 +201,38 @@ void one_shot_all_reduce(Lowerer& l, const Instruction& i, const CollectiveStep&
   for (int64_t k = 1; k < g; ++k) {
     pb.emit(isa::Opcode::kSld, isa::DType::kS32, {peer, row, pb.sreg(8 * k)});
     pb.emit(isa::Opcode::kDmaRemote, isa::DType::kF32,
-            {to_slot, scatter ? chunk_of(k) : pb.sreg(0), at, peer, kSemSentHbm, kSemLanded});
+            {descriptor, scatter ? chunk_of(k) : pb.sreg(0), at, peer, kSemSentHbm, kSemLanded});
   }
   pb.release_sreg(from);
   pb.release_sreg(peer);
   pb.release_sreg(at);
-  // g - 1 arrays leave over the chip's links while independent steps run.
-  const topology::PodConfig& pod = *t.pod;
+  const topology::PodConfig& pod = *l.target().pod;
   l.overlap_point(static_cast<double>(bytes * (g - 1)) /
-                      (pod.ici_link_bandwidth_bytes_per_s * static_cast<double>(std::min<int64_t>(g - 1, chip.ici_ports))) * 1e9 +
+                      (pod.ici_link_bandwidth_bytes_per_s *
+                       static_cast<double>(std::min<int64_t>(g - 1, l.chip().ici_ports))) * 1e9 +
                   pod.ici_link_latency_ns);
   pb.wait(kSemLoad, 1);
   pb.wait(kSemLanded, g - 1);
+}
+
+// The one-shot all-reduce, for arrays whose time is latency: each chip's whole array
+// goes into its slot of every chip's VMEM by the one-shot exchange, then each reduces
+// the group's G arrays in group order (the reference evaluator's order) on the vector
+// unit. A reduce-scatter (`scatter`) runs the same way on chunks: chunk q of each chip's
+// array (G contiguous chunks in `input_buffer`) goes to the chip at position q.
+void one_shot_all_reduce(Lowerer& l, const Instruction& i, const CollectiveStep& step,
+                         int64_t padded, int32_t input_buffer, bool scatter) {
+  ProgramBuilder& pb = l.pb();
+  const ir::Shape& shape = scatter ? i.shape() : step.in.shape;
+  const topology::ChipConfig& chip = l.chip();
+  const int64_t bytes = shape.byte_size();
+  const int64_t row_bytes = int64_t{chip.vpu_lanes} * ir::type_byte_size(shape.type());
+  const int64_t tile_bytes = row_bytes * chip.vpu_sublanes;
+  const isa::DType mem = memory_dtype(shape.type());
+  const int64_t g = step.group_size;
+  const int32_t slots = l.vmem("slots", g * padded);
+  one_shot_exchange(l, i, g, contiguous_descriptor(pb, l.use(input_buffer), slots, bytes), bytes, padded,
+                    scatter);
 
   // slot 0 (+) slot 1 (+) ... tile by tile, into `sum`, then out to HBM.
   const Reducer reducer = build_reducer(l, i, 1);
@@ -262,38 +268,13 @@ void one_shot_all_reduce(Lowerer& l, const Instruction& i, const CollectiveStep&
   pb.wait(kSemSentHbm, g - 1);
 }
 
-// The one-shot all-gather, for chunks whose time is latency: once every chip of the
-// group has said it is in the step, each sends its chunk (from HBM, over its own route
-// to each, all at once) to its place in every other chip's `gathered` and copies it into
-// its own. The table row is the one-shot all-reduce's.
+// The one-shot all-gather, for chunks whose time is latency: each chip's chunk (from
+// HBM) goes to its place in every chip's `gathered` by the one-shot exchange.
 void one_shot_all_gather(Lowerer& l, const Instruction& i, const CollectiveStep& step, int32_t gathered) {
   ProgramBuilder& pb = l.pb();
-  const Target& t = l.target();
   const int64_t bytes = step.in.shape.byte_size(), g = step.group_size;
-  const int32_t row = device_row(l, fmt::format("{}.peers", i.name()), peer_table(i, t, g), g);
-  const int32_t descriptor = contiguous_descriptor(pb, l.use(step.in.buffer), l.use(gathered), bytes);
-  const int peer = pb.hold_sreg(), at = pb.hold_sreg();
-  pb.emit(isa::Opcode::kSld, isa::DType::kS32, {at, row, pb.sreg(0)});
-  pb.emit(isa::Opcode::kSmuli, isa::DType::kS32, {at, at, bytes});
-  pb.emit(isa::Opcode::kDma, isa::DType::kF32, {descriptor, pb.sreg(0), at, kSemLoad});
-  std::vector<int64_t> peers;
-  for (int64_t k = 1; k < g; ++k) peers.push_back(k);
-  Handshake handshake(l);
-  handshake.signal(row, peers);
-  handshake.await(row, peers);
-  for (int64_t k = 1; k < g; ++k) {
-    pb.emit(isa::Opcode::kSld, isa::DType::kS32, {peer, row, pb.sreg(8 * k)});
-    pb.emit(isa::Opcode::kDmaRemote, isa::DType::kF32, {descriptor, pb.sreg(0), at, peer, kSemSentHbm, kSemLanded});
-  }
-  pb.release_sreg(peer);
-  pb.release_sreg(at);
-  const topology::PodConfig& pod = *t.pod;
-  l.overlap_point(static_cast<double>(bytes * (g - 1)) /
-                      (pod.ici_link_bandwidth_bytes_per_s *
-                       static_cast<double>(std::min<int64_t>(g - 1, l.chip().ici_ports))) * 1e9 +
-                  pod.ici_link_latency_ns);
-  pb.wait(kSemLoad, 1);
-  pb.wait(kSemLanded, g - 1);
+  one_shot_exchange(l, i, g, contiguous_descriptor(pb, l.use(step.in.buffer), l.use(gathered), bytes), bytes,
+                    bytes, false);
   pb.wait(kSemSentHbm, g - 1);
 }
 
