@@ -17,8 +17,8 @@
 //   it (or is empty); the buffer drains as the next link sends the burst on, or as it is
 //   written into the destination memory. A busy link therefore backs traffic up hop by
 //   hop, and into the DMA engines: an engine waits (send() blocks in simulated time) while
-//   its chip has a buffer's worth of bursts queued for that link (the injection port has
-//   a buffer of its own, like each link's far end). Credits return when the
+//   it has a buffer's worth of bursts queued for that link (each engine's injection port
+//   has a buffer of its own, like each link's far end, and is an input of the link). Credits return when the
 //   bytes leave the buffer (no separate credit latency); a buffer smaller than a round
 //   trip (2 x latency x bandwidth) keeps a link below its bandwidth, as in hardware. DCN
 //   links (NICs, switch) always buffer a round trip.
