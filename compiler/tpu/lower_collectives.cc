@@ -111,16 +111,23 @@ int64_t busiest_link(const topology::Torus& torus, const std::vector<std::pair<i
   return most;
 }
 
-// The cost model choosing an all-reduce's or all-gather's algorithm
-// (Options::AllReduce::kAuto), from the pod's figures. The rings: each phase's handshake
-// and `steps` x (size - 1) steps (2 for an all-reduce: reduce-scatter and all-gather),
-// each a route to the next chip plus the HBM latency of landing and loading, and
-// `ring_bytes` over the links, shared by the streams, times the first phase's rings that
-// share its busiest link. The one-shot exchange: two routes to the farthest chip of the
-// group (ready, then data) and `one_shot_bytes` for each route of the exchange that
-// crosses its busiest link (G - 1 over DCN). True when the one-shot is the faster.
-bool prefer_one_shot(const Lowerer& l, const Instruction& i, const RingPlan& plan, double steps,
-                     double ring_bytes, double one_shot_bytes) {
+// The cost model choosing a collective's algorithm (Options::AllReduce::kAuto), from the
+// pod's figures. The rings: each phase's handshake and `steps` x (size - 1) steps (2 for
+// an all-reduce: reduce-scatter and all-gather), each a route to the next chip plus the
+// HBM latency of landing and loading, and `ring_bytes` over the links, shared by the
+// streams, times the first phase's rings that share its busiest link. A one-shot
+// exchange of pieces of B bytes: two routes to the farthest chip of the group (ready,
+// then data) and two HBM latencies, plus B for each route of the exchange that crosses
+// its busiest link (G - 1 over DCN).
+struct CollectiveCosts {
+  double ring_ns = 0;
+  double exchange_ns = 0;           // of the exchange, whatever its size
+  double exchange_ns_per_byte = 0;  // and per byte of a piece
+  double exchange(double bytes) const { return exchange_ns + exchange_ns_per_byte * bytes; }
+};
+
+CollectiveCosts collective_costs(const Lowerer& l, const Instruction& i, const RingPlan& plan, double steps,
+                                 double ring_bytes) {
   const Target& t = l.target();
   const int64_t g = plan.group_size;
   const topology::Torus torus(*t.pod);
@@ -153,10 +160,8 @@ bool prefer_one_shot(const Lowerer& l, const Instruction& i, const RingPlan& pla
                         : pod.ici_link_bandwidth_bytes_per_s;
   ring_ns += ring_bytes / static_cast<double>(plan.streams.size()) *
              static_cast<double>(busiest_link(torus, first_rings)) / bw * 1e9;
-  const double one_shot_ns =
-      2 * farthest + 2 * hbm +
-      static_cast<double>(dcn ? g - 1 : busiest_link(torus, exchange)) * one_shot_bytes / bw * 1e9;
-  return one_shot_ns < ring_ns;
+  return CollectiveCosts{ring_ns, 2 * farthest + 2 * hbm,
+                         static_cast<double>(dcn ? g - 1 : busiest_link(torus, exchange)) / bw * 1e9};
 }
 
 // A table row per device for the one-shot exchanges: its group position p and the
@@ -170,6 +175,13 @@ std::vector<int64_t> peer_table(const Instruction& i, const Target& t, int64_t g
       for (int64_t k = 1; k < g; ++k) row[k] = group[static_cast<size_t>((p + k) % g)];
     }
   return table;
+}
+
+// Whether an all-gather's or reduce-scatter's one-shot exchange (pieces of one chunk)
+// beats its rings (G - 1 steps, G - 1 chunks over the links).
+bool one_shot_is_faster(const Lowerer& l, const Instruction& i, const RingPlan& plan, double chunk) {
+  const CollectiveCosts c = collective_costs(l, i, plan, 1, static_cast<double>(plan.group_size - 1) * chunk);
+  return c.exchange(chunk) < c.ring_ns;
 }
 
 // The one-shot exchange (over peer_table's rows): this chip's piece of `bytes` goes by
@@ -218,18 +230,16 @@ void one_shot_exchange(Lowerer& l, const Instruction& i, int64_t g, int32_t desc
 // The one-shot all-reduce, for arrays whose time is latency: each chip's whole array
 // goes into its slot of every chip's VMEM by the one-shot exchange, then each reduces
 // the group's G arrays in group order (the reference evaluator's order) on the vector
-// unit. A reduce-scatter (`scatter`) runs the same way on chunks: chunk q of each chip's
-// array (G contiguous chunks in `input_buffer`) goes to the chip at position q.
-void one_shot_all_reduce(Lowerer& l, const Instruction& i, const CollectiveStep& step,
-                         int64_t padded, int32_t input_buffer, bool scatter) {
+// unit into `output_buffer`. A reduce-scatter (`scatter`) runs the same way on chunks of
+// `bytes`: chunk q of each chip's array (G contiguous chunks in `input_buffer`) goes to
+// the chip at position q.
+void one_shot_all_reduce(Lowerer& l, const Instruction& i, int64_t g, ir::PrimitiveType type, int64_t bytes,
+                         int64_t padded, int32_t input_buffer, int32_t output_buffer, bool scatter) {
   ProgramBuilder& pb = l.pb();
-  const ir::Shape& shape = scatter ? i.shape() : step.in.shape;
   const topology::ChipConfig& chip = l.chip();
-  const int64_t bytes = shape.byte_size();
-  const int64_t row_bytes = int64_t{chip.vpu_lanes} * ir::type_byte_size(shape.type());
+  const int64_t row_bytes = int64_t{chip.vpu_lanes} * ir::type_byte_size(type);
   const int64_t tile_bytes = row_bytes * chip.vpu_sublanes;
-  const isa::DType mem = memory_dtype(shape.type());
-  const int64_t g = step.group_size;
+  const isa::DType mem = memory_dtype(type);
   const int32_t slots = l.vmem("slots", g * padded);
   one_shot_exchange(l, i, g, contiguous_descriptor(pb, l.use(input_buffer), slots, bytes), bytes, padded,
                     scatter);
@@ -263,7 +273,7 @@ void one_shot_all_reduce(Lowerer& l, const Instruction& i, const CollectiveStep&
     else
       regs.give(acc);
   }
-  pb.dma(contiguous_descriptor(pb, sum, l.use(step.out), bytes), 0, 0, kSemStore);
+  pb.dma(contiguous_descriptor(pb, sum, l.use(output_buffer), bytes), 0, 0, kSemStore);
   pb.wait(kSemStore, 1);
   pb.wait(kSemSentHbm, g - 1);
 }
@@ -318,30 +328,53 @@ void all_reduce_array(Lowerer& l, const Instruction& i, CollectiveStep& step) {
   const int64_t tile_bytes = int64_t{l.chip().vpu_sublanes} * l.chip().vpu_lanes * eb;
   const int64_t padded_bytes = round_up(std::max<int64_t>(shape.byte_size(), 1), tile_bytes);
   RingPlan plan = plan_rings(l, i, ceil_div(std::max<int64_t>(shape.num_elements(), 1), g), eb);
-  const Options::AllReduce algorithm = l.options().all_reduce;
+  // The algorithm: the options', or the cost model's among those that fit (the one-shot
+  // exchanges gather the group's arrays, or chunks, in VMEM).
+  const Options::AllReduce forced = l.options().all_reduce;
+  const int64_t cb = plan.chunk_bytes(), padded_chunk = round_up(cb, tile_bytes);
   const bool one_shot_fits = 2 * g * padded_bytes <= l.vmem_free();
-  const auto b = static_cast<double>(shape.byte_size());
-  if ((algorithm == Options::AllReduce::kOneShot && one_shot_fits) ||
-      (algorithm == Options::AllReduce::kAuto && one_shot_fits && g * padded_bytes <= kOneShotMaxBytes &&
-       prefer_one_shot(l, i, plan, 2, 2.0 * static_cast<double>(g - 1) / static_cast<double>(g) * b, b)))
-    return one_shot_all_reduce(l, i, step, padded_bytes, step.in.buffer, false);
+  const bool two_shot_fits = 2 * g * padded_chunk <= l.vmem_free();
+  Options::AllReduce algorithm = Options::AllReduce::kRing;
+  if (forced == Options::AllReduce::kAuto) {
+    const auto b = static_cast<double>(shape.byte_size());
+    const CollectiveCosts c =
+        collective_costs(l, i, plan, 2, 2.0 * static_cast<double>(g - 1) / static_cast<double>(g) * b);
+    double best = c.ring_ns;
+    if (one_shot_fits && g * padded_bytes <= kOneShotMaxBytes && c.exchange(b) < best)
+      best = c.exchange(b), algorithm = Options::AllReduce::kOneShot;
+    if (two_shot_fits && 2 * c.exchange(static_cast<double>(cb)) < best) algorithm = Options::AllReduce::kTwoShot;
+  } else if ((forced == Options::AllReduce::kOneShot && one_shot_fits) ||
+             (forced == Options::AllReduce::kTwoShot && two_shot_fits)) {
+    algorithm = forced;
+  }
+  if (algorithm == Options::AllReduce::kOneShot)
+    return one_shot_all_reduce(l, i, g, shape.type(), shape.byte_size(), padded_bytes, step.in.buffer, step.out,
+                               false);
   // The array padded to whole chunks (a scratch copy, reduced in place) or as it is
-  // (then the sums of phases before the last go to `work`), gathered in the result
-  // (or a padded one).
-  const ir::Shape padded_shape(ir::PrimitiveType::kU8, {g * plan.chunk_bytes()});
-  const bool padded = g * plan.chunk_bytes() != shape.byte_size();
+  // (then the rings' sums of phases before the last go to `work`), gathered in the
+  // result (or a padded one).
+  const ir::Shape padded_shape(ir::PrimitiveType::kU8, {g * cb});
+  const bool padded = g * cb != shape.byte_size();
   int32_t input = step.in.buffer, work = -1;
   if (padded) {
     input = work = l.new_buffer(fmt::format("{}.work", i.name()), padded_shape);
     l.pb().wait(kSemStore, issue_spread_copy(l, l.use(step.in.buffer), -1, l.use(work), -1, shape.byte_size(), kSemStore));
-  } else if (plan.phases() > 1) {
+  } else if (plan.phases() > 1 && algorithm == Options::AllReduce::kRing) {
     work = l.new_buffer(fmt::format("{}.work", i.name()), padded_shape);
   }
   const int32_t gathered =
       padded ? l.new_buffer(fmt::format("{}.gathered", i.name()), padded_shape) : step.out;
-  RingEmitter rings(l, i, std::move(plan));
-  rings.reduce_scatter(input, work, gathered, shape.type(), false, true);
-  rings.all_gather(gathered, true);
+  if (algorithm == Options::AllReduce::kTwoShot) {
+    // Reduce-scatter, then all-gather, each one exchange.
+    const int32_t mine = l.new_buffer(fmt::format("{}.chunk", i.name()), ir::Shape(ir::PrimitiveType::kU8, {cb}));
+    one_shot_all_reduce(l, i, g, shape.type(), cb, padded_chunk, input, mine, true);
+    one_shot_exchange(l, i, g, contiguous_descriptor(l.pb(), l.use(mine), l.use(gathered), cb), cb, cb, false);
+    l.pb().wait(kSemSentHbm, g - 1);
+  } else {
+    RingEmitter rings(l, i, std::move(plan));
+    rings.reduce_scatter(input, work, gathered, shape.type(), false, true);
+    rings.all_gather(gathered, true);
+  }
   if (padded)
     l.pb().wait(kSemStore, issue_spread_copy(l, l.use(gathered), -1, l.use(step.out), -1, shape.byte_size(), kSemStore));
 }
@@ -437,12 +470,11 @@ Value lower_reduce_scatter(Lowerer& l, const Instruction& i, Scope& s) {
   const int64_t tile_bytes = int64_t{l.chip().vpu_sublanes} * l.chip().vpu_lanes * eb;
   const int64_t padded_bytes = round_up(std::max<int64_t>(shape.byte_size(), 1), tile_bytes);
   const Options::AllReduce algorithm = l.options().all_reduce;
-  const auto chunk = static_cast<double>(shape.byte_size());
   if (2 * g * padded_bytes <= l.vmem_free() &&
-      (algorithm == Options::AllReduce::kOneShot ||
+      (algorithm == Options::AllReduce::kOneShot || algorithm == Options::AllReduce::kTwoShot ||
        (algorithm == Options::AllReduce::kAuto && g * padded_bytes <= kOneShotMaxBytes &&
-        prefer_one_shot(l, i, plan, 1, static_cast<double>(g - 1) * chunk, chunk)))) {
-    one_shot_all_reduce(l, i, step, padded_bytes, input, true);
+        one_shot_is_faster(l, i, plan, static_cast<double>(shape.byte_size()))))) {
+    one_shot_all_reduce(l, i, g, shape.type(), shape.byte_size(), padded_bytes, input, out, true);
     return Value{out, shape, {}};
   }
   RingEmitter rings(l, i, std::move(plan));
@@ -640,10 +672,9 @@ Value lower_all_gather(Lowerer& l, const Instruction& i, Scope& s) {
   const int32_t gathered =
       outer > 1 ? l.new_buffer(fmt::format("{}.gathered", i.name()), shape) : out;
   const Options::AllReduce algorithm = l.options().all_reduce;
-  const auto chunk = static_cast<double>(step.in.shape.byte_size());
-  if (algorithm == Options::AllReduce::kOneShot ||
+  if (algorithm == Options::AllReduce::kOneShot || algorithm == Options::AllReduce::kTwoShot ||
       (algorithm == Options::AllReduce::kAuto &&
-       prefer_one_shot(l, i, plan, 1, static_cast<double>(g - 1) * chunk, chunk)))
+       one_shot_is_faster(l, i, plan, static_cast<double>(step.in.shape.byte_size()))))
     one_shot_all_gather(l, i, step, gathered);
   else
     RingEmitter(l, i, std::move(plan)).all_gather(gathered, false, step.in.buffer);

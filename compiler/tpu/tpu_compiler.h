@@ -62,13 +62,15 @@ struct Options {
   // pipeline (simplification, fusion). false lowers the module as it is (tests of one
   // lowering, `podsim compile --no-passes`); a 64-bit type is then an error.
   bool passes = true;
-  // How all-reduces and all-gathers move data: chosen per instruction by the pod's cost
-  // model (kAuto), or forced (tests and benchmarks of either algorithm). kRing: over rings
-  // on the torus (an all-reduce as reduce-scatter then all-gather); kOneShot: every chip
-  // sends its array to every other chip of its group (the latency-bound choice), an
-  // all-reduce then reducing them all where the group's arrays fit in half the chip's
-  // VMEM (else the rings).
-  enum class AllReduce { kAuto, kRing, kOneShot };
+  // How all-reduces, reduce-scatters and all-gathers move data: chosen per instruction by
+  // the pod's cost model (kAuto), or forced (tests and benchmarks of each algorithm).
+  // kRing: over rings on the torus (an all-reduce as reduce-scatter then all-gather);
+  // kOneShot: every chip sends its array (a reduce-scatter: each chunk) to every other
+  // chip of its group at once (the latency-bound choice), an all-reduce then reducing
+  // them all where the group's arrays fit in half the chip's VMEM (else the rings);
+  // kTwoShot: an all-reduce as a one-shot reduce-scatter then a one-shot all-gather
+  // (G times less over the links than kOneShot, twice its latency); others as kOneShot.
+  enum class AllReduce { kAuto, kRing, kOneShot, kTwoShot };
   AllReduce all_reduce = AllReduce::kAuto;
   // Latency hiding: each ring collective is lowered as soon as its operands are (not
   // where the module places it), and the steps of instructions independent of it run

@@ -79,7 +79,8 @@ void check_on_pod(const std::string& hlo, const std::string& pod_name, Options::
 }
 
 void check_on_pod(const std::string& hlo, const std::string& pod_name) {
-  for (Options::AllReduce algorithm : {Options::AllReduce::kRing, Options::AllReduce::kOneShot})
+  for (Options::AllReduce algorithm :
+       {Options::AllReduce::kRing, Options::AllReduce::kOneShot, Options::AllReduce::kTwoShot})
     check_on_pod(hlo, pod_name, algorithm);
 }
 
