@@ -164,9 +164,10 @@ CollectiveCosts collective_costs(const Lowerer& l, const Instruction& i, const R
                          static_cast<double>(dcn ? g - 1 : busiest_link(torus, exchange)) / bw * 1e9};
 }
 
-// A table row per device for the one-shot exchanges: its group position p and the
-// devices at positions p + 1, ..., p + G - 1 (mod G).
-std::vector<int64_t> peer_table(const Instruction& i, const Target& t, int64_t g) {
+// The one-shot exchanges' table (a row per device: its group position p and the devices
+// at positions p + 1, ..., p + G - 1 (mod G)), and this chip's row of it in VMEM.
+int32_t peer_row(Lowerer& l, const Instruction& i, int64_t g) {
+  const Target& t = l.target();
   std::vector<int64_t> table(static_cast<size_t>(t.devices() * g), 0);
   for (const std::vector<int64_t>& group : ir::collective_device_groups(i, t.replicas, t.partitions))
     for (int64_t p = 0; p < g; ++p) {
@@ -174,7 +175,7 @@ std::vector<int64_t> peer_table(const Instruction& i, const Target& t, int64_t g
       row[0] = p;
       for (int64_t k = 1; k < g; ++k) row[k] = group[static_cast<size_t>((p + k) % g)];
     }
-  return table;
+  return device_row(l, fmt::format("{}.peers", i.name()), table, g);
 }
 
 // Whether an all-gather's or reduce-scatter's one-shot exchange (pieces of one chunk)
@@ -184,16 +185,15 @@ bool one_shot_is_faster(const Lowerer& l, const Instruction& i, const RingPlan& 
   return c.exchange(chunk) < c.ring_ns;
 }
 
-// The one-shot exchange (over peer_table's rows): this chip's piece of `bytes` goes by
+// The one-shot exchange (over peer_row's `row`): this chip's piece of `bytes` goes by
 // `descriptor` to place p (at p x place_bytes) of its own destination and, once every
 // chip of the group has said it is ready, of every other chip's, over its own route to
 // each, all at once; with `scatter` the piece for the chip at position q is chunk q of
 // the source (else the whole source). Independent steps run while the pieces are in
 // flight; returns once the local copy and the G - 1 pieces from the others are in.
-void one_shot_exchange(Lowerer& l, const Instruction& i, int64_t g, int32_t descriptor, int64_t bytes,
+void one_shot_exchange(Lowerer& l, int32_t row, int64_t g, int32_t descriptor, int64_t bytes,
                        int64_t place_bytes, bool scatter) {
   ProgramBuilder& pb = l.pb();
-  const int32_t row = device_row(l, fmt::format("{}.peers", i.name()), peer_table(i, l.target(), g), g);
   const int peer = pb.hold_sreg(), at = pb.hold_sreg(), from = pb.hold_sreg();
   auto chunk_of = [&](int64_t k) {  // the chunk (p + k) mod G goes to the k-th peer
     pb.emit(isa::Opcode::kSld, isa::DType::kS32, {from, row, pb.sreg(0)});
@@ -233,15 +233,15 @@ void one_shot_exchange(Lowerer& l, const Instruction& i, int64_t g, int32_t desc
 // unit into `output_buffer`. A reduce-scatter (`scatter`) runs the same way on chunks of
 // `bytes`: chunk q of each chip's array (G contiguous chunks in `input_buffer`) goes to
 // the chip at position q.
-void one_shot_all_reduce(Lowerer& l, const Instruction& i, int64_t g, ir::PrimitiveType type, int64_t bytes,
-                         int64_t padded, int32_t input_buffer, int32_t output_buffer, bool scatter) {
+void one_shot_all_reduce(Lowerer& l, const Instruction& i, int32_t row, int64_t g, ir::PrimitiveType type,
+                         int64_t bytes, int64_t padded, int32_t input_buffer, int32_t output_buffer, bool scatter) {
   ProgramBuilder& pb = l.pb();
   const topology::ChipConfig& chip = l.chip();
   const int64_t row_bytes = int64_t{chip.vpu_lanes} * ir::type_byte_size(type);
   const int64_t tile_bytes = row_bytes * chip.vpu_sublanes;
   const isa::DType mem = memory_dtype(type);
   const int32_t slots = l.vmem("slots", g * padded);
-  one_shot_exchange(l, i, g, contiguous_descriptor(pb, l.use(input_buffer), slots, bytes), bytes, padded,
+  one_shot_exchange(l, row, g, contiguous_descriptor(pb, l.use(input_buffer), slots, bytes), bytes, padded,
                     scatter);
 
   // slot 0 (+) slot 1 (+) ... tile by tile, into `sum`, then out to HBM.
@@ -283,7 +283,8 @@ void one_shot_all_reduce(Lowerer& l, const Instruction& i, int64_t g, ir::Primit
 void one_shot_all_gather(Lowerer& l, const Instruction& i, const CollectiveStep& step, int32_t gathered) {
   ProgramBuilder& pb = l.pb();
   const int64_t bytes = step.in.shape.byte_size(), g = step.group_size;
-  one_shot_exchange(l, i, g, contiguous_descriptor(pb, l.use(step.in.buffer), l.use(gathered), bytes), bytes,
+  one_shot_exchange(l, peer_row(l, i, g), g,
+                    contiguous_descriptor(pb, l.use(step.in.buffer), l.use(gathered), bytes), bytes,
                     bytes, false);
   pb.wait(kSemSentHbm, g - 1);
 }
@@ -348,8 +349,8 @@ void all_reduce_array(Lowerer& l, const Instruction& i, CollectiveStep& step) {
     algorithm = forced;
   }
   if (algorithm == Options::AllReduce::kOneShot)
-    return one_shot_all_reduce(l, i, g, shape.type(), shape.byte_size(), padded_bytes, step.in.buffer, step.out,
-                               false);
+    return one_shot_all_reduce(l, i, peer_row(l, i, g), g, shape.type(), shape.byte_size(), padded_bytes,
+                               step.in.buffer, step.out, false);
   // The array padded to whole chunks (a scratch copy, reduced in place) or as it is
   // (then the rings' sums of phases before the last go to `work`), gathered in the
   // result (or a padded one).
@@ -367,8 +368,9 @@ void all_reduce_array(Lowerer& l, const Instruction& i, CollectiveStep& step) {
   if (algorithm == Options::AllReduce::kTwoShot) {
     // Reduce-scatter, then all-gather, each one exchange.
     const int32_t mine = l.new_buffer(fmt::format("{}.chunk", i.name()), ir::Shape(ir::PrimitiveType::kU8, {cb}));
-    one_shot_all_reduce(l, i, g, shape.type(), cb, padded_chunk, input, mine, true);
-    one_shot_exchange(l, i, g, contiguous_descriptor(l.pb(), l.use(mine), l.use(gathered), cb), cb, cb, false);
+    const int32_t row = peer_row(l, i, g);
+    one_shot_all_reduce(l, i, row, g, shape.type(), cb, padded_chunk, input, mine, true);
+    one_shot_exchange(l, row, g, contiguous_descriptor(l.pb(), l.use(mine), l.use(gathered), cb), cb, cb, false);
     l.pb().wait(kSemSentHbm, g - 1);
   } else {
     RingEmitter rings(l, i, std::move(plan));
@@ -474,7 +476,8 @@ Value lower_reduce_scatter(Lowerer& l, const Instruction& i, Scope& s) {
       (algorithm == Options::AllReduce::kOneShot || algorithm == Options::AllReduce::kTwoShot ||
        (algorithm == Options::AllReduce::kAuto && g * padded_bytes <= kOneShotMaxBytes &&
         one_shot_is_faster(l, i, plan, static_cast<double>(shape.byte_size()))))) {
-    one_shot_all_reduce(l, i, g, shape.type(), shape.byte_size(), padded_bytes, input, out, true);
+    one_shot_all_reduce(l, i, peer_row(l, i, g), g, shape.type(), shape.byte_size(), padded_bytes, input, out,
+                        true);
     return Value{out, shape, {}};
   }
   RingEmitter rings(l, i, std::move(plan));
