@@ -1,10 +1,10 @@
 // Data-parallel training steps on simulated pods: the MLP and the small GPT of `podsim
 // train`, one replica per chip, on one v5e chip and on v5e slices of 4, 8, 16 and 64
 // chips (global batch 64 for the MLP, 16 for the GPT, 64 for the GPT on 64 chips: each
-// chip's share shrinks as the slice grows). Per run: the simulated step time, the share of it in collectives' own
-// instructions (their waits included; the steps the TPU target runs between their ring
-// steps count as compute, so this is the communication compute did not hide), bytes over
-// ICI per step, and the host's wall time per simulated step.
+// chip's share shrinks as the slice grows). Per run: the simulated step time, the share
+// of it in collectives' own instructions (their waits included; the steps the TPU target
+// runs between their ring steps count as compute, so this is the communication compute
+// did not hide), bytes over ICI per step, and the host's wall time per simulated step.
 //
 //   build/bin/bench/train_data_parallel_bench [--quick]   (--quick: the MLP only)
 #include <fmt/format.h>

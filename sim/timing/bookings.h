@@ -74,9 +74,11 @@ class Bookings {
     return start;
   }
 
-  // Forgets the bookings that ended before `now` (nothing is requested before it).
+  // Forgets the bookings that ended before `now` (nothing is requested before it), and
+  // in call order all but the last (only it is ever looked at).
   void prune(Cycle now) {
     while (head_ < busy_.size() && busy_[head_].end < now) ++head_;
+    if (!by_request_time_ && head_ + 1 < busy_.size()) head_ = busy_.size() - 1;
     if (head_ > 64 && head_ * 2 > busy_.size()) {
       busy_.erase(busy_.begin(), busy_.begin() + static_cast<std::ptrdiff_t>(head_));
       head_ = 0;
