@@ -72,7 +72,7 @@ inline std::string matmul_hlo(const MatmulMeasurement& r, std::string_view dtype
 // The simulated time of one row in microseconds (compiled for `chip`, timing-only, with
 // the HBM model `hbm`: sim/timing/README.md).
 inline double simulate_matmul_us(const topology::ChipConfig& chip, const MatmulMeasurement& r,
-                                 std::string_view dtype, const std::string& hbm = "channels") {
+                                 std::string_view dtype, const std::string& hbm = "request-time") {
   auto module = ir::parse_module(matmul_hlo(r, dtype));
   passes::default_pipeline().run(*module);
   isa::Executable exe = tpu::compile(*module, chip);
@@ -121,7 +121,7 @@ inline MatmulFidelitySummary summarize(const std::vector<MatmulFidelityRow>& row
 inline std::vector<MatmulFidelityRow> simulate_matmul_measurements(const topology::ChipConfig& chip,
                                                                    const std::string& path,
                                                                    std::string_view dtype,
-                                                                   const std::string& hbm = "channels") {
+                                                                   const std::string& hbm = "request-time") {
   std::vector<MatmulFidelityRow> out;
   for (const MatmulMeasurement& r : read_matmul_measurements(path))
     out.push_back(MatmulFidelityRow{r, simulate_matmul_us(chip, r, dtype, hbm)});

@@ -4,13 +4,15 @@
 // bf16 GEMM at >= 90% of MXU peak, a big elementwise op at >= 85% of HBM bandwidth, small
 // ops at the latency floor, each within 5% of this model).
 //
-// Model: time = max(compute time at MXU peak, HBM traffic time at full bandwidth)
+// Model: time = max(compute time at MXU peak, HBM traffic time at sustained bandwidth)
 //             + one HBM latency (the first bytes must arrive before any work starts).
+// (Sustained: the chip's HBM bandwidth less what refresh takes, sustained_hbm_bandwidth.)
 // HBM traffic is the minimum an op needs: every operand read once, the result written once.
 // Header-only so that tests and benchmarks can use it without another library.
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <string_view>
 
@@ -41,12 +43,20 @@ inline double roofline_peak_flops(const topology::ChipConfig& c) {
   return 2.0 * c.tensor_cores * c.mxus_per_core * c.mxu_rows * c.mxu_cols * c.clock_hz;
 }
 
+// HBM's sustained bandwidth: the chip's, less the time its channels spend refreshing.
+inline double sustained_hbm_bandwidth(const topology::ChipConfig& c) {
+  const double refreshing = c.hbm_refresh_interval_ns > 0
+                                ? std::min(c.hbm_refresh_ns / c.hbm_refresh_interval_ns, 1.0)
+                                : 0.0;
+  return c.hbm_bandwidth_bytes_per_s * (1.0 - refreshing);
+}
+
 inline RooflineTime roofline_time(const topology::ChipConfig& c, double flops, double hbm_bytes) {
   RooflineTime t;
   t.flops = flops;
   t.hbm_bytes = hbm_bytes;
   t.compute_seconds = flops / roofline_peak_flops(c);
-  t.memory_seconds = hbm_bytes / c.hbm_bandwidth_bytes_per_s;
+  t.memory_seconds = hbm_bytes / sustained_hbm_bandwidth(c);
   t.latency_seconds = c.hbm_latency_ns * 1e-9;
   t.seconds = std::max(t.compute_seconds, t.memory_seconds) + t.latency_seconds;
   t.cycles = t.seconds * c.clock_hz;
@@ -78,7 +88,9 @@ inline double mxu_tile_cycles(const topology::ChipConfig& c, int64_t k) {
                                 ? static_cast<double>(c.mxu_fill_drain_cycles)
                                 : static_cast<double>(c.mxu_rows + c.mxu_cols);
   const double accumulators = static_cast<double>(std::max<int64_t>(c.mxu_accumulators, 1));
-  return std::max(kd, (kd + fill_drain + c.mxu_rows) / accumulators);
+  const double passes = kd + std::ceil(kd / c.mxu_rows) *
+                                 static_cast<double>(std::max<int64_t>(c.mxu_pass_overhead_cycles, 0));
+  return std::max(passes, (passes + fill_drain + c.mxu_rows) / accumulators);
 }
 
 inline RooflineTime roofline_gemm_bf16_mxu(const topology::ChipConfig& c, int64_t m, int64_t k,

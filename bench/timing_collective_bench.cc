@@ -19,7 +19,7 @@
 //
 //   build/bin/bench/timing_collective_bench [--quick | --large] [--hbm MODEL] [pod ...]
 //     --quick: up to 1 MiB on two pods; --large: up to 1 GiB; --hbm: the HBM model
-//     (channels, the default, or request-time: sim/timing/README.md)
+//     (request-time, the default, or channels: sim/timing/README.md)
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -127,7 +127,7 @@ double analytic_seconds(const Op& op, double bytes, const PodConfig& pod) {
 int main(int argc, char** argv) {
   using namespace podsim;
   bool quick = false, large = false;
-  std::string hbm = "channels";
+  std::string hbm = "request-time";
   std::vector<std::string> pods;
   for (int k = 1; k < argc; ++k) {
     if (std::strcmp(argv[k], "--quick") == 0)

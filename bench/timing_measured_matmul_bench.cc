@@ -17,7 +17,7 @@
 #include "bench/measured_matmul.h"
 
 int main(int argc, char** argv) {
-  std::string dtype = "bf16", chip_name = "v6e", hbm = "channels";
+  std::string dtype = "bf16", chip_name = "v6e", hbm = "request-time";
   std::string file = podsim::bench::default_matmul_measurements();
   for (int k = 1; k + 1 < argc; k += 2) {
     if (std::strcmp(argv[k], "--dtype") == 0)

@@ -74,6 +74,9 @@ struct ChipConfig {
   barrierCycles @34 :Int64 = 8;
   hostLinkLatencyNs @35 :Float64 = 1000;
   mxuAccumulators @36 :Int64 = 2;
+  mxuPassOverheadCycles @37 :Int64 = 0;
+  hbmRefreshIntervalNs @38 :Float64 = 3900;
+  hbmRefreshNs @39 :Float64 = 260;
 }
 
 struct OpcodeInfo {

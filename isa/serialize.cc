@@ -80,6 +80,9 @@ void write_chip(schema::ChipConfig::Builder b, const topology::ChipConfig& c) {
   b.setBarrierCycles(c.barrier_cycles);
   b.setHostLinkLatencyNs(c.host_link_latency_ns);
   b.setMxuAccumulators(c.mxu_accumulators);
+  b.setMxuPassOverheadCycles(c.mxu_pass_overhead_cycles);
+  b.setHbmRefreshIntervalNs(c.hbm_refresh_interval_ns);
+  b.setHbmRefreshNs(c.hbm_refresh_ns);
 }
 
 topology::ChipConfig read_chip(schema::ChipConfig::Reader r) {
@@ -121,6 +124,9 @@ topology::ChipConfig read_chip(schema::ChipConfig::Reader r) {
   c.barrier_cycles = r.getBarrierCycles();
   c.host_link_latency_ns = r.getHostLinkLatencyNs();
   c.mxu_accumulators = r.getMxuAccumulators();
+  c.mxu_pass_overhead_cycles = r.getMxuPassOverheadCycles();
+  c.hbm_refresh_interval_ns = r.getHbmRefreshIntervalNs();
+  c.hbm_refresh_ns = r.getHbmRefreshNs();
   return c;
 }
 

@@ -56,6 +56,7 @@ struct RunOptions {
   bool check_hazards = false;
   bool timing_only = false;
   bool host_link = false;
+  std::string hbm = "request-time";
 };
 
 // Random values that exercise an op without overflowing ordinary arithmetic: floats
@@ -190,6 +191,7 @@ sim::timing::TimingOptions timing_options(const RunOptions& options) {
   timing.check_hazards = timing.hazards_are_errors = options.check_hazards;
   timing.timing_only = options.timing_only;
   timing.profile_host_link = options.host_link;
+  timing.hbm_model = options.hbm;
   return timing;
 }
 
@@ -524,6 +526,11 @@ Command add_run_command(CLI::App& app) {
   cmd->add_flag("--timing-only", options->timing_only,
                 "--backend sim: model the cycles without computing any data (much faster; no outputs; "
                 "a loop whose condition is computed data runs as if it were zero)");
+  cmd->add_option("--hbm", options->hbm,
+                  "--backend sim: how HBM channels serve requests: request-time (the first free "
+                  "gap at or after each request) or channels (in the order they are made; "
+                  "sim/timing/README.md)")
+      ->capture_default_str();
   return {cmd, [options, backend]() {
             options->backend_given = backend->count() > 0;
             return run(*options);

@@ -64,12 +64,22 @@ const ChipField kFields[] = {
      "accumulator buffers per MXU, one draining while the next tile computes (2: published "
      "for TPUv1, ISCA 2017; assumed for later TPUs)",
      true},
+    {"mxu_pass_overhead_cycles", FieldUnit::kCount, &ChipConfig::mxu_pass_overhead_cycles, 0, 1e6,
+     "MXU cycles a pass (mmul) takes beyond its rows: operand pushes, weight switch and result "
+     "handling through the vector unit (assumed; v6e's from its measured GEMM efficiency, "
+     "sim/timing/README.md)",
+     true},
     {"dma_setup_cycles", FieldUnit::kCount, &ChipConfig::dma_setup_cycles, 0, 1e6,
      "DMA descriptor processing before the first burst (assumed)", true},
     {"dma_burst_bytes", FieldUnit::kBytes, &ChipConfig::dma_burst_bytes, 1, 1 << 30,
      "DMA burst and HBM channel interleave (assumed)", true},
     {"hbm_turnaround_cycles", FieldUnit::kCount, &ChipConfig::hbm_turnaround_cycles, 0, 1e6,
      "HBM channel read/write turnaround (assumed)", true},
+    {"hbm_refresh_interval_ns", FieldUnit::kNanoseconds, &ChipConfig::hbm_refresh_interval_ns, 0,
+     1e9, "HBM refresh interval per channel, tREFI; 0: no refresh (3.9 us: JEDEC DRAM at "
+     "normal temperature)", true},
+    {"hbm_refresh_ns", FieldUnit::kNanoseconds, &ChipConfig::hbm_refresh_ns, 0, 1e6,
+     "HBM channel busy per refresh, tRFC (assumed: JEDEC's all-bank figure for 4 Gb dies)", true},
     {"vmem_dma_bytes_per_cycle", FieldUnit::kBytes, &ChipConfig::vmem_dma_bytes_per_cycle, 0,
      1 << 30, "DMA path into VMEM per cycle; 0: one vector register (assumed)", true},
     {"vmem_ports", FieldUnit::kCount, &ChipConfig::vmem_ports, 1, 255,

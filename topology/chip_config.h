@@ -55,9 +55,12 @@ struct ChipConfig {
   int64_t cross_lane_latency_cycles = 4;      // vredl, vreds, vxpose
   int64_t mxu_fill_drain_cycles = 0;          // derived: mxu_rows + mxu_cols
   int64_t mxu_accumulators = 2;               // accumulator buffers per MXU (see chip_config.cc)
+  int64_t mxu_pass_overhead_cycles = 0;       // a pass's cycles beyond its rows (see chip_config.cc)
   int64_t dma_setup_cycles = 16;              // descriptor processing before the first burst
   int64_t dma_burst_bytes = 2048;             // DMA traffic unit; HBM channel interleave
   int64_t hbm_turnaround_cycles = 8;          // a channel switching between read and write
+  double hbm_refresh_interval_ns = 3900;      // a channel's refreshes start this far apart
+  double hbm_refresh_ns = 260;                // a refresh takes the channel this long
   int64_t vmem_dma_bytes_per_cycle = 0;       // derived: one vector register a cycle
   int64_t vmem_ports = 2;                     // VMEM accesses a cycle (vld/vst/sld/sst, DMA)
   int64_t vmem_banks = 0;                     // derived: vpu_sublanes

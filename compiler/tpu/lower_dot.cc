@@ -286,13 +286,16 @@ bool emit_resident(Lowerer& l, const DotProblem& p) {
   };
   const double bytes_per_cycle = chip.hbm_bandwidth_bytes_per_s / chip.clock_hz;
   const double K = static_cast<double>(k_steps * KT), Md = static_cast<double>(M);
-  // An MXU takes a tile per max(K, (K + fill/drain + pop) / accumulators) cycles: the
-  // timing model's systolic MXU (sim/timing/mxu_systolic.cc, bench::mxu_tile_cycles).
+  // An MXU takes a tile per max(P, (P + fill/drain + pop) / accumulators) cycles, P its
+  // passes' cycles: the timing model's systolic MXU (sim/timing/mxu_systolic.cc,
+  // bench::mxu_tile_cycles).
   const double fill_drain = static_cast<double>(
       chip.mxu_fill_drain_cycles > 0 ? chip.mxu_fill_drain_cycles : int64_t{MT} + NT);
+  const double passes =
+      K + static_cast<double>(k_steps * std::max<int64_t>(chip.mxu_pass_overhead_cycles, 0));
   const double tile_cycles =
-      std::max(K, (K + fill_drain + static_cast<double>(MT)) /
-                      static_cast<double>(std::max<int64_t>(chip.mxu_accumulators, 1)));
+      std::max(passes, (passes + fill_drain + static_cast<double>(MT)) /
+                           static_cast<double>(std::max<int64_t>(chip.mxu_accumulators, 1)));
   const double mxu_cycles = static_cast<double>(jobs * ceil_div(M, MT) * n_tiles) * tile_cycles /
                             static_cast<double>(G * cores_available);
   auto cost = [&](int64_t w) {
@@ -300,10 +303,13 @@ bool emit_resident(Lowerer& l, const DotProblem& p) {
     const double bytes = static_cast<double>(jobs) *
                          (Md * K * static_cast<double>(ea) * blocks +
                           K * static_cast<double>(N * eb) + Md * static_cast<double>(N * eo));
-    const double startup =
-        static_cast<double>(cores_available) *
-        (K * static_cast<double>(w * NT * eb) + static_cast<double>(MT * ea) * K) / bytes_per_cycle;
-    return startup + std::max(mxu_cycles, bytes / bytes_per_cycle);
+    // The start: every core loads its first block and LHS panel while its MXUs do that
+    // row; then the rest, bound by the MXUs or by HBM.
+    const double first_bytes = static_cast<double>(cores_available) *
+                               K * static_cast<double>(w * NT * eb + MT * ea);
+    const double first_row = static_cast<double>(ceil_div(w, G)) * tile_cycles;
+    return std::max(first_bytes / bytes_per_cycle, first_row) +
+           std::max(mxu_cycles - first_row, (bytes - first_bytes) / bytes_per_cycle);
   };
   nb = width(ceil_div(n_tiles, nb_max));
   for (int64_t blocks = ceil_div(n_tiles, nb_max) + 1; width(blocks) >= std::min(G, n_tiles);
@@ -349,8 +355,8 @@ bool emit_resident(Lowerer& l, const DotProblem& p) {
     }
   }
   // A block's parts (semaphores kSemBlock + index), in the order the first row uses
-  // them: the first group's columns in slices of K, so that its passes start as soon as
-  // possible, then the other groups' columns.
+  // them: each group's columns in slices of K (the first group's in the most), so that
+  // every group's passes start as soon as its first slice is in.
   struct Part {
     int64_t g0 = 0, g1 = 0, s0 = 0, s1 = 0;  // groups [g0, g1), K steps [s0, s1)
   };
@@ -363,10 +369,12 @@ bool emit_resident(Lowerer& l, const DotProblem& p) {
             Part{groups * k / kMaxBlockParts, groups * (k + 1) / kMaxBlockParts, 0, k_steps});
       return parts;
     }
-    const int64_t slices = std::min<int64_t>(k_steps, kMaxBlockParts - (groups - 1));
-    for (int64_t k = 0; k < slices; ++k)
-      parts.push_back(Part{0, 1, k_steps * k / slices, k_steps * (k + 1) / slices});
-    for (int64_t g = 1; g < groups; ++g) parts.push_back(Part{g, g + 1, 0, k_steps});
+    for (int64_t g = 0; g < groups; ++g) {
+      const int64_t slices = std::min<int64_t>(
+          k_steps, kMaxBlockParts / groups + (g == 0 ? kMaxBlockParts % groups : 0));
+      for (int64_t k = 0; k < slices; ++k)
+        parts.push_back(Part{g, g + 1, k_steps * k / slices, k_steps * (k + 1) / slices});
+    }
     return parts;
   };
 
@@ -495,7 +503,6 @@ bool emit_resident(Lowerer& l, const DotProblem& p) {
     int buf = 0;
     size_t waited = 0;
     Block block = new_block(unit), next_block;
-    bool prefetched = false;  // the next unit's block is on its way
     auto next_unit = [&]() -> int64_t {
       for (int64_t r = first_row; r < last_row; ++r)
         if (rows[static_cast<size_t>(r)].unit > unit) return rows[static_cast<size_t>(r)].unit;
@@ -504,6 +511,46 @@ bool emit_resident(Lowerer& l, const DotProblem& p) {
     auto issue_block = [&](int64_t to, int into, Block& b) {
       b = new_block(to);
       for (size_t k = 0; k < b.parts.size(); ++k) issue_part(to, into, b, k);
+    };
+    // With two buffers, the next unit's block loads while this unit's rows are computed,
+    // once this block is in: its parts paced over this unit's loads (as many per load as
+    // spread them evenly), so that the LHS loads and copy backs that queue behind them on
+    // the DMA engines are not held up by the whole block.
+    bool prefetched = false;  // the next unit's block was begun
+    size_t prefetch_issued = 0;
+    int64_t prefetch_unit = -1, current_load = 0, prefetch_load = -1;
+    auto prefetch = [&] {
+      if (bufs != 2 || waited < block.parts.size() || prefetch_load == current_load) return;
+      prefetch_load = current_load;
+      if (!prefetched) {
+        prefetch_unit = next_unit();
+        if (prefetch_unit < 0) return;
+        next_block = new_block(prefetch_unit);
+        prefetched = true;
+        prefetch_issued = 0;
+      }
+      int64_t left = 0;  // this unit's loads from this one on
+      for (auto k = static_cast<size_t>(current_load);
+           k < loads.size() && rows[static_cast<size_t>(loads[k].row)].unit == unit; ++k)
+        ++left;
+      const size_t parts = next_block.parts.size();
+      const size_t target = std::min(
+          parts, prefetch_issued + static_cast<size_t>(ceil_div(
+                                       static_cast<int64_t>(parts - prefetch_issued), std::max<int64_t>(left, 1))));
+      for (; prefetch_issued < target; ++prefetch_issued)
+        issue_part(prefetch_unit, 1 - buf, next_block, prefetch_issued);
+    };
+    // The LHS loads after the first, while the first block is on its way: issued once
+    // its last part is waited for (the first row needs the whole block, and loads
+    // issued beside it would share HBM with it), each waited for by its compute.
+    std::vector<std::pair<int64_t, int>> held;  // (load, slot)
+    std::vector<int64_t> held_dmas(loads.size(), 0);
+    bool holding = true;
+    std::function<int(int64_t, int)> issue;
+    auto release_held = [&] {
+      holding = false;
+      for (const auto& [t, slot] : held) held_dmas[static_cast<size_t>(t)] = issue(t, slot);
+      held.clear();
     };
     // Before group g's K step s: the parts up to the one holding it.
     auto wait_parts = [&](int64_t g, int64_t s) {
@@ -514,18 +561,19 @@ bool emit_resident(Lowerer& l, const DotProblem& p) {
       for (; waited <= need && waited < block.parts.size(); ++waited) {
         pb.wait(kSemBlock + static_cast<int>(waited), block.dmas[waited]);
         block.dmas[waited] = 0;
+        if (holding && waited + 2 >= block.parts.size()) release_held();
       }
-      if (waited == block.parts.size() && bufs == 2 && !prefetched) {
-        if (int64_t next = next_unit(); next >= 0) {
-          issue_block(next, 1 - buf, next_block);
-          prefetched = true;
-        }
-      }
+      prefetch();
     };
     auto switch_unit = [&](int64_t to) {
       unit = to;
       if (bufs == 2) buf = 1 - buf;
-      if (bufs == 1 || !prefetched) issue_block(unit, buf, next_block);
+      if (prefetched) {
+        for (; prefetch_issued < next_block.parts.size(); ++prefetch_issued)
+          issue_part(unit, buf, next_block, prefetch_issued);
+      } else {
+        issue_block(unit, buf, next_block);
+      }
       block = std::move(next_block);
       waited = 0;
       prefetched = false;
@@ -576,24 +624,46 @@ bool emit_resident(Lowerer& l, const DotProblem& p) {
       to_copy = Popped{};
     };
 
-    auto issue = [&](int64_t t, int slot) {
+    // Load t's K steps [s0, s1) (within the load's), signalling `semaphore`.
+    auto issue_lhs = [&](int64_t t, int slot, int64_t s0, int64_t s1, int semaphore) {
       const Load& ld = loads[static_cast<size_t>(t)];
       int count = 0;
       for (int64_t i = 0; i < ld.rows; ++i) {
         const Row& r = rows[static_cast<size_t>(ld.row + i)];
         const Offsets& job = p.jobs[static_cast<size_t>(units[static_cast<size_t>(r.unit)].job)];
-        for_runs(ld.s0, ld.s1, [&](int64_t r0, int64_t, int64_t depth) {
+        for_runs(s0, s1, [&](int64_t r0, int64_t, int64_t depth) {
           const KStep& ks = ksteps[static_cast<size_t>(r0)];
           count += issue_copy(pb, p.ra, (p.A.offset + job.a + r.m0 * mi.a[0] + ks.a) * ea,
                               a_region[static_cast<size_t>(slot)],
                               i * C * a_step + (r0 - ld.s0) * KT * ea, ea, {r.m, depth},
-                              {mi.a[0], ki.a[0]}, {C * KT, 1}, kSemInput + slot);
+                              {mi.a[0], ki.a[0]}, {C * KT, 1}, semaphore);
         });
       }
-      // The first block's later parts queue behind the first LHS load.
-      if (t == 0)
-        for (size_t k = 1; k < block.parts.size(); ++k) issue_part(unit, buf, block, k);
       return count;
+    };
+    // The first block's parts are in flight alone (the first one issued already): a first
+    // panel loads in the K slices of the first group's parts, each slice with its part
+    // (on its semaphore), so that the first passes wait for the first slice only.
+    auto issue_first = [&](int slot) {
+      const Load& ld = loads.front();
+      const bool sliced = panel && ld.group < 0 && block.parts.size() > 1;
+      int count = sliced ? 0 : issue_lhs(0, slot, ld.s0, ld.s1, kSemInput + slot);
+      for (size_t k = 0; k < block.parts.size(); ++k) {
+        if (k > 0) issue_part(unit, buf, block, k);
+        const Part& part = block.parts[k];
+        if (sliced && part.g0 == 0)
+          block.dmas[k] += issue_lhs(0, slot, part.s0, part.s1, kSemBlock + static_cast<int>(k));
+      }
+      return count;
+    };
+    issue = [&](int64_t t, int slot) {
+      if (t == 0) return issue_first(slot);
+      if (holding && block.parts.size() > 1) {
+        held.emplace_back(t, slot);
+        return 0;
+      }
+      const Load& ld = loads[static_cast<size_t>(t)];
+      return issue_lhs(t, slot, ld.s0, ld.s1, kSemInput + slot);
     };
     // Each MXU's weights for the next K step are requested right after its pass of this
     // one (the shadow buffer is free once the pass has latched them), so that they are in
@@ -622,9 +692,13 @@ bool emit_resident(Lowerer& l, const DotProblem& p) {
     };
     bool preloaded = false;  // the first item's weights were requested by the last load
     auto compute = [&](int64_t t, int slot) {
+      if (t > 0 && holding) release_held();
+      pb.wait(kSemInput + slot, held_dmas[static_cast<size_t>(t)]);
       const Load& ld = loads[static_cast<size_t>(t)];
       const Row& r = rows[static_cast<size_t>(ld.row)];
+      current_load = t;
       if (r.unit != unit) switch_unit(r.unit);
+      prefetch();
       const auto items = items_of(ld);
       if (!preloaded) {
         auto first = load_weights(items[0].first, items[0].second);

@@ -21,6 +21,14 @@ class Bookings {
   Bookings(Cycle switch_cycles, bool by_request_time)
       : switch_(switch_cycles), by_request_time_(by_request_time) {}
 
+  // Every `period` cycles from `first` on, the resource is unavailable for `duration`
+  // cycles (DRAM refresh); no booking overlaps such a window.
+  void set_blackout(Cycle period, Cycle duration, Cycle first) {
+    period_ = period;
+    blackout_ = period > 0 ? std::min(duration, period - 1) : 0;
+    phase_ = first;
+  }
+
   // Books `service` cycles (>= 1) for a request of `kind` at `request` (>= SystemC time
   // `now`); returns the start of the booking.
   Cycle book(Cycle now, Cycle request, Cycle service, uint8_t kind) {
@@ -38,6 +46,7 @@ class Bookings {
                              : &*(next - 1);
       Cycle start = request;
       if (prev) start = std::max(start, prev->end + (prev->last != kind ? switch_ : 0));
+      start = after_blackout(start, service);
       if (next == busy_.end()) return insert(next, start, service, kind);
       const Cycle after = start + service + (next->first != kind ? switch_ : 0);
       if (after <= next->start) return insert(next, start, service, kind);
@@ -85,8 +94,22 @@ class Bookings {
     }
   }
 
+  // The first start at or after `start` at which `service` cycles miss every blackout.
+  Cycle after_blackout(Cycle start, Cycle service) const {
+    if (blackout_ == 0) return start;
+    if (start < phase_) {
+      if (start + service <= phase_) return start;
+      start = phase_;
+    }
+    const Cycle into = (start - phase_) % period_;  // 0: a window begins at `start`
+    if (into < blackout_) return start - into + blackout_;
+    if (into + service > period_) return start - into + period_ + blackout_;
+    return start;
+  }
+
   Cycle switch_;
   bool by_request_time_;
+  Cycle period_ = 0, blackout_ = 0, phase_ = 0;
   std::vector<Span> busy_;  // sorted, disjoint; busy_[head_..] may still matter
   size_t head_ = 0;
 };

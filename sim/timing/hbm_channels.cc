@@ -2,7 +2,9 @@
 // independent channels sharing the chip's bandwidth equally, interleaved every
 // dma_burst_bytes of address. Each channel serves a burst busy for bytes / (its
 // bandwidth) cycles, plus hbm_turnaround when it switches between reads and writes; a
-// burst's data is there hbm_latency_ns after its service ends. "channels" serves a
+// burst's data is there hbm_latency_ns after its service ends. Every
+// hbm_refresh_interval_ns each channel refreshes for hbm_refresh_ns, serving nothing (the
+// channels in turn), which takes that fraction off the bandwidth a long transfer gets. "channels" serves a
 // channel's bursts in the order they are asked for, "request-time" at the first free time
 // at or after each one's request (bookings.h): a burst that lands from another chip
 // while a local transfer has booked the channel ahead goes in between, not behind it.
@@ -19,11 +21,20 @@ namespace {
 class ChannelMemory final : public MemoryTarget {
  public:
   ChannelMemory(int channels, double bytes_per_cycle, int64_t interleave, Cycle latency,
-                Cycle turnaround, bool by_request_time)
+                Cycle turnaround, Cycle refresh_interval, Cycle refresh, bool by_request_time)
       : channels_(static_cast<size_t>(std::max(channels, 1)), Bookings(turnaround, by_request_time)),
         cycles_per_byte_(1.0 / (bytes_per_cycle / std::max(channels, 1))),
         interleave_(std::max<int64_t>(interleave, 1)),
-        latency_(latency) {}
+        latency_(latency) {
+    // The channels refresh in turn, spread evenly over the interval; the first refreshes
+    // begin half an interval into the run (a run starts with the channels refreshed, so
+    // that a short one meets no refresh, as on average it would not).
+    if (refresh_interval > 0 && refresh > 0)
+      for (size_t c = 0; c < channels_.size(); ++c)
+        channels_[c].set_blackout(
+            refresh_interval, refresh,
+            now_cycles() + refresh_interval / 2 + refresh_interval * (2 * c + 1) / (2 * channels_.size()));
+  }
 
   void b_transport(tlm::tlm_generic_payload& p, sc_core::sc_time& delay) override {
     const Cycle now = now_cycles();
@@ -56,10 +67,6 @@ class ChannelMemory final : public MemoryTarget {
   Cycle last_service_ = 1;
 };
 
-Cycle ns_to_cycles(double ns, double clock_hz) {
-  return static_cast<Cycle>(std::ceil(ns * clock_hz / 1e9 - 1e-9));
-}
-
 }  // namespace
 
 void register_channel_hbm(HbmRegistry& registry) {
@@ -68,8 +75,11 @@ void register_channel_hbm(HbmRegistry& registry) {
                  [by_request_time](const UnitContext& c) -> std::unique_ptr<MemoryTarget> {
                    return std::make_unique<ChannelMemory>(
                        c.chip.hbm_channels, c.chip.hbm_bandwidth_bytes_per_s / c.chip.clock_hz,
-                       c.latencies.dma_burst_bytes, ns_to_cycles(c.chip.hbm_latency_ns, c.chip.clock_hz),
-                       static_cast<Cycle>(std::max<int64_t>(c.latencies.hbm_turnaround, 0)), by_request_time);
+                       c.latencies.dma_burst_bytes,
+                       static_cast<Cycle>(ns_to_cycles(c.chip.hbm_latency_ns, c.chip.clock_hz)),
+                       static_cast<Cycle>(std::max<int64_t>(c.latencies.hbm_turnaround, 0)),
+                       static_cast<Cycle>(c.latencies.hbm_refresh_interval),
+                       static_cast<Cycle>(c.latencies.hbm_refresh), by_request_time);
                  });
 }
 

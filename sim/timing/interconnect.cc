@@ -11,14 +11,12 @@
 #include <queue>
 #include <unordered_map>
 
+#include "sim/timing/unit_latencies.h"
+
 namespace podsim::sim::timing {
 namespace {
 
 constexpr const char* kPortNames[6] = {"x+", "x-", "y+", "y-", "z+", "z-"};
-
-Cycle ns_to_cycles(double ns, double clock_hz) {
-  return static_cast<Cycle>(std::ceil(ns * clock_hz / 1e9 - 1e-9));
-}
 
 class TorusInterconnect final : public Interconnect {
  public:
@@ -149,7 +147,7 @@ class TorusInterconnect final : public Interconnect {
     l.category = std::move(category);
     l.owner = owner;
     l.cycles_per_byte = pod.chip.clock_hz / bytes_per_s;
-    l.latency = ns_to_cycles(latency_ns, pod.chip.clock_hz);
+    l.latency = static_cast<Cycle>(ns_to_cycles(latency_ns, pod.chip.clock_hz));
     l.packet_bytes = std::max<int64_t>(pod.ici_packet_bytes, 1);
     l.buffer_bytes = std::max<int64_t>(pod.ici_buffer_packets, 1) * l.packet_bytes;
     if (l.category == "dcn")  // NICs and switches buffer a round trip: DCN is not credit-bound

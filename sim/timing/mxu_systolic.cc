@@ -2,7 +2,8 @@
 // double-buffered weights and `mxu_accumulators` accumulator buffers.
 // - mldw shifts K weight rows in (K cycles) into the shadow buffer, which may happen
 //   while the previous mmul streams.
-// - An mmul latches the weights loaded last, streams its M LHS rows one per cycle, and
+// - An mmul latches the weights loaded last, streams its M LHS rows one per cycle (and
+//   holds the array mxu_pass_overhead_cycles more: see ChipConfig), and
 //   its results leave the array fill/drain cycles (mxu_rows + mxu_cols unless set) after
 //   the last row went in. An mmul that starts a new output tile (accumulate 0) takes the
 //   next accumulator buffer, once that buffer's previous tile has been popped.
@@ -28,6 +29,7 @@ class SystolicMxu final : public MxuModel {
  public:
   explicit SystolicMxu(const UnitContext& c)
       : fill_drain_(c.latencies.mxu_fill_drain),
+        pass_overhead_(std::max<int64_t>(c.latencies.mxu_pass_overhead, 0)),
         buffers_(static_cast<size_t>(std::max<int64_t>(c.latencies.mxu_accumulators, 1))) {}
 
   UnitTiming load_weights(Cycle t, int64_t k_rows) override {
@@ -47,7 +49,7 @@ class SystolicMxu final : public MxuModel {
     } else if (buffers_.size() == 1) {
       start = std::max(start, buffers_[current_].popped);
     }
-    Cycle end = start + static_cast<Cycle>(std::max<int64_t>(m_rows, 1));
+    Cycle end = start + static_cast<Cycle>(std::max<int64_t>(m_rows, 1) + pass_overhead_);
     last_latch_ = start;
     stream_free_ = end;
     buffers_[current_].ready = end + static_cast<Cycle>(fill_drain_);
@@ -70,6 +72,7 @@ class SystolicMxu final : public MxuModel {
     Cycle popped = 0;  // its last pop has ended
   };
   int64_t fill_drain_;
+  int64_t pass_overhead_;
   std::vector<Buffer> buffers_;
   size_t current_ = 0;
   Cycle weight_free_ = 0, weights_ready_ = 0, last_latch_ = 0;

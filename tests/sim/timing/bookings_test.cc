@@ -43,5 +43,18 @@ TEST(Bookings, ARequestOfTheOtherKindPaysTheTurnaround) {
   EXPECT_EQ(b.book(0, 85, 10, kWrite), Cycle{118});  // 90..100 leaves no turnaround; after the read, 8 more
 }
 
+TEST(Bookings, NothingOverlapsARefresh) {
+  for (const bool by_request_time : {false, true}) {
+    SCOPED_TRACE(by_request_time);
+    Bookings b(0, by_request_time);
+    b.set_blackout(/*period=*/100, /*duration=*/20, /*first=*/50);
+    EXPECT_EQ(b.book(0, 0, 10, kRead), Cycle{0});      // before the first refresh
+    EXPECT_EQ(b.book(0, 45, 10, kRead), Cycle{70});    // [45, 55) would cross [50, 70)
+    EXPECT_EQ(b.book(0, 145, 5, kRead), Cycle{145});   // ends as the next one begins
+    EXPECT_EQ(b.book(0, 150, 10, kRead), Cycle{170});  // inside [150, 170)
+    EXPECT_EQ(b.book(0, 240, 30, kRead), Cycle{270});  // [240, 270) would cross [250, 270)
+  }
+}
+
 }  // namespace
 }  // namespace podsim::sim::timing
