@@ -6,6 +6,8 @@
 #include <cmath>
 #include <vector>
 
+#include "sim/timing/bookings.h"
+
 namespace podsim::sim::timing {
 
 void VmemPorts::prune() {
@@ -99,16 +101,18 @@ class VmemDmaPort final : public MemoryTarget {
 
   void b_transport(tlm::tlm_generic_payload& p, sc_core::sc_time& delay) override {
     Cycle now = now_cycles();
-    Cycle start = std::max<Cycle>(now + delay.value(), free_);
     unsigned length = p.get_data_length();
     if (length != last_length_) {
       last_length_ = length;
       last_service_ =
           std::max<Cycle>(static_cast<Cycle>(std::ceil(length * cycles_per_byte_ - 1e-9)), 1);
     }
-    free_ = ports_.reserve(start, static_cast<int64_t>(last_service_));
-    if (on_traffic_) on_traffic_(start, free_, static_cast<double>(length));
-    delay = cycles(free_ + latency_ - now);
+    // The path serves by request time (a burst from another chip goes between those a
+    // local transfer booked ahead), then the bytes take their port-cycles.
+    const Cycle start = path_.book(now, now + delay.value(), last_service_, 0);
+    const Cycle end = ports_.reserve(start, static_cast<int64_t>(last_service_));
+    if (on_traffic_) on_traffic_(start, end, static_cast<double>(length));
+    delay = cycles(end + latency_ - now);
     p.set_response_status(tlm::TLM_OK_RESPONSE);
   }
 
@@ -116,7 +120,7 @@ class VmemDmaPort final : public MemoryTarget {
   double cycles_per_byte_;
   Cycle latency_;
   VmemPorts& ports_;
-  Cycle free_ = 0;
+  Bookings path_{0, true};
   unsigned last_length_ = 0;
   Cycle last_service_ = 1;
 };
