@@ -287,7 +287,7 @@ bool emit_resident(Lowerer& l, const DotProblem& p) {
   const double bytes_per_cycle = chip.hbm_bandwidth_bytes_per_s / chip.clock_hz;
   const double K = static_cast<double>(k_steps * KT), Md = static_cast<double>(M);
   // An MXU takes a tile per max(P, (P + fill/drain + pop) / accumulators) cycles, P its
-  // passes' cycles: the timing model's systolic MXU (sim/timing/mxu_systolic.cc,
+  // passes' cycles: the timing model's systolic MXU (sim/timing/units/mxu_systolic.cc,
   // bench::mxu_tile_cycles).
   const double fill_drain = static_cast<double>(
       chip.mxu_fill_drain_cycles > 0 ? chip.mxu_fill_drain_cycles : int64_t{MT} + NT);

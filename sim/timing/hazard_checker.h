@@ -52,7 +52,7 @@ class HazardChecker {
  public:
   // base: the run's first cycle (reports are relative to it); device: the chip checked
   // (a remote transfer is fed to the checkers of both its chips, outgoing_view() and
-  // incoming_view() in chip_run.h).
+  // incoming_view() in chip/chip_run.h).
   HazardChecker(const isa::Executable& executable, uint64_t base, int device = 0);
 
   void dma_issued(const DmaTransfer& dma, uint64_t cycle, int32_t source_op);

@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "common/error.h"
-#include "sim/timing/pod_run.h"
+#include "sim/timing/pod/pod_run.h"
 #include "sim/timing/timed_chip.h"
 #include "sim/timing/unit_models.h"
 

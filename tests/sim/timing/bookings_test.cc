@@ -1,7 +1,7 @@
-// A channel's bookings (sim/timing/bookings.h): in call order a request waits for all that
+// A channel's bookings (sim/timing/memory/bookings.h): in call order a request waits for all that
 // was booked before it; by request time it takes the first gap at or after its time that
 // holds it (and its turnaround next to a booking of the other kind).
-#include "sim/timing/bookings.h"
+#include "sim/timing/memory/bookings.h"
 
 #include <gtest/gtest.h>
 

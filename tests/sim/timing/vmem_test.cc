@@ -1,4 +1,4 @@
-// VMEM's ports and banks (sim/timing/vmem.h): strided loads whose rows share a bank
+// VMEM's ports and banks (sim/timing/memory/vmem.h): strided loads whose rows share a bank
 // serialise, and DMA traffic into VMEM waits for ports the vector unit holds.
 #include <gtest/gtest.h>
 

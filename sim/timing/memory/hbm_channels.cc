@@ -12,7 +12,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "sim/timing/bookings.h"
+#include "sim/timing/memory/bookings.h"
 #include "sim/timing/unit_models.h"
 
 namespace podsim::sim::timing {

@@ -13,7 +13,7 @@
 #include <limits>
 #include <vector>
 
-#include "sim/timing/interconnect.h"
+#include "sim/timing/interconnect/interconnect.h"
 #include "sim/timing/unit_models.h"
 
 namespace podsim::sim::timing {

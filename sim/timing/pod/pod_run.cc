@@ -1,5 +1,5 @@
 // A timed run of a pod: construction of its chips and interconnect, and how the run ends.
-#include "sim/timing/pod_run.h"
+#include "sim/timing/pod/pod_run.h"
 
 #include <fmt/format.h>
 

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "sim/functional/pod_model.h"
-#include "sim/timing/chip_run.h"
-#include "sim/timing/interconnect.h"
+#include "sim/timing/chip/chip_run.h"
+#include "sim/timing/interconnect/interconnect.h"
 #include "sim/timing/timed_chip.h"
 #include "topology/torus.h"
 

@@ -1,7 +1,7 @@
 // The built-in interconnect model "torus": ICI links along the torus's routes inside a
 // slice, host links and NICs through the DCN switch between slices; event-driven at
 // burst granularity with first-come-first-served links and credits (interconnect.h).
-#include "sim/timing/interconnect.h"
+#include "sim/timing/interconnect/interconnect.h"
 
 #include <fmt/format.h>
 

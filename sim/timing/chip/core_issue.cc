@@ -14,7 +14,7 @@
 #include <algorithm>
 
 #include "common/error.h"
-#include "sim/timing/chip_run.h"
+#include "sim/timing/chip/chip_run.h"
 
 namespace podsim::sim::timing {
 namespace {

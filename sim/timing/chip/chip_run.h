@@ -17,7 +17,7 @@
 #include "sim/timing/recorder.h"
 #include "sim/timing/timed_chip.h"
 #include "sim/timing/unit_models.h"
-#include "sim/timing/vmem.h"
+#include "sim/timing/memory/vmem.h"
 
 namespace podsim::sim::timing {
 

@@ -1,12 +1,12 @@
 // VMEM ports and banks (vmem.h), and the DMA engines' path into VMEM.
-#include "sim/timing/vmem.h"
+#include "sim/timing/memory/vmem.h"
 
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <vector>
 
-#include "sim/timing/bookings.h"
+#include "sim/timing/memory/bookings.h"
 
 namespace podsim::sim::timing {
 

@@ -1,6 +1,6 @@
 // A timed run: construction of the per-run unit models, DMA completion, and how a run
 // ends. The per-core issue process is in core_issue.cc.
-#include "sim/timing/chip_run.h"
+#include "sim/timing/chip/chip_run.h"
 
 #include <fmt/format.h>
 
