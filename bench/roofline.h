@@ -88,8 +88,8 @@ inline double mxu_tile_cycles(const topology::ChipConfig& c, int64_t k) {
                                 ? static_cast<double>(c.mxu_fill_drain_cycles)
                                 : static_cast<double>(c.mxu_rows + c.mxu_cols);
   const double accumulators = static_cast<double>(std::max<int64_t>(c.mxu_accumulators, 1));
-  const double passes = kd + std::ceil(kd / c.mxu_rows) *
-                                 static_cast<double>(std::max<int64_t>(c.mxu_pass_overhead_cycles, 0));
+  const double passes = kd + std::ceil(kd / c.mxu_rows) * static_cast<double>(std::max<int64_t>(
+                                                              c.mxu_pass_overhead_cycles, 0));
   return std::max(passes, (passes + fill_drain + c.mxu_rows) / accumulators);
 }
 

@@ -535,14 +535,15 @@ bool emit_resident(Lowerer& l, const DotProblem& p) {
         ++left;
       const size_t parts = next_block.parts.size();
       const size_t target = std::min(
-          parts, prefetch_issued + static_cast<size_t>(ceil_div(
-                                       static_cast<int64_t>(parts - prefetch_issued), std::max<int64_t>(left, 1))));
+          parts, prefetch_issued +
+                     static_cast<size_t>(ceil_div(static_cast<int64_t>(parts - prefetch_issued),
+                                                  std::max<int64_t>(left, 1))));
       for (; prefetch_issued < target; ++prefetch_issued)
         issue_part(prefetch_unit, 1 - buf, next_block, prefetch_issued);
     };
     // The LHS loads after the first, while the first block is on its way: issued once
-    // its last part is waited for (the first row needs the whole block, and loads
-    // issued beside it would share HBM with it), each waited for by its compute.
+    // its next-to-last part is in (the first row needs the whole block, and loads issued
+    // beside it would share HBM with it), each waited for by its compute.
     std::vector<std::pair<int64_t, int>> held;  // (load, slot)
     std::vector<int64_t> held_dmas(loads.size(), 0);
     bool holding = true;

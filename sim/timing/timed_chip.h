@@ -50,7 +50,7 @@ struct TimingOptions {
   std::string vpu_model = "inorder";
   std::string dma_model = "pipelined";
   std::string hbm_model = "request-time";
-  std::string interconnect_model = "torus";  // pods: ICI links and DCN (interconnect.h)
+  std::string interconnect_model = "torus";  // pods: ICI links and DCN (interconnect/)
   // Every figure of the model comes from the executable's ChipConfig (its timing fields
   // included: latencies, DMA burst, VMEM ports and banks, host link latency); to vary
   // one, run a copy of the executable with that field changed.

@@ -1,14 +1,14 @@
-// The built-in HBM models "channels" (the default) and "request-time": hbm_channels
+// The built-in HBM models "request-time" (the default) and "channels": hbm_channels
 // independent channels sharing the chip's bandwidth equally, interleaved every
 // dma_burst_bytes of address. Each channel serves a burst busy for bytes / (its
 // bandwidth) cycles, plus hbm_turnaround when it switches between reads and writes; a
 // burst's data is there hbm_latency_ns after its service ends. Every
 // hbm_refresh_interval_ns each channel refreshes for hbm_refresh_ns, serving nothing (the
-// channels in turn), which takes that fraction off the bandwidth a long transfer gets. "channels" serves a
-// channel's bursts in the order they are asked for, "request-time" at the first free time
-// at or after each one's request (bookings.h): a burst that lands from another chip
-// while a local transfer has booked the channel ahead goes in between, not behind it.
-// (VMEM's side of DMA traffic is in vmem.cc.)
+// channels in turn), which takes that fraction off the bandwidth a long transfer gets.
+// "request-time" serves a burst at the first free time at or after its request
+// (bookings.h): a burst that lands from another chip while a local transfer has booked
+// the channel ahead goes in between, not behind it; "channels" serves a channel's bursts
+// in the order they are asked for. (VMEM's side of DMA traffic is in vmem.cc.)
 #include <algorithm>
 #include <cmath>
 
@@ -31,9 +31,9 @@ class ChannelMemory final : public MemoryTarget {
     // that a short one meets no refresh, as on average it would not).
     if (refresh_interval > 0 && refresh > 0)
       for (size_t c = 0; c < channels_.size(); ++c)
-        channels_[c].set_blackout(
-            refresh_interval, refresh,
-            now_cycles() + refresh_interval / 2 + refresh_interval * (2 * c + 1) / (2 * channels_.size()));
+        channels_[c].set_blackout(refresh_interval, refresh,
+                                  now_cycles() + refresh_interval / 2 +
+                                      refresh_interval * (2 * c + 1) / (2 * channels_.size()));
   }
 
   void b_transport(tlm::tlm_generic_payload& p, sc_core::sc_time& delay) override {
