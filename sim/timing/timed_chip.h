@@ -145,7 +145,8 @@ TimedRunResult run_timed(const isa::Executable& executable,
                          const TimingOptions& options = {});
 
 // Runs an executable on every chip of its pod (executable.pod; one chip without), each
-// with its own parameters: parameters[device][k] (or none at all when timing-only). The
+// with its own parameters: parameters[device][k], for every chip or only for the
+// executable's devices (the chips past them idle), or none at all when timing-only. The
 // chips share one SystemC time; remote DMAs cross the interconnect. podsim::Error as
 // run_timed, naming the chip, and for a deadlock across chips (every blocked core of every
 // chip listed with its device id and coordinates).

@@ -105,6 +105,29 @@ TEST_P(CollectivesTest, AllReduceSumMeanMaxMin) {
   }
 }
 
+TEST_P(CollectivesTest, FewerReplicasThanDevicesRunOnTheFirstOnes) {
+  // Two replicas on the first two devices (on SIM, two chips of the 2x2 pod; the other
+  // two idle).
+  const std::vector<runtime::Device*> all = devices();
+  const std::vector<runtime::Device*> first(all.begin(), all.begin() + 2);
+  constexpr int n = 6;
+  std::vector<std::vector<float>> results(2);
+  launch(
+      [&](int r) {
+        EXPECT_EQ(world_size(), 2);
+        Tensor t = all_reduce(Tensor::from_vector<float>(contributions(r, n), {n}, &device()),
+                              ReduceOp::kSum, 1.0);
+        mark_step();
+        results[static_cast<size_t>(r)] = t.to_vector<float>();
+      },
+      first);
+  for (int r = 0; r < 2; ++r)
+    for (int i = 0; i < n; ++i)
+      EXPECT_FLOAT_EQ(results[static_cast<size_t>(r)][static_cast<size_t>(i)],
+                      contribution(0, i) + contribution(1, i))
+          << "replica " << r << " element " << i;
+}
+
 TEST_P(CollectivesTest, AllReduceOfAListReducesEachTensor) {
   auto results = per_replica(GetParam(), [&](int r) {
     std::vector<Tensor> reduced = all_reduce(

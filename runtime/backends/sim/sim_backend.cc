@@ -94,8 +94,8 @@ struct SimProgram {
     sim::timing::TimingOptions options = timing_options();
     sim::timing::PodRunResult run = sim::timing::run_timed_pod(*exe, parameters, options);
     counter_add("SimulatedCycles", static_cast<int64_t>(run.cycles));
-    std::vector<std::vector<ir::Literal>> literals;
-    for (size_t d = 0; d < run.chips.size(); ++d)
+    std::vector<std::vector<ir::Literal>> literals;  // the replicas' (idle chips have none)
+    for (size_t d = 0; d < args.size(); ++d)
       literals.push_back(results(run.chips[d].outputs, static_cast<int>(d)));
     if (options.profile) {
       run.profile.program = name;
@@ -192,12 +192,14 @@ class SimClient final : public Client {
     if (devices == 1) {
       program = tpu::compile(module, chip_);
     } else {
-      if (!pod_ || devices != pod_->chips())
+      // On fewer devices than the pod has chips, the first ones in device order (XLA's
+      // default assignment); the others idle.
+      if (!pod_ || devices > pod_->chips())
         fail("{} runs on {} devices ({} replicas x {} partitions) but PODSIM_TOPOLOGY={} has "
-             "{} chip(s); name a pod of {} chips (e.g. {}-{})",
+             "{} chip(s); name a pod of at least {} chips (e.g. {}-{})",
              module.name(), devices, module.replica_count, module.num_partitions, name(),
              devices_.size(), devices, chip_.name, devices);
-      tpu::Target target(*pod_, module.replica_count);
+      tpu::Target target(*pod_, module.replica_count, module.num_partitions);
       program = tpu::compile(module, target);
     }
     return std::make_shared<SimExecutable>(ir::parse_module(ir::print_module(module), module.name()),

@@ -15,15 +15,20 @@ PodRun::PodRun(const isa::Executable& executable,
     : models_(executable) {
   const int n = models_.chips();
   pod_ = n > 1;
-  if (!(options.timing_only && parameters.empty()) && static_cast<int>(parameters.size()) != n)
-    fail("the executable runs on {} chip(s); parameters for {} given", n, parameters.size());
+  // Every chip's parameters, or only the devices' (the chips past them idle).
+  const auto given = static_cast<int>(parameters.size());
+  const int devices = executable.replicas * executable.partitions;
+  if (!(options.timing_only && given == 0) && given != n && given != devices)
+    fail("the executable runs on {} chip(s) ({} device(s), the others idle); parameters for {} "
+         "given",
+         n, devices, given);
   const std::vector<std::vector<uint8_t>> none;
   const std::vector<double> speeds =
       executable.pod ? executable.pod->chip_speeds() : std::vector<double>{1.0};
   chips_.reserve(static_cast<size_t>(n));
   for (int d = 0; d < n; ++d)
     chips_.push_back(std::make_unique<ChipRun>(
-        *this, models_.chip(d), parameters.empty() ? none : parameters[static_cast<size_t>(d)],
+        *this, models_.chip(d), d < given ? parameters[static_cast<size_t>(d)] : none,
         options, speeds[static_cast<size_t>(d)]));
   if (executable.pod) {
     torus_.emplace(*executable.pod);
