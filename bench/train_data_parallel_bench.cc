@@ -2,9 +2,10 @@
 // train`, one replica per chip, on one v5e chip and on v5e slices of 4, 8, 16 and 64
 // chips (global batch 64 for the MLP, 16 for the GPT, 64 for the GPT on 64 chips: each
 // chip's share shrinks as the slice grows). Per run: the simulated step time, the share
-// of it in collectives' own instructions (their waits included; the steps the TPU target
-// runs between their ring steps count as compute, so this is the communication compute
-// did not hide), bytes over ICI per step, and the host's wall time per simulated step.
+// of it exposed in collectives (the TensorCores in their own instructions, waits
+// included; the steps the TPU target runs between their ring steps count as compute, so
+// this is the communication compute did not hide: traces::Summary), bytes over ICI per
+// step, and the host's wall time per simulated step.
 //
 //   build/bin/bench/train_data_parallel_bench [--quick]   (--quick: the MLP only)
 #include <fmt/format.h>
@@ -51,7 +52,7 @@ void row(const std::string& workload, const std::string& topology, int64_t steps
 int main(int argc, char** argv) {
   const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
   fmt::print("{:<12} {:<10} {:>6} {:>6} {:>14} {:>10} {:>12} {:>10} {:>12}\n", "workload", "topology",
-             "chips", "batch", "cycles/step", "step us", "collectives", "ICI KiB", "host s/step");
+             "chips", "batch", "cycles/step", "step us", "exposed comm", "ICI KiB", "host s/step");
   for (const char* topology : {"v5e", "v5e-4", "v5e-8", "v5e-16"}) row("mlp", topology, 20, 64);
   if (quick) return 0;
   row("mlp", "v5e-64", 4, 64);

@@ -57,14 +57,22 @@ ChipSummary summarize_chip(const Profile& profile, const ChipProfile& chip) {
   const size_t slots = profile.source_ops.size() + 1;
   std::vector<std::vector<Interval>> op_intervals(slots);
   std::vector<double> op_flops(slots, 0), op_bytes(slots, 0);
-  std::vector<Interval> all;
+  std::vector<Interval> all, collective, collective_exposed;
+  std::vector<bool> collective_slot(slots, false);
+  for (size_t slot = 1; slot < slots; ++slot)
+    collective_slot[slot] = is_collective_op(profile.source_ops[slot - 1].name);
   for (const Track& track : chip.tracks) {
+    const bool core = track.category == "scalar" || track.category == "vpu" || track.category == "mxu";
     const bool hbm_traffic = !s.hbm_source.empty() && track.category == s.hbm_source;
     std::vector<Interval> mine;
     mine.reserve(track.spans.size());
     for (const Span& span : track.spans) {
       const size_t slot = static_cast<size_t>(span.source_op + 1);
       op_intervals[slot].emplace_back(span.start, span.end);
+      if (collective_slot[slot]) {
+        collective.emplace_back(span.start, span.end);
+        if (core) collective_exposed.emplace_back(span.start, span.end);
+      }
       op_flops[slot] += span.flops;
       if (hbm_traffic) op_bytes[slot] += span.bytes;
       mine.emplace_back(span.start, span.end);
@@ -79,6 +87,9 @@ ChipSummary summarize_chip(const Profile& profile, const ChipProfile& chip) {
          ratio_or_nan(static_cast<double>(busy), static_cast<double>(chip.total_cycles))});
   }
   s.busy_cycles = union_length(all);
+  s.collective_seconds = static_cast<double>(union_length(collective)) / chip.clock_hz;
+  s.collective_exposed_seconds =
+      static_cast<double>(union_length(collective_exposed)) / chip.clock_hz;
 
   for (size_t slot = 0; slot < slots; ++slot) {
     if (op_intervals[slot].empty()) continue;
@@ -160,11 +171,11 @@ Summary summarize(const Profile& profile) {
   summary.program = profile.program;
   for (const ChipProfile& chip : profile.chips) {
     summary.chips.push_back(summarize_chip(profile, chip));
-    ChipSummary& added = summary.chips.back();
-    for (const OpTime& op : added.ops)
-      if (is_collective_op(op.name)) added.collective_seconds += op.seconds;
+    const ChipSummary& added = summary.chips.back();
     summary.seconds = std::max(summary.seconds, added.seconds);
     summary.collective_seconds = std::max(summary.collective_seconds, added.collective_seconds);
+    summary.collective_exposed_seconds =
+        std::max(summary.collective_exposed_seconds, added.collective_exposed_seconds);
   }
   // Profile-wide: each op's longest time over the chips (flops and bytes summed).
   std::vector<OpTime> by_slot(profile.source_ops.size() + 1);
@@ -206,9 +217,14 @@ std::string format_summary(const Summary& summary, size_t max_ops) {
                      summary.program.empty() ? "(unnamed program)" : summary.program,
                      format_seconds(summary.seconds), summary.chips.size());
   if (summary.collective_seconds > 0)
-    out += fmt::format("collectives: {} on the chip that spent the most in them ({} of the run)\n",
-                       format_seconds(summary.collective_seconds),
-                       format_percent(summary.collective_seconds / summary.seconds));
+    out += fmt::format(
+        "collectives: {} in flight on the chip that had them longest ({} of the run), {} "
+        "exposed ({}: the TensorCores in their instructions and waits; the rest overlapped "
+        "other work)\n",
+        format_seconds(summary.collective_seconds),
+        format_percent(summary.collective_seconds / summary.seconds),
+        format_seconds(summary.collective_exposed_seconds),
+        format_percent(summary.collective_exposed_seconds / summary.seconds));
   for (const ChipSummary& chip : summary.chips) {
     out += fmt::format("\n{}: {} cycles at {} = {}; some unit busy {} of the time\n", chip.name,
                        format_count(chip.total_cycles), format_si(chip.clock_hz, "Hz"),

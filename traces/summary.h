@@ -52,9 +52,12 @@ struct ChipSummary {
   double clock_hz = 0;
   uint64_t total_cycles = 0;
   double seconds = 0;
-  // Time in collective ops (is_collective_op): communication the chip waited for, as
-  // long as collectives do not overlap compute.
+  // Time in collective ops (is_collective_op), the union of their spans: on every track
+  // (in flight: their instructions, DMAs, HBM and link traffic), and on the TensorCores'
+  // tracks alone (exposed: the cores in the collectives' own instructions and waits; the
+  // rest of the time in flight overlapped other ops' work).
   double collective_seconds = 0;
+  double collective_exposed_seconds = 0;
   uint64_t busy_cycles = 0;  // union of all spans on all tracks
 
   double flops = 0;      // all units
@@ -76,7 +79,8 @@ struct ChipSummary {
 struct Summary {
   std::string program;
   double seconds = 0;  // the slowest chip's
-  double collective_seconds = 0;  // the most any chip spent in collective ops
+  double collective_seconds = 0;          // the most any chip had collectives in flight
+  double collective_exposed_seconds = 0;  // the most any chip spent exposed in them
   std::vector<ChipSummary> chips;
   std::vector<OpTime> ops;  // over all chips: each op's longest time on any chip, longest first
 };

@@ -45,7 +45,8 @@ struct TrainResult {
   int64_t compilations = 0;             // graphs compiled during training (UncachedCompile)
   int64_t simulated_cycles = 0;         // on a simulated chip or pod: cycles of all steps
   // On a simulated pod, the last profiled step (each progress line profiles one): its
-  // time, the time the slowest chip spent in collectives, and the bytes over ICI links.
+  // time, the most any chip spent exposed in collectives (traces::Summary), and the
+  // bytes over ICI links.
   double pod_step_seconds = 0;
   double pod_collective_seconds = 0;
   double pod_ici_bytes = 0;

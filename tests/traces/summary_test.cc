@@ -105,6 +105,22 @@ TEST(Summary, CollectiveTimeIsTheMostAnyChipSpentInCollectiveOps) {
   EXPECT_NE(format_summary(s).find("collectives: 400 ns"), std::string::npos) << format_summary(s);
 }
 
+TEST(Summary, CollectiveTimeSplitsIntoExposedAndOverlapped) {
+  // add.2 renamed an all-reduce, with a link track carrying its traffic [300,600) while
+  // dot.1 computes: in flight [300,600) u [600,900) (VPU) u [800,850) (HBM) = [300,900),
+  // 600 ns; exposed only on the cores' tracks, its VPU spans [600,900): 300 ns.
+  Profile p = hand_profile();
+  p.source_ops[1].name = "all-reduce.2";
+  p.chips[0].tracks.push_back({"ICI x+ 0->1", "ici", {{"burst", 300, 600, 1, 0, 4096}}});
+  const Summary s = summarize(p);
+  EXPECT_DOUBLE_EQ(s.chips[0].collective_seconds, 600e-9);
+  EXPECT_DOUBLE_EQ(s.chips[0].collective_exposed_seconds, 300e-9);
+  EXPECT_DOUBLE_EQ(s.collective_exposed_seconds, 300e-9);
+  EXPECT_NE(format_summary(s).find("collectives: 600 ns in flight"), std::string::npos)
+      << format_summary(s);
+  EXPECT_NE(format_summary(s).find("300 ns exposed"), std::string::npos) << format_summary(s);
+}
+
 TEST(Summary, CollectiveOpsByInstructionName) {
   for (const char* name : {"all-reduce", "all-reduce.3", "all-gather.1", "reduce-scatter",
                            "all-reduce-start.2", "collective-permute-done", "all-to-all.7"})
