@@ -48,6 +48,7 @@ bool Diff::regressed() const { return regressions() > 0; }
 size_t Diff::regressions() const {
   return static_cast<size_t>(total.regression) +
          static_cast<size_t>(collectives && collectives->regression) +
+         static_cast<size_t>(exposed_collectives && exposed_collectives->regression) +
          static_cast<size_t>(
              std::count_if(ops.begin(), ops.end(), [](const DiffRow& r) { return r.regression; }));
 }
@@ -61,14 +62,21 @@ Diff compare_summaries(const Summary& before, const Summary& after, const DiffOp
   diff.total.change = relative_change(before.seconds, after.seconds);
   diff.total.counted = true;
   diff.total.regression = diff.total.change > options.threshold;
+  auto collective_row = [&](std::optional<DiffRow>& row, const char* name, double in_before,
+                            double in_after) {
+    row.emplace();
+    row->name = name;
+    row->in_before = before.collective_seconds > 0;
+    row->in_after = after.collective_seconds > 0;
+    row->before_seconds = in_before;
+    row->after_seconds = in_after;
+    judge(*row, before, after, options);
+  };
   if (before.collective_seconds > 0 || after.collective_seconds > 0) {
-    DiffRow& row = diff.collectives.emplace();
-    row.name = "collectives";
-    row.in_before = before.collective_seconds > 0;
-    row.in_after = after.collective_seconds > 0;
-    row.before_seconds = before.collective_seconds;
-    row.after_seconds = after.collective_seconds;
-    judge(row, before, after, options);
+    collective_row(diff.collectives, "collectives (in flight)", before.collective_seconds,
+                   after.collective_seconds);
+    collective_row(diff.exposed_collectives, "collectives (exposed)",
+                   before.collective_exposed_seconds, after.collective_exposed_seconds);
   }
 
   std::map<std::string, DiffRow> rows;
@@ -113,6 +121,7 @@ std::string format_diff(const Diff& diff, const DiffOptions& options,
   };
   add(diff.total);
   if (diff.collectives) add(*diff.collectives);
+  if (diff.exposed_collectives) add(*diff.exposed_collectives);
   size_t shown = 0;
   for (const DiffRow& row : diff.ops) {
     // Every failing row is shown, however long the list.

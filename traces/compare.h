@@ -37,8 +37,10 @@ struct DiffRow {
 
 struct Diff {
   DiffRow total;
-  // Summary::collective_seconds, when either profile has collectives; counted like an op.
+  // Summary::collective_seconds (in flight) and collective_exposed_seconds, when either
+  // profile has collectives; each counted like an op.
   std::optional<DiffRow> collectives;
+  std::optional<DiffRow> exposed_collectives;
   std::vector<DiffRow> ops;  // longest first (by the larger of the two times)
   bool regressed() const;
   size_t regressions() const;

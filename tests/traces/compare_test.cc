@@ -58,13 +58,23 @@ TEST(Compare, SlowerCollectivesFailOnTheirOwn) {
   Summary after = summary_of(103, {{"all-reduce.1", 23}});
   before.collective_seconds = 20e-6;
   after.collective_seconds = 23e-6;
+  // Exposed 10 -> 10.2 us (+2%): within the threshold.
+  before.collective_exposed_seconds = 10e-6;
+  after.collective_exposed_seconds = 10.2e-6;
   Diff d = compare_summaries(before, after, {0.05, 0.01});
   ASSERT_TRUE(d.collectives.has_value());
   EXPECT_NEAR(d.collectives->change, 0.15, 1e-12);
   EXPECT_TRUE(d.collectives->regression);
+  ASSERT_TRUE(d.exposed_collectives.has_value());
+  EXPECT_NEAR(d.exposed_collectives->change, 0.02, 1e-12);
+  EXPECT_FALSE(d.exposed_collectives->regression);
   EXPECT_FALSE(d.total.regression);
-  EXPECT_EQ(d.regressions(), 2u);  // the collectives and the all-reduce op
-  EXPECT_NE(format_diff(d, {0.05, 0.01}, "a", "b").find("collectives"), std::string::npos);
+  EXPECT_EQ(d.regressions(), 2u);  // the collectives in flight and the all-reduce op
+  // More exposed communication fails too: 10 -> 12 us.
+  after.collective_exposed_seconds = 12e-6;
+  EXPECT_EQ(compare_summaries(before, after, {0.05, 0.01}).regressions(), 3u);
+  EXPECT_NE(format_diff(d, {0.05, 0.01}, "a", "b").find("collectives (exposed)"),
+            std::string::npos);
   // Profiles without collectives have no such row.
   EXPECT_FALSE(compare_summaries(summary_of(1, {}), summary_of(1, {}), {}).collectives);
 }
