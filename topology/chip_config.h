@@ -44,7 +44,8 @@ struct ChipConfig {
   double host_link_bandwidth_bytes_per_s = 0;  // host <-> chip (PCIe)
 
   // Microarchitectural figures of the timing model (sim/timing) that no TPU publishes:
-  // assumptions, the same in every preset, optional in TOML files (these defaults) and
+  // assumptions, the same in every preset (but mxu_pass_overhead_cycles, set for v6e
+  // from its measurements), optional in TOML files (these defaults) and
   // in executables written before they existed. Cycles of the clock unless named; 0
   // where "derived" is written means: derive as said.
   int64_t scalar_latency_cycles = 1;          // scalar ALU, branch, sem.signal
