@@ -1,8 +1,8 @@
 // The timing model's microarchitectural figures, in cycles of the chip clock, resolved
 // from the ChipConfig's timing fields (topology/chip_config.h: assumptions no TPU
-// publishes, the same in every preset): the "0: derive" ones worked out, the ns ones
-// converted. Internal to sim/timing; to change a figure for a run, change the
-// executable's ChipConfig (or the chip's TOML file).
+// publishes, the same in every preset but v6e's MXU pass overhead): the "0: derive" ones
+// worked out, the ns ones converted. Internal to sim/timing; to change a figure for a
+// run, change the executable's ChipConfig (or the chip's TOML file).
 #pragma once
 
 #include <algorithm>
