@@ -516,28 +516,25 @@ bool emit_resident(Lowerer& l, const DotProblem& p) {
     // once this block is in: its parts paced over this unit's loads (as many per load as
     // spread them evenly), so that the LHS loads and copy backs that queue behind them on
     // the DMA engines are not held up by the whole block.
-    bool prefetched = false;  // the next unit's block was begun
     size_t prefetch_issued = 0;
-    int64_t prefetch_unit = -1, current_load = 0, prefetch_load = -1;
+    int64_t prefetch_unit = -1;  // the unit whose block was begun, -1 before
+    int64_t current_load = 0, prefetch_load = -1;
     auto prefetch = [&] {
       if (bufs != 2 || waited < block.parts.size() || prefetch_load == current_load) return;
       prefetch_load = current_load;
-      if (!prefetched) {
+      if (prefetch_unit < 0) {
         prefetch_unit = next_unit();
         if (prefetch_unit < 0) return;
         next_block = new_block(prefetch_unit);
-        prefetched = true;
         prefetch_issued = 0;
       }
       int64_t left = 0;  // this unit's loads from this one on
       for (auto k = static_cast<size_t>(current_load);
            k < loads.size() && rows[static_cast<size_t>(loads[k].row)].unit == unit; ++k)
         ++left;
-      const size_t parts = next_block.parts.size();
-      const size_t target = std::min(
-          parts, prefetch_issued +
-                     static_cast<size_t>(ceil_div(static_cast<int64_t>(parts - prefetch_issued),
-                                                  std::max<int64_t>(left, 1))));
+      const auto rest = static_cast<int64_t>(next_block.parts.size() - prefetch_issued);
+      const size_t target =
+          prefetch_issued + static_cast<size_t>(ceil_div(rest, std::max<int64_t>(left, 1)));
       for (; prefetch_issued < target; ++prefetch_issued)
         issue_part(prefetch_unit, 1 - buf, next_block, prefetch_issued);
     };
@@ -569,7 +566,7 @@ bool emit_resident(Lowerer& l, const DotProblem& p) {
     auto switch_unit = [&](int64_t to) {
       unit = to;
       if (bufs == 2) buf = 1 - buf;
-      if (prefetched) {
+      if (prefetch_unit >= 0) {
         for (; prefetch_issued < next_block.parts.size(); ++prefetch_issued)
           issue_part(unit, buf, next_block, prefetch_issued);
       } else {
@@ -577,7 +574,7 @@ bool emit_resident(Lowerer& l, const DotProblem& p) {
       }
       block = std::move(next_block);
       waited = 0;
-      prefetched = false;
+      prefetch_unit = -1;
     };
 
     // Accumulators popped after the next group's weights were requested. With two or
