@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <limits>
+#include <map>
 #include <numeric>
 #include <utility>
 
@@ -265,6 +267,47 @@ RingPlan plan_rings(const Lowerer& l, const Instruction& i, int64_t chunk_elemen
       }
     }
   }
+  // Each phase's link shares and edge latencies, from the routes of every stream's edges.
+  const topology::PodConfig& pod = *t.pod;
+  const double ici_ns_per_byte = 1e9 / pod.ici_link_bandwidth_bytes_per_s;
+  const double dcn_ns_per_byte = 1e9 * pod.chips_per_host() / pod.dcn_host_bandwidth_bytes_per_s;
+  for (size_t p = 0; p < static_cast<size_t>(plan.phases()); ++p) {
+    std::map<std::pair<int, int>, int64_t> edges;  // (device, port) -> edges crossing it
+    int64_t dcn_streams = 0;
+    auto next = [&](size_t s, int64_t d) {
+      return static_cast<int>(plan.table[static_cast<size_t>(d * plan.row_length + plan.streams[s].phases[p].column)]);
+    };
+    for (size_t s = 0; s < plan.streams.size(); ++s) {
+      bool dcn = false;
+      for (const std::vector<int64_t>& group : groups)
+        for (int64_t d : group) {
+          const int to = next(s, d);
+          if (torus.coord(static_cast<int>(d)).slice != torus.coord(to).slice) {
+            dcn = true;
+            continue;
+          }
+          for (const topology::Hop& hop : torus.route(static_cast<int>(d), to)) ++edges[{hop.device, hop.port}];
+        }
+      dcn_streams += dcn ? 1 : 0;
+    }
+    for (size_t s = 0; s < plan.streams.size(); ++s) {
+      RingPhase& phase = plan.streams[s].phases[p];
+      for (const std::vector<int64_t>& group : groups)
+        for (int64_t d : group) {
+          const int to = next(s, d);
+          if (torus.coord(static_cast<int>(d)).slice != torus.coord(to).slice) {
+            phase.ns_per_byte = std::max(phase.ns_per_byte, static_cast<double>(dcn_streams) * dcn_ns_per_byte);
+            phase.hop_ns = std::max(phase.hop_ns, pod.dcn_latency_ns);
+            continue;
+          }
+          const std::vector<topology::Hop> route = torus.route(static_cast<int>(d), to);
+          for (const topology::Hop& hop : route)
+            phase.ns_per_byte = std::max(phase.ns_per_byte,
+                                         static_cast<double>(edges[{hop.device, hop.port}]) * ici_ns_per_byte);
+          phase.hop_ns = std::max(phase.hop_ns, static_cast<double>(route.size()) * pod.ici_link_latency_ns);
+        }
+    }
+  }
   return plan;
 }
 
@@ -381,18 +424,6 @@ int64_t RingEmitter::subs(size_t stream, size_t phase) const {
   return ceil_div(s.elements, len);
 }
 
-int64_t RingEmitter::most_subs(size_t phase) const {
-  int64_t most = 0;
-  for (size_t s = 0; s < plan_.streams.size(); ++s) most = std::max(most, subs(s, phase));
-  return most;
-}
-
-int64_t RingEmitter::most_steps(size_t phase) const {
-  int64_t most = 0;
-  for (const RingStream& s : plan_.streams) most = std::max(most, s.phases[phase].size);
-  return most;
-}
-
 RingEmitter::Block RingEmitter::block(size_t stream, size_t phase, int64_t sub) const {
   const RingStream& s = plan_.streams[stream];
   const RingPhase& p = s.phases[phase];
@@ -479,16 +510,36 @@ void RingEmitter::handshake(size_t phase) {
   handshake.await(row_, distinct(0));
 }
 
-double RingEmitter::step_ns(size_t phase) const {
-  int64_t most = 0;  // bytes a stream sends in one step
+double RingEmitter::step_ns(size_t stream, size_t phase) const {
+  const RingPhase& p = plan_.streams[stream].phases[phase];
+  int64_t bytes = 0;
+  for (int64_t j = 0; j < subs(stream, phase); ++j) bytes += block(stream, phase, j).bytes;
+  return static_cast<double>(bytes) * p.ns_per_byte + p.hop_ns + l_.chip().hbm_latency_ns;
+}
+
+std::vector<RingEmitter::Entry> RingEmitter::timeline(size_t phase, int64_t first, int64_t last_from_end) const {
+  std::vector<Entry> entries;
   for (size_t s = 0; s < plan_.streams.size(); ++s) {
-    int64_t bytes = 0;
-    for (int64_t j = 0; j < subs(s, phase); ++j) bytes += block(s, phase, j).bytes;
-    most = std::max(most, bytes);
+    const int64_t n = subs(s, phase);
+    const double step = step_ns(s, phase);
+    for (int64_t k = first; k < plan_.streams[s].phases[phase].size - last_from_end; ++k)
+      for (int64_t j = 0; j < n; ++j)
+        entries.push_back(
+            Entry{s, k, j, (static_cast<double>(k - first) + static_cast<double>(j) / static_cast<double>(n)) * step});
   }
-  const topology::PodConfig& pod = *l_.target().pod;
-  return static_cast<double>(most) / pod.ici_link_bandwidth_bytes_per_s * 1e9 + pod.ici_link_latency_ns +
-         l_.chip().hbm_latency_ns;
+  std::stable_sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+    if (a.ns != b.ns) return a.ns < b.ns;
+    return a.k != b.k ? a.k < b.k : a.j != b.j ? a.j < b.j : a.stream < b.stream;
+  });
+  return entries;
+}
+
+void RingEmitter::overlap_until(const Entry& e, size_t phase, double& next) {
+  if (e.ns < next) return;
+  double fastest = std::numeric_limits<double>::max();
+  for (size_t s = 0; s < plan_.streams.size(); ++s) fastest = std::min(fastest, step_ns(s, phase));
+  l_.overlap_point(fastest);
+  next = e.ns + fastest * (1 - 1e-9);
 }
 
 size_t RingEmitter::send_window(size_t phase) const {
@@ -557,10 +608,23 @@ void RingEmitter::reduce_scatter(int32_t input, int32_t work, int32_t result, ir
     // Step 0: block 1 (its reduction ends size - 1 chips on) goes out from HBM, a window
     // of sends ahead of the reductions: the engines take transfers in order, and sends
     // queued all at once would hold up the loads of what has landed until the last left.
-    std::vector<std::pair<size_t, int64_t>> hbm_sends;  // stream, sub-block
-    for (int64_t j = 0; j < most_subs(p); ++j)
-      for (size_t s = 0; s < streams; ++s)
-        if (j < subs(s, p)) hbm_sends.emplace_back(s, j);
+    // Step k reduces block k + 2 (k = 0 .. size - 2): what landed in recv step k plus the
+    // chip's own; the last step's sum is block 0, the chip's. The streams take turns, sub-
+    // block by sub-block, in the order of their timeline, and each item's loads are issued
+    // before the previous item is reduced (so that their latency overlaps it).
+    const std::vector<Entry> order = timeline(p, 0, 1);
+    std::vector<Item> items;
+    std::vector<std::pair<size_t, int64_t>> hbm_sends;  // stream, sub-block: the first steps'
+    std::vector<int64_t> before;  // per item: where the same sub-block's previous step is, or -1
+    std::map<std::pair<size_t, int64_t>, int64_t> last;
+    for (const Entry& e : order) {
+      auto [at, fresh] = last.try_emplace({e.stream, e.j}, -1);
+      before.push_back(at->second);
+      at->second = static_cast<int64_t>(items.size());
+      items.push_back(Item{e.stream, e.k, e.j, next_slot});
+      next_slot = (next_slot + 1) % slots;
+      if (e.k == 0) hbm_sends.emplace_back(e.stream, e.j);
+    }
     size_t sent = 0;
     auto send_until = [&](size_t n) {
       for (; sent < std::min(n, hbm_sends.size()); ++sent) {
@@ -575,19 +639,6 @@ void RingEmitter::reduce_scatter(int32_t input, int32_t work, int32_t result, ir
     const size_t ahead = static_cast<size_t>(slots / 2);
     const size_t window = std::max(send_window(p), ahead);
     send_until(window);
-    l_.overlap_point(step_ns(p));
-    // Step k reduces block k + 2 (k = 0 .. size - 2): what landed in recv step k plus the
-    // chip's own; the last step's sum is block 0, the chip's. The streams take turns, sub-
-    // block by sub-block, and each item's loads are issued before the previous item is
-    // reduced (so that their latency overlaps it).
-    std::vector<Item> items;
-    for (int64_t k = 0; k + 1 < most_steps(p); ++k)
-      for (int64_t j = 0; j < most_subs(p); ++j)
-        for (size_t s = 0; s < streams; ++s)
-          if (k + 1 < plan_.streams[s].phases[p].size && j < subs(s, p)) {
-            items.push_back(Item{s, k, j, next_slot});
-            next_slot = (next_slot + 1) % slots;
-          }
     auto load = [&](const Item& it) {
       const RingPhase& phase = plan_.streams[it.stream].phases[p];
       const size_t slot = static_cast<size_t>(it.slot);
@@ -638,20 +689,21 @@ void RingEmitter::reduce_scatter(int32_t input, int32_t work, int32_t result, ir
         ++pending[slot];
       }
     };
-    // Items are loaded up to `ahead` before they are reduced, within a step only: what
-    // lands in step k + 1 is what the previous chip reduced in step k, which may wait for
-    // this chip's sends of step k.
-    for (size_t first = 0; first < items.size();) {
-      if (first > 0) l_.overlap_point(step_ns(p));  // step k's sends are in flight
-      size_t end = first;
-      while (end < items.size() && items[end].k == items[first].k) ++end;
-      for (size_t t = first; t < std::min(first + ahead, end); ++t) load(items[t]);
-      for (size_t t = first; t < end; ++t) {
-        send_until(t + 1 + window);
-        if (t + ahead < end) load(items[t + ahead]);
-        reduce(items[t]);
-      }
-      first = end;
+    // Items are loaded up to `ahead` before they are reduced, each once its sub-block's
+    // previous step has been reduced here: what lands in step k + 1 is what the previous
+    // chip reduced in step k, which may wait for this chip's sends of step k.
+    size_t loaded = 0;
+    double next_overlap = 0;
+    for (size_t t = 0; t < items.size(); ++t) {
+      overlap_until(order[t], p, next_overlap);  // earlier steps' sends are in flight
+      auto load_until = [&](size_t most) {
+        for (; loaded < items.size() && loaded <= most && before[loaded] < static_cast<int64_t>(t); ++loaded)
+          load(items[loaded]);
+      };
+      load_until(t + ahead - 1);  // (the first items' loads go ahead of the next send)
+      send_until(t + 1 + window);
+      load_until(t + ahead);
+      reduce(items[t]);
     }
     send_until(hbm_sends.size());
     // The phase's sums are in HBM and its sends have left before the next phase.
@@ -666,7 +718,6 @@ void RingEmitter::reduce_scatter(int32_t input, int32_t work, int32_t result, ir
 void RingEmitter::all_gather(int32_t buffer, bool own_sent, int32_t own_input) {
   const int32_t region = l_.use(buffer);
   const int32_t input_region = own_input >= 0 ? l_.use(own_input) : -1;
-  const size_t streams = plan_.streams.size();
   int64_t copies = 0;  // of own_input into the chip's chunk, on kSemSlot
   for (size_t p = static_cast<size_t>(plan_.phases()); p-- > 0;) {
     int64_t sends = 0;
@@ -678,40 +729,50 @@ void RingEmitter::all_gather(int32_t buffer, bool own_sent, int32_t own_input) {
       ++sends;
     };
     const bool first = p + 1 == static_cast<size_t>(plan_.phases());
-    if (!(own_sent && first)) {
+    // Block 0 (k = 0) goes out from the chip (unless the reduce-scatter sent it), a
+    // window of the timeline ahead: the engines take transfers in order, and sends queued
+    // all at once would hold up the forwarding of what lands until the last had left.
+    // Step k (1 .. size - 1): block k lands; all but the last go on.
+    const std::vector<Entry> order = timeline(p, 0, 0);
+    const bool send_own = !(own_sent && first);
+    size_t next_own = 0;
+    auto send_own_until = [&](size_t position) {
+      for (; send_own && next_own < std::min(position + 1, order.size()); ++next_own) {
+        const Entry& e = order[next_own];
+        if (e.k != 0) continue;
+        if (input_region < 0 || !first) {
+          forward(e.stream, e.j, 0);
+          continue;
+        }
+        // The first phase's block 0 is the chip's chunk: straight from own_input.
+        const RingStream& stream = plan_.streams[e.stream];
+        const int64_t column = stream.phases[p].column;
+        const Block b = block(e.stream, p, e.j);
+        const int at = offset(column + 2, b.piece_offset);
+        send(descriptor(input_region, region, b, false, true),
+             pb_.sreg(stream.lo * plan_.element_bytes + b.piece_offset), at, peer(column), kSemSentHbm, e.stream);
+        ++sends;
+      }
+    };
+    const size_t window = send_window(p);
+    if (send_own) {
       handshake(p);
       pb_.wait(kSemSlot, copies);  // the chip's chunk is in place before it goes on
+      send_own_until(window);
       copies = 0;
-      for (int64_t j = 0; j < most_subs(p); ++j)
-        for (size_t s = 0; s < streams; ++s) {
-          if (j >= subs(s, p)) continue;
-          if (input_region < 0 || !first) {
-            forward(s, j, 0);
-            continue;
-          }
-          // The first phase's block 0 is the chip's chunk: straight from own_input.
-          const int64_t column = plan_.streams[s].phases[p].column;
-          const Block b = block(s, p, j);
-          const int at = offset(column + 2, b.piece_offset);
-          send(descriptor(input_region, region, b, false, true),
-               pb_.sreg(plan_.streams[s].lo * plan_.element_bytes + b.piece_offset), at, peer(column),
-               kSemSentHbm, s);
-          ++sends;
-        }
       if (input_region >= 0 && first)  // the local copy, while the first phase's sends go
         copies = issue_spread_copy(l_, input_region, -1, region, own_chunk_offset(), plan_.chunk_bytes(), kSemSlot);
     }
-    // Step k (1 .. size - 1): block k lands; all but the last go on.
-    for (int64_t k = 1; k < most_steps(p); ++k) {
-      l_.overlap_point(step_ns(p));  // step k - 1's sends are in flight
-      for (int64_t j = 0; j < most_subs(p); ++j)
-        for (size_t s = 0; s < streams; ++s) {
-          const int64_t size = plan_.streams[s].phases[p].size;
-          if (k >= size || j >= subs(s, p)) continue;
-          pb_.wait(landed_ + static_cast<int>(s), 1);
-          if (k + 1 < size) forward(s, j, k);
-        }
+    double next_overlap = 0;
+    for (size_t t = 0; t < order.size(); ++t) {
+      const Entry& e = order[t];
+      if (e.k == 0) continue;
+      overlap_until(e, p, next_overlap);  // earlier steps' sends are in flight
+      send_own_until(t + window);
+      pb_.wait(landed_ + static_cast<int>(e.stream), 1);
+      if (e.k + 1 < plan_.streams[e.stream].phases[p].size) forward(e.stream, e.j, e.k);
     }
+    send_own_until(order.size());
     pb_.wait(kSemSentHbm, sends);
   }
   pb_.wait(kSemSlot, copies);

@@ -41,6 +41,12 @@ struct RingPhase {
   std::vector<int64_t> block_sizes;
   std::vector<int64_t> block_strides;
   int64_t column = 0;  // where the phase's entries start in a table row
+  // How long the stream's ring edges take in this phase (plan_rings, from the pod): ns a
+  // byte over the busiest link of the stream's ring, shared with the edges of every
+  // stream that cross it in the phase (over DCN: the chip's share of its host's NICs,
+  // shared by the streams), and the longest edge's latency.
+  double ns_per_byte = 0;
+  double hop_ns = 0;
   int64_t blocks() const;
 };
 
@@ -144,11 +150,22 @@ class RingEmitter {
   struct Block;
   void handshake(size_t phase);
   int64_t subs(size_t stream, size_t phase) const;
-  int64_t most_subs(size_t phase) const;
-  int64_t most_steps(size_t phase) const;
-  // How long a step's transfers of the phase take: its largest stream's bytes over a
-  // link, plus a hop and an HBM latency (the in-flight time an overlap point may fill).
-  double step_ns(size_t phase) const;
+  // How long a step of the stream's ring takes in the phase: its bytes over its share of
+  // the busiest link, plus the edge's and an HBM latency.
+  double step_ns(size_t stream, size_t phase) const;
+  // A phase's steps k = first .. size - 1 - last_from_end of every stream, sub-block by
+  // sub-block, in the order they are expected to start: streams whose steps take longer
+  // (more bytes, shared links) come up less often, so that no stream waits for a slower
+  // one (the same order on every chip: a step only waits for earlier ones).
+  struct Entry {
+    size_t stream;
+    int64_t k, j;
+    double ns;  // expected start, from the phase's
+  };
+  std::vector<Entry> timeline(size_t phase, int64_t first, int64_t last_from_end) const;
+  // Calls Lowerer::overlap_point as entry e is reached when the fastest stream has had a
+  // step's time in flight since the last call (`next`: when the next call is due).
+  void overlap_until(const Entry& e, size_t phase, double& next);
   // How many of a phase's first sends from HBM go ahead of its reductions.
   size_t send_window(size_t phase) const;
   Block block(size_t stream, size_t phase, int64_t sub) const;

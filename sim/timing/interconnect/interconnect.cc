@@ -135,7 +135,8 @@ class TorusInterconnect final : public Interconnect {
     bool free_event = false;      // a kLinkFree is scheduled
     std::vector<Input> inputs;    // bursts waiting for it, by where they come from
     size_t waiting = 0;           // in all inputs
-    size_t next_input = 0;        // round robin
+    size_t next_port = 0;         // round robin over the upstream inputs, then the local port
+    size_t next_engine = 0;       // round robin over the engines' inputs within the local port
     int64_t buffered = 0;         // bytes sent into the buffer at its far end, not yet gone on
     int track = -1;               // in the owner's recorder, once used
   };
@@ -205,7 +206,8 @@ class TorusInterconnect final : public Interconnect {
   }
 
   // A link's input of that name, made on first use. Each DMA engine of the chip is an
-  // input of its own (negative names), so that the round robin is fair to every engine.
+  // input of its own (negative names), with a buffer's worth of injection of its own;
+  // together they are the link's local port (serve()).
   Input& input(size_t link, int from) {
     std::vector<Input>& inputs = states_[link].inputs;
     for (Input& in : inputs)
@@ -227,15 +229,30 @@ class TorusInterconnect final : public Interconnect {
       return;
     }
     if (s.waiting == 0) return;
-    // Round robin over the inputs (the chip's engines, each upstream link) with a burst.
-    size_t pick = s.next_input % s.inputs.size();
-    while (s.inputs[pick].waiting.empty()) pick = (pick + 1) % s.inputs.size();
+    // Round robin over the link's input ports with a burst, as a router arbitrates: each
+    // upstream link, and the chip's injection port (position n), in which the chip's DMA
+    // engines take turns. (Engines as ports of their own would starve the traffic passing
+    // through a chip whose engines all send on the same link.)
+    const size_t n = s.inputs.size();
+    size_t pick = n, port = 0;
+    for (size_t k = 0; k <= n && pick == n; ++k) {
+      port = (s.next_port + k) % (n + 1);
+      if (port < n) {
+        if (s.inputs[port].from >= 0 && !s.inputs[port].waiting.empty()) pick = port;
+        continue;
+      }
+      for (size_t e = 0; e < n && pick == n; ++e) {
+        const size_t i = (s.next_engine + e) % n;
+        if (s.inputs[i].from < 0 && !s.inputs[i].waiting.empty()) pick = i;
+      }
+    }
     const uint32_t index = s.inputs[pick].waiting.front();
     Burst& b = bursts_[index];
     if (s.buffered > 0 && s.buffered + b.bytes > l.buffer_bytes) return;  // no credits yet
     s.inputs[pick].waiting.pop_front();
     --s.waiting;
-    s.next_input = pick + 1;
+    s.next_port = port + 1;
+    if (s.inputs[pick].from < 0) s.next_engine = pick + 1;
     if (b.hop == 0) {
       s.inputs[pick].injected -= b.bytes;
       space_.notify(sc_core::SC_ZERO_TIME);

@@ -8,9 +8,11 @@
 // router, declared where the link is wired: the lookahead a parallel simulation would
 // use), a flow-control unit (packet) and a receive buffer of buffer_packets packets at
 // its far end. The model is event-driven at burst granularity, in simulated time:
-// - A link sends the bursts waiting for it one at a time, taking its inputs (the chip's
-//   DMA engines, each upstream link) in round robin and each input's bursts in the order
-//   they arrived, so flows that share a link interleave and share its bandwidth.
+// - A link sends the bursts waiting for it one at a time, taking its input ports (each
+//   upstream link, and the chip's injection port, in which the chip's DMA engines take
+//   turns) in round robin and each input's bursts in the order they arrived, so flows
+//   that share a link interleave and share its bandwidth, traffic passing through a chip
+//   as much as the chip's own.
 // - Cut-through: a burst reaches the next hop when its first packet has crossed (plus
 //   the latency); the next link cannot finish it before its last packet has arrived.
 // - Credits: a link starts a burst only when the receive buffer behind it has room for
