@@ -79,10 +79,10 @@ void FunctionalModel::complete_dma(uint64_t id) {
   in_flight_.erase(std::find_if(in_flight_.begin(), in_flight_.end(),
                                 [&](const DmaTransfer& x) { return x.id == t.id; }));
 
-  if (compute_data_ || always_copied_[static_cast<size_t>(
-                           executable_->descriptors[static_cast<size_t>(t.descriptor)].src_region)])
-    copy_dma(t);
-  signal(state_.core(t.core).semaphores[static_cast<size_t>(t.semaphore)], t);
+  if (t.source_read)
+    unstage_dma(t);
+  else
+    read_source(t);
   if (t.dst_device >= 0)
     signal(peers_[static_cast<size_t>(t.dst_device)]
                .state_.core(t.core)
@@ -90,17 +90,34 @@ void FunctionalModel::complete_dma(uint64_t id) {
            t);
 }
 
+void FunctionalModel::source_read(uint64_t id) {
+  auto it = std::find_if(in_flight_.begin(), in_flight_.end(),
+                         [id](const DmaTransfer& t) { return t.id == id; });
+  if (it == in_flight_.end() || it->dst_device < 0 || it->source_read)
+    fail("source_read: DMA {} is no remote transfer in flight with its source unread", id);
+  it->source_read = true;
+  if (copied(*it)) stage_dma(*it);
+  signal(state_.core(it->core).semaphores[static_cast<size_t>(it->semaphore)], *it);
+}
+
+bool FunctionalModel::copied(const DmaTransfer& t) const {
+  return compute_data_ ||
+         always_copied_[static_cast<size_t>(executable_->descriptors[static_cast<size_t>(t.descriptor)].src_region)];
+}
+
+void FunctionalModel::read_source(const DmaTransfer& t) {
+  if (copied(t)) copy_dma(t);
+  signal(state_.core(t.core).semaphores[static_cast<size_t>(t.semaphore)], t);
+}
+
 void FunctionalModel::signal(int64_t& semaphore, const DmaTransfer& t) {
   if (__builtin_add_overflow(semaphore, int64_t{1}, &semaphore))
     fail("DMA issued by core {} at pc {} overflows a semaphore", t.core, t.pc);
 }
 
-void FunctionalModel::copy_dma(const DmaTransfer& t) {
+template <class Fn>
+void FunctionalModel::for_each_run(const DmaTransfer& t, Fn fn) const {
   const isa::DmaDescriptor& desc = executable_->descriptors[static_cast<size_t>(t.descriptor)];
-  const SparseMemory& src = state_.memory(t.src.space, t.src.core);
-  ChipState& dst_chip =
-      t.dst_device < 0 ? state_ : peers_[static_cast<size_t>(t.dst_device)].state_;
-  SparseMemory& dst = dst_chip.memory(t.dst.space, t.dst.core);
   const size_t dims = desc.sizes.size();
   // Merge the innermost dimension into one run when it is contiguous on both sides.
   int64_t run = desc.element_bytes;
@@ -109,7 +126,6 @@ void FunctionalModel::copy_dma(const DmaTransfer& t) {
     run *= desc.sizes[dims - 1];
     outer = dims - 1;
   }
-  if (dma_buffer_.empty()) dma_buffer_.resize(kDmaChunkBytes);
   std::array<int64_t, isa::kMaxDmaDims> index{};
   for (;;) {
     int64_t from = t.src_address, to = t.dst_address;
@@ -117,17 +133,54 @@ void FunctionalModel::copy_dma(const DmaTransfer& t) {
       from += index[k] * desc.src_strides[k];
       to += index[k] * desc.dst_strides[k];
     }
+    fn(from, to, run);
+    // Next index, last dimension fastest.
+    size_t k = outer;
+    while (k > 0 && ++index[k - 1] == desc.sizes[k - 1]) index[--k] = 0;
+    if (k == 0) break;
+  }
+}
+
+SparseMemory& FunctionalModel::destination(const DmaTransfer& t) {
+  ChipState& chip = t.dst_device < 0 ? state_ : peers_[static_cast<size_t>(t.dst_device)].state_;
+  return chip.memory(t.dst.space, t.dst.core);
+}
+
+void FunctionalModel::copy_dma(const DmaTransfer& t) {
+  const SparseMemory& src = state_.memory(t.src.space, t.src.core);
+  SparseMemory& dst = destination(t);
+  if (dma_buffer_.empty()) dma_buffer_.resize(kDmaChunkBytes);
+  for_each_run(t, [&](int64_t from, int64_t to, int64_t run) {
     for (int64_t done = 0; done < run;) {
       int64_t n = std::min(run - done, kDmaChunkBytes);
       src.read(from + done, dma_buffer_.data(), n);
       dst.write(to + done, dma_buffer_.data(), n);
       done += n;
     }
-    // Next index, last dimension fastest.
-    size_t k = outer;
-    while (k > 0 && ++index[k - 1] == desc.sizes[k - 1]) index[--k] = 0;
-    if (k == 0) break;
-  }
+  });
+}
+
+void FunctionalModel::stage_dma(const DmaTransfer& t) {
+  const SparseMemory& src = state_.memory(t.src.space, t.src.core);
+  std::vector<uint8_t>& staged = staged_[t.id];
+  staged.resize(static_cast<size_t>(t.bytes));
+  int64_t at = 0;
+  for_each_run(t, [&](int64_t from, int64_t, int64_t run) {
+    src.read(from, staged.data() + at, run);
+    at += run;
+  });
+}
+
+void FunctionalModel::unstage_dma(const DmaTransfer& t) {
+  auto it = staged_.find(t.id);
+  if (it == staged_.end()) return;  // nothing was copied (timing only)
+  SparseMemory& dst = destination(t);
+  int64_t at = 0;
+  for_each_run(t, [&](int64_t, int64_t to, int64_t run) {
+    dst.write(to, it->second.data() + at, run);
+    at += run;
+  });
+  staged_.erase(it);
 }
 
 }  // namespace podsim::sim

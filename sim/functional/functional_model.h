@@ -34,7 +34,8 @@
 //   source here and its destination in the same region of chip sc (0 <= sc < chips, else
 //   a run-time error); it is pending like any DMA and completes at once: the copy, +1 on
 //   the issuing core's semaphore qa, and +1 on semaphore qb of the same TensorCore of the
-//   destination chip. Transfers from one chip to another land in the order they were
+//   destination chip (a timed model may run the first two earlier, once the source has
+//   been read: source_read()). Transfers from one chip to another land in the order they were
 //   issued (completing one completes the earlier ones first), as on the links: counting
 //   landings on one semaphore tells which have landed. A model that is no chip of a pod
 //   fails on dma.remote.
@@ -56,6 +57,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "isa/isa.h"
@@ -90,6 +92,7 @@ struct DmaTransfer {
   int64_t bytes = 0;
   MemoryRange src;
   MemoryRange dst;
+  bool source_read = false;  // dma.remote: source_read() ran (copy and qa done)
 };
 
 // What one step did. A blocked step changed nothing; the caller retries later.
@@ -170,6 +173,10 @@ class FunctionalModel {
   const std::vector<DmaTransfer>& dmas_in_flight() const { return in_flight_; }
   // Performs the copy of an in-flight transfer and signals its semaphore.
   void complete_dma(uint64_t id);
+  // dma.remote, before it lands (a timed model, when the transfer's source has been read):
+  // reads the source (keeping its bytes) and signals the issuing core's semaphore;
+  // complete_dma() then writes the bytes and signals the destination's semaphore.
+  void source_read(uint64_t id);
 
   // Runs every core until all have halted: run_functional() on this chip alone.
   RunStats run_to_completion(int64_t max_steps);
@@ -196,7 +203,14 @@ class FunctionalModel {
   void vector_store(int core, const isa::Instruction& in, Effect& effect);
   void execute_mxu(int core, const isa::Instruction& in, Effect& effect);
   void issue_dma(int core, const isa::Instruction& in, Effect& effect);
+  template <class Fn>
+  void for_each_run(const DmaTransfer& transfer, Fn fn) const;  // fn(src, dst, bytes) per run
+  SparseMemory& destination(const DmaTransfer& transfer);
+  bool copied(const DmaTransfer& transfer) const;  // its data moves (with data, or always copied)
   void copy_dma(const DmaTransfer& transfer);
+  void stage_dma(const DmaTransfer& transfer);    // source_read: the source's bytes, kept
+  void unstage_dma(const DmaTransfer& transfer);  // complete_dma: ... written
+  void read_source(const DmaTransfer& transfer);  // the copy, and +1 on the issuing core's semaphore
   static void signal(int64_t& semaphore, const DmaTransfer& transfer);
 
   std::shared_ptr<const isa::Executable> executable_;
@@ -214,6 +228,7 @@ class FunctionalModel {
   std::vector<uint8_t> row_buffer_;    // one tile or MXU row in memory form
   std::vector<uint32_t> lane_buffer_;  // the same in lane form; the vxpose block
   std::vector<uint8_t> dma_buffer_;    // DMA copies go through it, a chunk at a time
+  std::unordered_map<uint64_t, std::vector<uint8_t>> staged_;  // source_read() bytes, by DMA id
   std::vector<float> lhs_row_;         // one mmul LHS row, rounded to bf16
 };
 

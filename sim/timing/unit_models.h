@@ -125,9 +125,12 @@ class DmaHost {
   virtual MemoryTarget& remote_memory(const DmaTransfer& t) = 0;
   virtual Interconnect* interconnect() = 0;
   // Called by the engine's process at timing.end (SystemC time now): performs the copy
-  // and signals the semaphore.
+  // and signals the semaphore (dma.remote: the destination's, by the interconnect).
   virtual void dma_completed(const DmaJob& job, int engine_core, int engine,
                              const DmaTiming& timing) = 0;
+  // dma.remote, by the interconnect once the source has been read (SystemC time now):
+  // the copy and the issuing core's semaphore.
+  virtual void dma_source_read(const DmaJob& job, Cycle cycle) = 0;
   virtual bool aborted() const = 0;
   virtual bool finishing() const = 0;  // every core halted: drain and stop
   virtual void fail_run(std::exception_ptr error) = 0;

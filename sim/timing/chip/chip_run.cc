@@ -216,6 +216,13 @@ void ChipRun::dma_completed(const DmaJob& job, int engine_core, int engine,
   }
 }
 
+void ChipRun::dma_source_read(const DmaJob& job, Cycle cycle) {
+  const DmaTransfer& d = job.transfer;
+  model_.source_read(d.id);
+  cores_[static_cast<size_t>(d.core)]->sem_event.notify();
+  if (hazards_) hazards_->dma_completed(d.id, cycle);  // this chip's side: the read
+}
+
 void ChipRun::land(const DmaJob& job, int engine_core, int engine, const DmaTiming& timing) {
   const Cycle start = timing.start, end = timing.end;
   const DmaTransfer& d = job.transfer;
@@ -223,7 +230,7 @@ void ChipRun::land(const DmaJob& job, int engine_core, int engine, const DmaTimi
   ++dmas_;
   last_dma_end_ = std::max(last_dma_end_, end);
   cores_[static_cast<size_t>(d.core)]->sem_event.notify();
-  if (hazards_) hazards_->dma_completed(d.id, end);
+  if (hazards_ && d.dst_device < 0) hazards_->dma_completed(d.id, end);
   if (d.dst_device >= 0) pod_.chip(d.dst_device).remote_landed(device(), d, end);
   if (recorder_.profiling()) {
     auto space = [](const MemoryRange& r) {

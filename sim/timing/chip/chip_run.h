@@ -72,6 +72,7 @@ class ChipRun final : public DmaHost {
   Interconnect* interconnect() override;
   void dma_completed(const DmaJob& job, int engine_core, int engine,
                      const DmaTiming& timing) override;
+  void dma_source_read(const DmaJob& job, Cycle cycle) override;
   bool aborted() const override { return aborted_; }
   bool finishing() const override { return finishing_; }
   void fail_run(std::exception_ptr error) override;

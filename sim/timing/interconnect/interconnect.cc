@@ -101,13 +101,16 @@ class TorusInterconnect final : public Interconnect {
     Burst& burst = bursts_[b];
     burst = Burst{&r, 0, bytes, std::max(ready, now_cycles()), 0, &destination, address, delivery};
     burst.tail = burst.head;
+    // The last burst tells the sender when the source has been read (before it lands).
+    delivery->read_end = std::max(delivery->read_end, burst.head);
+    if (--delivery->unsent == 0) schedule(delivery->read_end, Kind::kSourceRead, b);
     schedule(burst.head, r.empty() ? Kind::kLand : Kind::kArrive, b);
   }
 
   const std::vector<LinkState>& links() const override { return links_; }
 
  private:
-  enum class Kind : uint8_t { kArrive, kLinkFree, kLand, kComplete };
+  enum class Kind : uint8_t { kArrive, kLinkFree, kLand, kComplete, kSourceRead };
   struct Event {
     Cycle time;
     uint64_t seq;
@@ -195,6 +198,11 @@ class TorusInterconnect final : public Interconnect {
       case Kind::kLand:
         land(e.index, now);
         break;
+      case Kind::kSourceRead: {
+        RemoteDelivery* d = bursts_[e.index].delivery;
+        d->host->dma_source_read(d->job, now);
+        break;
+      }
       case Kind::kComplete: {
         RemoteDelivery* d = bursts_[e.index].delivery;
         free_bursts_.push_back(e.index);

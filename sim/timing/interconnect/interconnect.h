@@ -24,8 +24,11 @@
 //   bytes leave the buffer (no separate credit latency); a buffer smaller than a round
 //   trip (2 x latency x bandwidth) keeps a link below its bandwidth, as in hardware. DCN
 //   links (NICs, switch) always buffer a round trip.
-// A transfer lands when its last burst has been written into the destination chip's
-// memory; the interconnect then calls the issuing chip's dma_completed().
+// Once the engine has handed over a transfer's last burst and its data has been read
+// from the source, the interconnect calls the issuing chip's dma_source_read() (the
+// source may be reused: the sender's semaphore); the transfer lands when its last burst
+// has been written into the destination chip's memory, and the interconnect then calls
+// the issuing chip's dma_completed() (the destination's semaphore).
 //
 // Interconnect models register by name (Registry in unit_models.h); "torus" is this one.
 #pragma once
@@ -66,6 +69,8 @@ struct RemoteDelivery {
   int engine = 0;
   DmaTiming timing;
   int64_t bursts_left = 0;  // set by the engine before it sends the first
+  int64_t unsent = 0;       // likewise: bursts the engine has not handed over yet
+  Cycle read_end = 0;       // the last handed-over burst's data read from the source
 };
 
 class Interconnect {

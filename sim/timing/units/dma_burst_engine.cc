@@ -46,7 +46,7 @@ DmaTiming run_bursts(DmaHost& host, const DmaJob& job, Cycle start, int64_t burs
     Interconnect& net = *host.interconnect();
     MemoryTarget& dst = host.remote_memory(d);
     RemoteDelivery* delivery = net.new_delivery();
-    *delivery = RemoteDelivery{&host, job, engine_core, engine, t, bursts};
+    *delivery = RemoteDelivery{&host, job, engine_core, engine, t, bursts, bursts, 0};
     for (int64_t i = 0; i < bursts && !host.aborted(); ++i) {
       const Cycle arrived = read(i, now_cycles());
       net.send(host.device(), d.dst_device, arrived, std::min(burst, d.bytes - i * burst), dst,

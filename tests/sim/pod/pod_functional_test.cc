@@ -163,6 +163,36 @@ receiver:
     for (int64_t q : pod.chip(d).state().core(0).semaphores) EXPECT_EQ(q, 0) << "chip " << d;
 }
 
+TEST(PodFunctional, ASourceReadEarlyLandsTheBytesItRead) {
+  // A timed model reads a remote transfer's source before it lands (source_read): the
+  // sender's semaphore then, the destination's bytes and semaphore only at the landing,
+  // with the bytes as they were read.
+  PodFunctionalModel pod(isa::assemble(".pod \"tiny:1x2\"\n" + std::string(kRegions) + R"(
+  sli s2, 1
+  dma.remote d0, s0, s0, s2, q1, q2
+  halt
+)"));
+  std::vector<uint8_t> data(256);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(i * 7 + 1);
+  FunctionalModel& sender = pod.chip(0);
+  FunctionalModel& receiver = pod.chip(1);
+  sender.write_region(0, 0, data);
+  sender.step(0);
+  sender.step(0);
+  ASSERT_EQ(sender.dmas_in_flight().size(), 1u);
+  const uint64_t id = sender.dmas_in_flight().front().id;
+  sender.source_read(id);
+  EXPECT_EQ(sender.state().core(0).semaphores[1], 1);
+  EXPECT_EQ(receiver.state().core(0).semaphores[2], 0);
+  EXPECT_EQ(receiver.read_region(1, 0, 256), std::vector<uint8_t>(256, 0));  // not landed yet
+  sender.write_region(0, 0, std::vector<uint8_t>(256, 0xff));  // the source, reused
+  sender.complete_dma(id);
+  EXPECT_EQ(receiver.read_region(1, 0, 256), data);
+  EXPECT_EQ(receiver.state().core(0).semaphores[2], 1);
+  EXPECT_EQ(sender.state().core(0).semaphores[1], 1);  // not signalled twice
+  EXPECT_THROW(sender.source_read(id), Error);         // no longer in flight
+}
+
 TEST(PodFunctional, DeviceOutsideThePodIsARunTimeError) {
   PodFunctionalModel pod(isa::assemble(".pod \"tiny:1x2\"\n" + std::string(kRegions) + R"(
   sli s2, 2

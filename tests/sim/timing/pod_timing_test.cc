@@ -289,6 +289,62 @@ wait:
   }
 }
 
+TEST(TimedPod, TheSenderMayReuseItsSourceOnceItHasBeenRead) {
+  // Chip 0 sends 64 KiB of x to chip 10 of a v5e:4x4 (4 hops), waits for its own
+  // semaphore (the source has been read) and overwrites the source with zeros; chip 10
+  // waits for the landing and writes what landed to y.
+  isa::Executable exe = isa::assemble(R"(.pod "v5e:4x4"
+.region x hbm 0 65536
+.region y hbm 65536 65536
+.region a vmem[0] 0 65536
+.region b vmem[0] 65536 65536
+.descriptor d0 src=x dst=a elem=4 sizes=[16384] src_strides=[4] dst_strides=[4]
+.descriptor d1 src=a dst=b elem=4 sizes=[16384] src_strides=[4] dst_strides=[4]
+.descriptor d2 src=b dst=a elem=4 sizes=[16384] src_strides=[4] dst_strides=[4]
+.descriptor d3 src=b dst=y elem=4 sizes=[16384] src_strides=[4] dst_strides=[4]
+.param x x f32[16384]
+.output y y f32[16384]
+.program core 0
+  sdev s1, 0
+  sli s2, 10
+  bz s1, send
+  seq s3, s1, s2
+  bz s3, done
+  sem.wait q2, 1
+  dma d3, s0, s0, q0
+  sem.wait q0, 1
+  br done
+send:
+  dma d0, s0, s0, q0
+  sem.wait q0, 1
+  dma.remote d1, s0, s0, s2, q1, q2
+  sem.wait q1, 1
+  dma d2, s0, s0, q0
+  sem.wait q0, 1
+done:
+  halt
+)");
+  TimingOptions options;
+  options.check_hazards = options.hazards_are_errors = true;
+  options.instruction_trace = true;
+  PodRunResult r = run_timed_pod(exe, random_parameters(exe, 16), options);
+  EXPECT_TRUE(r.hazards.empty());
+  // What landed is the source as it was read, not the zeros written over it afterwards.
+  std::vector<std::vector<std::vector<uint8_t>>> params = random_parameters(exe, 16);
+  EXPECT_EQ(r.chips[10].outputs.at(0), params[0][0]);
+  auto wait_returned = [&](int device, int pc) {
+    for (const InstructionRecord& in : r.chips[static_cast<size_t>(device)].trace)
+      if (in.pc == pc) return in.start;
+    ADD_FAILURE() << "chip " << device << " pc " << pc << " not traced";
+    return uint64_t{0};
+  };
+  const topology::PodConfig& pod = *exe.pod;
+  const double hop = pod.ici_link_latency_ns * pod.chip.clock_hz / 1e9;
+  const uint64_t read = wait_returned(0, 12), landed = wait_returned(10, 5);
+  EXPECT_GT(static_cast<double>(landed), static_cast<double>(read) + 3 * hop)
+      << "the sender's semaphore came " << read << ", the landing " << landed;
+}
+
 TEST(TimedPod, RunTimedRefusesAPodOfSeveralChips) {
   isa::Executable exe = isa::assemble(".pod \"v5e:2x2\"\n" + std::string(kRegions) + "  halt\n");
   try {
