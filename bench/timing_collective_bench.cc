@@ -11,7 +11,8 @@
 //     directions, 2 x the link figure, where an axis wraps; one direction on a line);
 //     all-to-all V max(A, B, C) / (4 N W) per the sheet (V: every chip's bytes, W: the
 //     longest axis's bandwidth); a permute over one link;
-//   latency: the group's diameter in hops x the per-hop latency (twice for all-reduce),
+//   latency: the group's diameter in hops x the per-hop latency (twice for all-reduce;
+//     a permute: its longest route inside a slice),
 // and the ratio simulated / analytic. For a pod of several slices, all-reduce,
 // all-gather and reduce-scatter add the hierarchical schedule's DCN part (a 1 / n piece
 // of each chip's bytes at its share of its host's NICs, and the DCN latency); the
@@ -32,6 +33,7 @@
 #include "compiler/tpu/tpu_compiler.h"
 #include "sim/timing/timed_chip.h"
 #include "topology/pod_config.h"
+#include "topology/torus.h"
 
 namespace {
 
@@ -105,10 +107,15 @@ double analytic_seconds(const Op& op, double bytes, const PodConfig& pod) {
     case Kind::kAllToAll:  // the sheet's V is every chip's bytes: n x bytes
       bandwidth = bytes * longest / (4.0 * longest_bandwidth);
       break;
-    case Kind::kPermute:
+    case Kind::kPermute: {  // each chip to the next in device order: the longest of those routes
       bandwidth = bytes / link;
-      diameter = 1;
+      const podsim::topology::Torus torus(pod);
+      diameter = 0;
+      for (int d = 0; d < n; ++d)
+        if (torus.coord(d).slice == torus.coord((d + 1) % n).slice)
+          diameter = std::max(diameter, torus.hops(d, (d + 1) % n));
       break;
+    }
     default:
       bandwidth = bus_bytes(op, bytes, n) / axes_bandwidth;
       if (pod.slices > 1) {  // hierarchical: a 1 / n piece of each chip's bytes over DCN
