@@ -248,6 +248,27 @@ Literal DeviceEvaluator::dispatch(const Instruction& instruction, OperandValues&
       for (size_t k = 0; k < ops.size(); ++k) args.push_back(ops.take(k));
       return call(called(instruction, 0), std::move(args));
     }
+    case Opcode::kAsyncStart: {  // runs at once: (operands, result, zero context words)
+      std::vector<Literal> args, operands;
+      for (size_t k = 0; k < ops.size(); ++k) {
+        operands.push_back(ops.get(k));
+        args.push_back(ops.take(k));
+      }
+      std::vector<Literal> elements;
+      elements.push_back(Literal::tuple(std::move(operands)));
+      elements.push_back(call(called(instruction, 0), std::move(args)));
+      for (int64_t k = 2; k < instruction.shape().tuple_size(); ++k)
+        elements.emplace_back(instruction.shape().element(k));
+      return Literal::tuple(std::move(elements));
+    }
+    case Opcode::kAsyncUpdate: expect_operands(instruction, ops, 1); return ops.take(0);
+    case Opcode::kAsyncDone: {
+      expect_operands(instruction, ops, 1);
+      const Literal& start = ops.get(0);
+      if (!start.shape().is_tuple() || start.elements().size() < 2)
+        fail("{}: its operand is not the value of an async start", describe(instruction));
+      return start.elements()[1];
+    }
     case Opcode::kWhile: return run_while(instruction, ops);
     case Opcode::kConditional: return run_conditional(instruction, ops);
     case Opcode::kCustomCall: return run_custom_call(instruction, ops);

@@ -60,6 +60,7 @@ struct Attributes {
   bool constrain_layout = false;
   std::vector<std::pair<int64_t, int64_t>> source_target_pairs;  // collective-permute
   std::string custom_call_target;        // custom-call
+  std::string async_execution_thread;    // async-start/-update/-done ("" for XLA's default)
   std::optional<int64_t> api_version;    // custom-call api_version=API_VERSION_...(N)
   std::string api_version_text;
   bool custom_call_has_side_effect = false;

@@ -66,7 +66,7 @@ Opcode collective_kind(Opcode op) {
 
 bool is_async_done(Opcode op) {
   return op == Opcode::kAllReduceDone || op == Opcode::kAllGatherDone ||
-         op == Opcode::kCollectivePermuteDone;
+         op == Opcode::kCollectivePermuteDone || op == Opcode::kAsyncDone;
 }
 
 }  // namespace podsim::ir

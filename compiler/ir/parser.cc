@@ -314,7 +314,10 @@ void Parser::parse_instruction() {
   if (op.kind != TokenKind::kName || op.percent)
     failf(op.offset, "expected an opcode, got {}", describe(op));
   std::optional<Opcode> opcode = opcode_from_name(op.text);
-  if (!opcode) failf(op.offset, "unknown opcode '{}'", op.text);
+  if (!opcode) {
+    if (parse_async_shorthand(name, shape, op, is_root)) return;
+    failf(op.offset, "unknown opcode '{}'", op.text);
+  }
 
   auto owned = std::make_unique<Instruction>(std::string(name.text), *opcode, std::move(shape));
   owned->set_pos(lex_.pos(name.offset));
@@ -324,7 +327,11 @@ void Parser::parse_instruction() {
   parse_operands(st);
   while (accept(TokenKind::kComma)) parse_attribute(st);
   check_required(st);
+  add_instruction(name, std::move(owned), st, is_root);
+}
 
+void Parser::add_instruction(const Token& name, std::unique_ptr<Instruction> owned, const InstrState& st,
+                             bool is_root) {
   Instruction* instr = comp_->add(std::move(owned));
   instructions_.insert(name.text, instr);
   std::vector<CompRef> calls = ordered_calls(st);
@@ -335,6 +342,64 @@ void Parser::parse_instruction() {
             comp_->name(), name.text, root_->name());
     root_ = instr;
   }
+}
+
+bool Parser::parse_async_shorthand(const Token& name, Shape& shape, const Token& op, bool is_root) {
+  static constexpr std::pair<std::string_view, Opcode> kSuffixes[] = {
+      {"-start", Opcode::kAsyncStart}, {"-update", Opcode::kAsyncUpdate}, {"-done", Opcode::kAsyncDone}};
+  std::optional<Opcode> wrapped_op, async_op;
+  for (const auto& [suffix, opcode] : kSuffixes)
+    if (op.text.size() > suffix.size() && op.text.substr(op.text.size() - suffix.size()) == suffix) {
+      wrapped_op = opcode_from_name(op.text.substr(0, op.text.size() - suffix.size()));
+      async_op = opcode;
+    }
+  if (!wrapped_op) return false;
+  auto owned = std::make_unique<Instruction>(std::string(name.text), *async_op, shape);
+  owned->set_pos(lex_.pos(name.offset));
+  InstrState st;
+  st.instr = owned.get();
+  st.opcode_offset = op.offset;
+  parse_operands(st);
+  if (*async_op != Opcode::kAsyncStart) {  // the update's and done's computation is the start's
+    while (accept(TokenKind::kComma)) parse_attribute(st);
+    add_instruction(name, std::move(owned), st, is_root);
+    return true;
+  }
+  // The start: its attributes are the wrapped instruction's (but the thread), which
+  // becomes the root of a computation of its own, on parameters for the operands.
+  if (!shape.is_tuple() || shape.tuple_size() < 2)
+    failf(op.offset, "{} has shape {}: an async start is (operands, result[, context...])", op.text,
+          shape.to_string(false));
+  auto wrapped = std::make_unique<Instruction>(std::string(name.text) + ".wrapped", *wrapped_op, shape.element(1));
+  wrapped->set_pos(owned->pos());
+  InstrState wst;
+  wst.instr = wrapped.get();
+  wst.opcode_offset = op.offset;
+  while (accept(TokenKind::kComma)) {
+    if (lex_.peek().text == "async_execution_thread")
+      parse_attribute(st);
+    else
+      parse_attribute(wst);
+  }
+  check_required(wst);
+  std::string comp_name = std::string(name.text) + ".async";
+  while (computations_.count(comp_name)) comp_name += "_";
+  Computation* comp = module_->add_computation(std::make_unique<Computation>(comp_name));
+  computations_.emplace(comp->name(), Defined{comp, op.offset});
+  for (int64_t k = 0; k < owned->operand_count(); ++k) {
+    auto param = std::make_unique<Instruction>(fmt::format("p{}", k), Opcode::kParameter,
+                                               owned->operand(k)->shape());
+    param->attrs().parameter_number = k;
+    param->set_pos(owned->pos());
+    wrapped->add_operand(comp->add(std::move(param)));
+  }
+  Instruction* root = comp->add(std::move(wrapped));
+  comp->set_root(root);
+  std::vector<CompRef> calls = ordered_calls(wst);
+  if (!calls.empty()) pending_calls_.emplace_back(root, std::move(calls));
+  owned->add_called(comp);
+  add_instruction(name, std::move(owned), st, is_root);
+  return true;
 }
 
 void Parser::parse_operands(InstrState& st) {
@@ -396,6 +461,14 @@ void Parser::resolve_calls() {
       instr->add_called(it->second.computation);
     }
   }
+  // An async update or done without calls= runs its start's computation (in operand
+  // order, so a chain of updates resolves front to back).
+  for (const auto& c : module_->computations())
+    for (const auto& i : c->instructions())
+      if ((i->opcode() == Opcode::kAsyncUpdate || i->opcode() == Opcode::kAsyncDone) && i->called().empty() &&
+          i->operand_count() == 1 && i->operand(0) && !i->operand(0)->called().empty() &&
+          (i->operand(0)->opcode() == Opcode::kAsyncStart || i->operand(0)->opcode() == Opcode::kAsyncUpdate))
+        i->add_called(i->operand(0)->called().front());
 }
 
 }  // namespace parser

@@ -69,6 +69,7 @@ const std::unordered_map<std::string_view, Attr>& attribute_table() {
       {"frontend_attributes", Attr::kFrontendAttributes},
       {"backend_config", Attr::kBackendConfig},
       {"control-predecessors", Attr::kControlPredecessors},
+      {"async_execution_thread", Attr::kAsyncExecutionThread},
   };
   return table;
 }
@@ -142,8 +143,11 @@ bool applies(Attr a, Opcode op) {
     case Attr::kBranchComputations:
       return op == O::kConditional;
     case Attr::kKind:
-    case Attr::kCalls:
       return op == O::kFusion;
+    case Attr::kCalls:
+      return one_of(op, {O::kFusion, O::kAsyncStart, O::kAsyncUpdate, O::kAsyncDone});
+    case Attr::kAsyncExecutionThread:
+      return one_of(op, {O::kAsyncStart, O::kAsyncUpdate, O::kAsyncDone});
     case Attr::kCustomCallTarget:
     case Attr::kApiVersion:
     case Attr::kCustomCallHasSideEffect:
@@ -352,6 +356,9 @@ void Parser::parse_attribute(InstrState& st) {
     case Attr::kCalls:
       st.calls = comp_ref();
       break;
+    case Attr::kAsyncExecutionThread:
+      a.async_execution_thread = string_value(expect(TokenKind::kString, "a quoted async_execution_thread"));
+      break;
     case Attr::kCustomCallTarget:
       a.custom_call_target =
           string_value(expect(TokenKind::kString, "a quoted custom_call_target"));
@@ -512,6 +519,9 @@ void Parser::check_required(const InstrState& st) {
       need(Attr::kKind, "kind");
       need(Attr::kCalls, "calls");
       break;
+    case O::kAsyncStart:
+      need(Attr::kCalls, "calls");
+      break;
     case O::kCustomCall:
       need(Attr::kCustomCallTarget, "custom_call_target");
       break;
@@ -543,6 +553,11 @@ std::vector<CompRef> Parser::ordered_calls(const InstrState& st) {
       return {*st.condition, *st.body};
     case O::kFusion:
       return {*st.calls};
+    case O::kAsyncStart:
+    case O::kAsyncUpdate:
+    case O::kAsyncDone:  // an update's and a done's are their start's when not written
+      if (st.calls) return {*st.calls};
+      return {};
     case O::kCustomCall:
       return st.called_computations;
     case O::kConditional:

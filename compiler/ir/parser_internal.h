@@ -85,6 +85,7 @@ enum class Attr : uint8_t {
   kFrontendAttributes,
   kBackendConfig,
   kControlPredecessors,
+  kAsyncExecutionThread,
   kCount
 };
 
@@ -205,6 +206,10 @@ class Parser {
   void parse_computation();
   void parse_signature();
   void parse_instruction();
+  // XLA's shorthand for generic async ops (`all-to-all-start` and the like), after the
+  // shape: the opcode token names a known opcode plus -start, -update or -done.
+  bool parse_async_shorthand(const Token& name, Shape& shape, const Token& op, bool is_root);
+  void add_instruction(const Token& name, std::unique_ptr<Instruction> owned, const InstrState& st, bool is_root);
   void parse_operands(InstrState& st);
   void finish_computation(size_t offset);
   void resolve_calls();

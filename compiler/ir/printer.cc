@@ -135,6 +135,9 @@ void append_called(const Instruction& in, std::string& out) {
       out += ", condition=" + at(0) + ", body=" + at(1);
       break;
     case O::kFusion:
+    case O::kAsyncStart:
+    case O::kAsyncUpdate:
+    case O::kAsyncDone:
       out += ", calls=" + at(0);
       break;
     case O::kCustomCall:
@@ -229,6 +232,8 @@ void append_attributes(const Instruction& in, std::string& out) {
   if (op == O::kSort && a.is_stable) add("is_stable", "true");
   if (op == O::kRngBitGenerator) add("algorithm", std::string(rng_algorithm_name(a.rng_algorithm)));
   if (op == O::kFusion) add("kind", std::string(fusion_kind_name(a.fusion_kind)));
+  if ((op == O::kAsyncStart || op == O::kAsyncUpdate || op == O::kAsyncDone) && !a.async_execution_thread.empty())
+    add("async_execution_thread", quote_string(a.async_execution_thread));
   if (op == O::kCustomCall) {
     add("custom_call_target", quote_string(a.custom_call_target));
     if (!a.api_version_text.empty())

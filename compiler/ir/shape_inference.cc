@@ -458,6 +458,10 @@ Shape dispatch(const Instruction& inst) {
     case Opcode::kAllGatherDone:
     case Opcode::kCollectivePermuteDone:
       return infer_async_done(inst);
+    case Opcode::kAsyncStart:
+    case Opcode::kAsyncUpdate:
+    case Opcode::kAsyncDone:
+      return infer_generic_async(inst);
     case Opcode::kReplicaId:
     case Opcode::kPartitionId:
       return Shape::scalar(PrimitiveType::kU32);

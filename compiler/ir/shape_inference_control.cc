@@ -40,6 +40,32 @@ Shape infer_call(const Instruction& inst) {
   return without_layout(root_shape(c));
 }
 
+Shape infer_generic_async(const Instruction& inst) {
+  if (inst.opcode() == Opcode::kAsyncStart) {
+    Shape result = infer_call(inst);
+    const Computation& c = called_computation(inst, 0);
+    if (c.instructions().size() != static_cast<size_t>(inst.operand_count()) + 1)
+      fail("computation {} must be its parameters and the instruction it runs asynchronously",
+           c.name());
+    std::vector<Shape> operands;
+    for (int64_t i = 0; i < inst.operand_count(); ++i) operands.push_back(without_layout(operand_shape(inst, i)));
+    std::vector<Shape> elements{Shape::tuple(std::move(operands)), std::move(result)};
+    const Shape& d = inst.shape();  // context words, as declared
+    for (int64_t k = 2; d.is_tuple() && k < d.tuple_size(); ++k) elements.push_back(without_layout(d.element(k)));
+    return Shape::tuple(std::move(elements));
+  }
+  const Instruction* start = inst.operand(0);
+  if (!start || (start->opcode() != Opcode::kAsyncStart && start->opcode() != Opcode::kAsyncUpdate))
+    fail("its operand must be an async-start or async-update, got {}",
+         start ? opcode_name(start->opcode()) : "nothing");
+  expect_called_count(inst, 1);
+  if (start->called().size() != 1 || start->called()[0] != inst.called()[0])
+    fail("calls {}, but its start runs another computation", called_computation(inst, 0).name());
+  const Shape& s = start->shape();
+  if (!s.is_tuple() || s.tuple_size() < 2) fail("its operand's shape {} is not an async start's", str(s));
+  return without_layout(inst.opcode() == Opcode::kAsyncUpdate ? s : s.element(1));
+}
+
 Shape infer_while(const Instruction& inst) {
   Shape state = without_layout(operand_shape(inst, 0));
   expect_called_count(inst, 2);

@@ -92,6 +92,9 @@ Shape infer_scatter(const Instruction& inst);
 Shape infer_tuple(const Instruction& inst);
 Shape infer_get_tuple_element(const Instruction& inst);
 Shape infer_call(const Instruction& inst);  // call, fusion
+// async-start (as a call of its computation: (operands, result[, the declared context])),
+// async-update and async-done.
+Shape infer_generic_async(const Instruction& inst);
 Shape infer_while(const Instruction& inst);
 Shape infer_conditional(const Instruction& inst);
 Shape infer_custom_call(const Instruction& inst);

@@ -1,5 +1,7 @@
 // Async collectives to synchronous ones: each start and its done become the collective
-// itself, for targets that run a collective in one piece (the CPU backend). The
+// itself (for a generic async-start, the instruction it wraps; its updates go), for
+// targets that run a collective in one piece (the CPU backend, and the TPU lowering,
+// which overlaps collectives with independent steps itself). The
 // collective takes the start's operands, attributes and called computations; whatever
 // used the done uses it; a start's other users (rare: XLA's async tuples also hold the
 // operands) get the tuple the start would have produced.
@@ -27,22 +29,34 @@ class AsyncCollectivesToSync final : public Pass {
  private:
   static bool run(ir::Computation& c) {
     std::vector<Instruction*> starts;
-    for (const auto& i : c.instructions())
-      if (ir::collective_kind(i->opcode()) != i->opcode()) starts.push_back(i.get());
-    if (starts.empty()) return false;
-    auto users = c.users();
     std::unordered_set<const Instruction*> gone;
+    for (const auto& i : c.instructions()) {
+      if (ir::collective_kind(i->opcode()) != i->opcode() || i->opcode() == Opcode::kAsyncStart)
+        starts.push_back(i.get());
+      if (i->opcode() == Opcode::kAsyncUpdate) gone.insert(i.get());
+    }
+    if (starts.empty()) return false;
+    // An async update passes its start's value on (in order: a chain ends at the start).
+    for (const auto& i : c.instructions())
+      if (i->opcode() == Opcode::kAsyncUpdate) c.replace_all_uses(i.get(), i->operand(0));
+    auto users = c.users();
     for (Instruction* start : starts) {
-      // The start's shape, verified, holds its collective's (after the operands).
-      const ir::Shape& result = start->opcode() == Opcode::kAllReduceStart
-                                    ? start->shape()
-                                    : start->shape().element(1);
-      auto sync = std::make_unique<Instruction>(c.unique_name(start->name() + ".sync"),
-                                                ir::collective_kind(start->opcode()), result);
-      sync->set_operands(start->operands());
-      sync->set_called(start->called());
-      sync->attrs() = start->attrs();
-      sync->metadata() = start->metadata();
+      // The start's shape, verified, holds its collective's (after the operands); a
+      // generic start runs the root of its computation on the start's operands.
+      const bool generic = start->opcode() == Opcode::kAsyncStart;
+      std::unique_ptr<Instruction> sync;
+      if (generic) {
+        sync = start->called().at(0)->root()->clone(c.unique_name(start->name() + ".sync"), start->operands());
+      } else {
+        const ir::Shape& result =
+            start->opcode() == Opcode::kAllReduceStart ? start->shape() : start->shape().element(1);
+        sync = std::make_unique<Instruction>(c.unique_name(start->name() + ".sync"),
+                                             ir::collective_kind(start->opcode()), result);
+        sync->set_operands(start->operands());
+        sync->set_called(start->called());
+        sync->attrs() = start->attrs();
+        sync->metadata() = start->metadata();
+      }
       sync->set_pos(start->pos());
       for (Instruction* p : start->control_predecessors()) sync->add_control_predecessor(p);
       Instruction* collective = c.add(std::move(sync));
@@ -66,7 +80,7 @@ class AsyncCollectivesToSync final : public Pass {
       const ir::Shape& shape = start->shape();
       auto tuple = std::make_unique<Instruction>(c.unique_name(start->name() + ".value"),
                                                  Opcode::kTuple, shape);
-      if (start->operand_count() == 1) {
+      if (start->operand_count() == 1 && !generic) {
         tuple->add_operand(start->operand(0));
       } else {
         auto operands = std::make_unique<Instruction>(c.unique_name(start->name() + ".operands"),

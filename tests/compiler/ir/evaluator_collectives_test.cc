@@ -233,6 +233,45 @@ ENTRY main {
   }
 }
 
+// Generic async ops (XLA's `<op>-start` shorthand and async-start with calls=): each
+// done equals the op run synchronously; updates pass the start on; the start's tuple
+// holds the operands.
+TEST(EvaluatorCollectives, GenericAsyncOpsEqualTheirOps) {
+  const std::string text = module("replica_count=4", R"(
+wrapped_broadcast {
+  p = s32[2] parameter(0)
+  ROOT b = s32[2] collective-broadcast(p), replica_groups={{1,0,2,3}}
+}
+ENTRY main {
+  x = s32[8] parameter(0)
+  rss = ((s32[8]), s32[2]) reduce-scatter-start(x), replica_groups={}, dimensions={0}, to_apply=sum
+  rsu = ((s32[8]), s32[2]) reduce-scatter-update(rss)
+  rsd = s32[2] reduce-scatter-done(rsu)
+  rs = s32[2] reduce-scatter(x), replica_groups={}, dimensions={0}, to_apply=sum
+  a2s = ((s32[8]), s32[8], s32[]) all-to-all-start(x), replica_groups={}, dimensions={0}
+  a2d = s32[8] all-to-all-done(a2s)
+  a2 = s32[8] all-to-all(x), replica_groups={}, dimensions={0}
+  kept = (s32[8]) get-tuple-element(a2s), index=0
+  k = s32[8] get-tuple-element(kept), index=0
+  bs = ((s32[2]), s32[2]) async-start(rsd), calls=wrapped_broadcast
+  bd = s32[2] async-done(bs), calls=wrapped_broadcast
+  b = s32[2] collective-broadcast(rsd), replica_groups={{1,0,2,3}}
+  ROOT t = (s32[2], s32[2], s32[8], s32[8], s32[8], s32[2], s32[2]) tuple(rsd, rs, a2d, a2, k, bd, b)
+})");
+  auto out = run_spmd(text, per_device(4, [](int d) {
+    return std::vector<Literal>{s32_vec({d, 2 * d, 3 * d, 5, 7 * d, 1, 11 * d, d * d})};
+  }));
+  for (int d = 0; d < 4; ++d) {
+    const auto& e = out[d].elements();
+    EXPECT_EQ(values_of<int32_t>(e[0]), values_of<int32_t>(e[1])) << "reduce-scatter, device " << d;
+    EXPECT_EQ(values_of<int32_t>(e[2]), values_of<int32_t>(e[3])) << "all-to-all, device " << d;
+    EXPECT_EQ(values_of<int32_t>(e[4]), (std::vector<int32_t>{d, 2 * d, 3 * d, 5, 7 * d, 1, 11 * d, d * d}));
+    EXPECT_EQ(values_of<int32_t>(e[5]), values_of<int32_t>(e[6])) << "collective-broadcast, device " << d;
+  }
+  // Device 1's chunk 1 of the reduce-scatter, by hand: sum over d of (3d, 5) = (18, 20).
+  EXPECT_EQ(values_of<int32_t>(out[1].elements()[0]), (std::vector<int32_t>{18, 20}));
+}
+
 TEST(EvaluatorCollectives, ReplicaAndPartitionGroupModes) {
   // Device d = 2r + p holds v = 10r + p.
   const std::string text = R"(

@@ -303,6 +303,18 @@ b1 {
                   "  a = f32[4] parameter(0)\n  s = (f32[4], f32[4]) collective-permute-start(a), "
                   "channel_id=3, source_target_pairs={{0,1}}\n"
                   "  ROOT r = f32[4] collective-permute-done(s)\n");
+  const std::string wrapped_all_to_all =
+      "wrapped {\n  p = f32[4] parameter(0)\n  ROOT a = f32[4] all-to-all(p), dimensions={0}\n}\n";
+  m[O::kAsyncStart] = module_with(wrapped_all_to_all,
+                                  "  a = f32[4] parameter(0)\n  ROOT r = ((f32[4]), f32[4], s32[]) "
+                                  "async-start(a), calls=wrapped\n");
+  m[O::kAsyncUpdate] = module_with(wrapped_all_to_all,
+                                   "  a = f32[4] parameter(0)\n  s = ((f32[4]), f32[4]) async-start(a), "
+                                   "async_execution_thread=\"main\", calls=wrapped\n"
+                                   "  ROOT r = ((f32[4]), f32[4]) async-update(s), calls=wrapped\n");
+  m[O::kAsyncDone] = module_with(wrapped_all_to_all,
+                                 "  a = f32[4] parameter(0)\n  s = ((f32[4]), f32[4]) async-start(a), "
+                                 "calls=wrapped\n  ROOT r = f32[4] async-done(s), calls=wrapped\n");
   m[O::kReplicaId] = module_with("", "  ROOT r = u32[] replica-id()\n");
   m[O::kPartitionId] = module_with("", "  ROOT r = u32[] partition-id()\n");
   return m;
@@ -328,6 +340,43 @@ INSTANTIATE_TEST_SUITE_P(AllOpcodes, OpcodeRoundTrip, ::testing::Range(0, kOpcod
                              if (c == '-') c = '_';
                            return name;
                          });
+
+// XLA's shorthand for generic async ops: `<op>-start` takes the wrapped op's attributes
+// (and the thread), `-update` and `-done` the start; they parse to async-start / -update /
+// -done around a computation of their own, print in the generic form, and reparse.
+TEST(Parser, AsyncShorthandWrapsTheOpInAComputation) {
+  const std::string text = module_with(std::string(kAdd), R"(  x = f32[8] parameter(0)
+  rs = ((f32[8]), f32[4]) reduce-scatter-start(x), async_execution_thread="main", replica_groups={{0,1}}, dimensions={0}, to_apply=add
+  up = ((f32[8]), f32[4]) reduce-scatter-update(rs)
+  rd = f32[4] reduce-scatter-done(up)
+  as = ((f32[4]), f32[4], s32[]) all-to-all-start(rd), dimensions={0}
+  ROOT ad = f32[4] all-to-all-done(as)
+)");
+  std::unique_ptr<Module> m = parse_module(text);
+  const Instruction* done = m->entry()->root();
+  ASSERT_EQ(done->opcode(), Opcode::kAsyncDone);
+  const Instruction* start = done->operand(0);
+  ASSERT_EQ(start->opcode(), Opcode::kAsyncStart);
+  ASSERT_EQ(done->called().size(), 1u);
+  EXPECT_EQ(done->called()[0], start->called().at(0));
+  const Instruction* wrapped = start->called()[0]->root();
+  EXPECT_EQ(wrapped->opcode(), Opcode::kAllToAll);
+  EXPECT_EQ(wrapped->attrs().dimensions, std::vector<int64_t>{0});
+  EXPECT_EQ(wrapped->operand(0)->opcode(), Opcode::kParameter);
+  const Instruction* rs = start->operand(0)->operand(0)->operand(0);
+  ASSERT_EQ(rs->opcode(), Opcode::kAsyncStart);
+  EXPECT_EQ(rs->attrs().async_execution_thread, "main");
+  EXPECT_EQ(rs->called()[0]->root()->opcode(), Opcode::kReduceScatter);
+  EXPECT_EQ(rs->called()[0]->root()->called().at(0)->name(), "add");
+  const std::string printed = round_trip(text);
+  EXPECT_NE(printed.find("async-update("), std::string::npos) << printed;
+  EXPECT_NE(printed.find("async_execution_thread=\"main\""), std::string::npos) << printed;
+  // A start's shape must hold (operands, result); the op must exist.
+  EXPECT_THROW(parse_module(module_with("", "  x = f32[4] parameter(0)\n  ROOT s = f32[4] all-to-all-start(x), dimensions={0}\n")),
+               Error);
+  EXPECT_THROW(parse_module(module_with("", "  x = f32[4] parameter(0)\n  ROOT s = ((f32[4]), f32[4]) frobnicate-start(x)\n")),
+               Error);
+}
 
 // ---------------------------------------------------------------------------------
 // Realistic modules written for these tests.

@@ -43,5 +43,42 @@ ENTRY e {
   EXPECT_FALSE(make_async_collectives_to_sync()->run(*m)) << "nothing left to convert";
 }
 
+TEST(AsyncCollectivesToSync, GenericStartsBecomeTheOpTheyWrap) {
+  // The shorthand and the generic form; an update in between; the all-to-all's start is
+  // also read for its operands (a tuple of them is rebuilt).
+  const std::string text = R"(HloModule m, replica_count=4
+add {
+  a = s32[] parameter(0)
+  b = s32[] parameter(1)
+  ROOT s = s32[] add(a, b)
+}
+wrapped {
+  p = s32[2] parameter(0)
+  ROOT b = s32[2] collective-broadcast(p), replica_groups={{1,0,2,3}}
+}
+ENTRY e {
+  x = s32[8] parameter(0)
+  rss = ((s32[8]), s32[2]) reduce-scatter-start(x), replica_groups={}, dimensions={0}, to_apply=add
+  rsu = ((s32[8]), s32[2]) reduce-scatter-update(rss)
+  rsd = s32[2] reduce-scatter-done(rsu)
+  a2s = ((s32[8]), s32[8], s32[]) all-to-all-start(x), dimensions={0}
+  kept = (s32[8]) get-tuple-element(a2s), index=0
+  k = s32[8] get-tuple-element(kept), index=0
+  a2d = s32[8] all-to-all-done(a2s)
+  bs = ((s32[2]), s32[2]) async-start(rsd), calls=wrapped
+  bd = s32[2] async-done(bs)
+  ROOT t = (s32[2], s32[8], s32[8]) tuple(bd, a2d, k)
+})";
+  auto m = check_pass(text, make_async_collectives_to_sync());
+  int collectives = 0;
+  for (const auto& i : m->entry()->instructions()) {
+    EXPECT_NE(i->opcode(), ir::Opcode::kAsyncStart) << i->name();
+    EXPECT_NE(i->opcode(), ir::Opcode::kAsyncUpdate) << i->name();
+    EXPECT_NE(i->opcode(), ir::Opcode::kAsyncDone) << i->name();
+    collectives += ir::is_collective(i->opcode());
+  }
+  EXPECT_EQ(collectives, 3);
+}
+
 }  // namespace
 }  // namespace podsim::passes

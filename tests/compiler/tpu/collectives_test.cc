@@ -282,13 +282,19 @@ ENTRY e {{
   ars = f32[40,8] all-reduce-start(x), to_apply=add
   ags = (f32[40,8], f32[{},8]) all-gather-start(x), dimensions={{0}}
   cps = (f32[40,8], f32[40,8]) collective-permute-start(x), source_target_pairs={{{}}}
+  big = f32[{},8] parameter(1)
+  rss = ((f32[{},8]), f32[40,8]) reduce-scatter-start(big), dimensions={{0}}, to_apply=add
+  a2s = ((f32[{},8]), f32[{},8], s32[]) all-to-all-start(big), dimensions={{0}}
   y = f32[40,8] multiply(x, x)
   ard = f32[40,8] all-reduce-done(ars)
   agd = f32[{},8] all-gather-done(ags)
   cpd = f32[40,8] collective-permute-done(cps)
-  ROOT t = (f32[40,8], f32[{},8], f32[40,8], f32[40,8]) tuple(ard, agd, cpd, y)
+  rsu = ((f32[{},8]), f32[40,8]) reduce-scatter-update(rss)
+  rsd = f32[40,8] reduce-scatter-done(rsu)
+  a2d = f32[{},8] all-to-all-done(a2s)
+  ROOT t = (f32[40,8], f32[{},8], f32[40,8], f32[40,8], f32[40,8], f32[{},8]) tuple(ard, agd, cpd, y, rsd, a2d)
 }})",
-                           40 * n, shift, 40 * n, 40 * n),
+                           40 * n, shift, 40 * n, 40 * n, 40 * n, 40 * n, 40 * n, 40 * n, 40 * n, 40 * n, 40 * n),
                GetParam());
 }
 
