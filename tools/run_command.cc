@@ -378,8 +378,9 @@ int run(const RunOptions& options) {
 
   std::optional<topology::PodConfig> pod;
   if (!options.topology.empty()) {
-    if (options.backend != "sim" && options.backend != "sim-functional")
-      fail("--topology runs on the simulated pod: add --backend sim or sim-functional");
+    if (options.backend != "sim" && options.backend != "sim-functional" && options.backend != "cpu")
+      fail("--topology runs on the simulated pod (--backend sim or sim-functional), or sets the "
+           "replicas of --backend cpu");
     pod = topology::pod_config(options.topology);
     if (options.partitions > 1)
       fail("--topology runs a replica per chip; partitions come with SPMD (not yet)");
@@ -410,13 +411,14 @@ int run(const RunOptions& options) {
     fail("--timing-only needs --backend sim (it skips the data of a timed run)");
   if (options.timing_only && !options.output.empty())
     fail("--timing-only computes no outputs; drop --output, or run without --timing-only");
-  if (devices > 1 && options.backend != "eval" && !pod)
-    fail("--backend {} runs one device; several replicas need --topology (a simulated pod) or "
-         "--backend eval", options.backend);
+  if (devices > 1 && options.backend.starts_with("sim") && !pod)
+    fail("--backend {} runs one chip; several replicas need --topology (a simulated pod)", options.backend);
+  // The simulated pod, where one runs it; --topology with the CPU only sets the replicas.
+  const bool on_pod = pod && options.backend.starts_with("sim");
   auto start = std::chrono::steady_clock::now();
   std::vector<ir::Literal> results;
   std::string sim_report;
-  if (pod) {
+  if (on_pod) {
     // Every chip runs the module as one replica, on its own inputs; collectives run
     // over the pod's links.
     isa::Executable exe = tpu::compile(*module, tpu::Target(*pod, eval.replicas, 1));
@@ -437,6 +439,11 @@ int run(const RunOptions& options) {
     }
   } else if (options.backend == "eval") {
     results = ir::evaluate_spmd(*module, args, eval);
+  } else if (options.backend == "cpu" && devices > 1) {
+    // Replicas run together in process, as the CPU devices of the runtime run them: the
+    // CPU target's optimized module on the reference evaluator (exact, deterministic
+    // collectives).
+    results = ir::evaluate_spmd(cpu::compile(*module)->module(), args, eval);
   } else {
     std::vector<ir::Literal> flat;
     if (options.backend == "cpu") {
@@ -464,7 +471,7 @@ int run(const RunOptions& options) {
       flatten(r, prefix + "out0", outputs);
   }
   fmt::print("{}: ran on {} ({} device{}) in {:.3f} s\n", options.file,
-             pod                                  ? options.backend + ", pod " + pod->name
+             on_pod                               ? options.backend + ", pod " + pod->name
              : options.backend.starts_with("sim") ? options.backend + ", chip " + options.chip
                                                   : options.backend,
              devices, devices == 1 ? "" : "s", seconds);
@@ -498,7 +505,7 @@ Command add_run_command(CLI::App& app) {
   cmd->add_option("--topology", options->topology,
                   "Run on a simulated pod (v5e-8, v4:2x2x2, v5e-16x2, ...; `podsim topology list`): "
                   "every chip runs a replica of the module on its own inputs, or the executable "
-                  "moved onto that pod");
+                  "moved onto that pod; with --backend cpu, a replica per chip of it in process");
   cmd->add_option("--chip", options->chip, "Chip preset or TOML file for --backend sim-functional and sim")
       ->capture_default_str();
   cmd->add_option("--inputs", options->inputs,

@@ -9,6 +9,7 @@
 #include <cctype>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <string>
 
@@ -234,6 +235,48 @@ TEST(CliSim, RunsAModuleOnEveryChipOfAPod) {
   EXPECT_NE(eval.exit_code, 0);
   EXPECT_NE(eval.output.find("--topology runs on the simulated pod"), std::string::npos)
       << eval.output;
+}
+
+TEST(CliSim, CpuReplicasRunTheCollectivesAsTheEvaluatorDoes) {
+  // --backend cpu with a topology (a replica per chip) or --replicas: the same outputs
+  // as the reference evaluator on the same inputs (integers: exact), the async shorthand
+  // included.
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "podsim_cli_cpu_replicas";
+  std::filesystem::create_directories(dir);
+  const std::string hlo = (dir / "collectives.hlo").string();
+  std::ofstream(hlo) << R"(HloModule m
+add {
+  a = s32[] parameter(0)
+  b = s32[] parameter(1)
+  ROOT s = s32[] add(a, b)
+}
+ENTRY e {
+  x = s32[8,2] parameter(0)
+  s = ((s32[8,2]), s32[8,2]) all-to-all-start(x), dimensions={0}
+  d = s32[8,2] all-to-all-done(s)
+  ROOT r = s32[8,2] all-reduce(d), replica_groups={{0,1},{2,3}}, to_apply=add
+}
+)";
+  auto outputs = [](const std::string& text) {
+    std::vector<std::string> lines;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);)
+      if (line.find(".out0:") != std::string::npos) lines.push_back(line);
+    return lines;
+  };
+  Result cpu = podsim("run " + hlo + " --backend cpu --topology tiny:2x2 --seed 3");
+  ASSERT_EQ(cpu.exit_code, 0) << cpu.output;
+  EXPECT_NE(cpu.output.find("ran on cpu (4 devices)"), std::string::npos) << cpu.output;
+  Result cpu_replicas = podsim("run " + hlo + " --backend cpu --replicas 4 --seed 3");
+  Result eval = podsim("run " + hlo + " --backend eval --replicas 4 --seed 3");
+  ASSERT_EQ(eval.exit_code, 0) << eval.output;
+  EXPECT_EQ(outputs(cpu.output).size(), 4u) << cpu.output;
+  EXPECT_EQ(outputs(cpu.output), outputs(eval.output));
+  EXPECT_EQ(outputs(cpu_replicas.output), outputs(eval.output));
+  Result one_chip = podsim("run " + hlo + " --backend sim --replicas 4");
+  EXPECT_NE(one_chip.exit_code, 0);
+  EXPECT_NE(one_chip.output.find("several replicas need --topology"), std::string::npos) << one_chip.output;
+  std::filesystem::remove_all(dir);
 }
 
 TEST(CliSim, BadChipIsAnError) {

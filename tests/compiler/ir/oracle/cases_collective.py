@@ -203,6 +203,30 @@ def broadcast_and_async_cases(ctx):
                      ('s32', np.concatenate(xs)),
                      ('s32', xs[source].copy() if source is not None else np.zeros([4], np.int32))])
     add_spmd(ctx, 'async_pairs_s32', m.text(e, r), [[('s32', x)] for x in xs], outs)
+    # Generic async ops: XLA's shorthand (reduce-scatter-start / -update / -done) and
+    # async-start / -update / -done around a computation of an all-to-all.
+    m = Module(f'replica_count={R}')
+    comp = m.binary('add', 's32')
+    w = m.comp('wrapped_all_to_all')
+    q = w.param('s32', [2 * R])
+    wrapped = m.finish(w, w.op('all-to-all', 's32', [2 * R], [q], ['replica_groups={}', 'dimensions={0}']))
+    e = m.entry()
+    p = e.param('s32', [2 * R])
+    operands = tuple_str([shape_str('s32', [2 * R])])
+    rs_shape = tuple_str([operands, shape_str('s32', [2])])
+    rs = e.op('reduce-scatter-start', None, None, [p],
+              ['replica_groups={}', 'dimensions={0}', f'to_apply={comp}'], shape=rs_shape)
+    rs = e.op('reduce-scatter-update', None, None, [rs], shape=rs_shape)
+    rs = e.op('reduce-scatter-done', 's32', [2], [rs])
+    a2a_shape = tuple_str([operands, shape_str('s32', [2 * R]), shape_str('s32', [])])
+    a2a = e.op('async-start', None, None, [p], f'calls=%{wrapped}', shape=a2a_shape)
+    a2a = e.op('async-update', None, None, [a2a], f'calls=%{wrapped}', shape=a2a_shape)
+    a2a = e.op('async-done', 's32', [2 * R], [a2a], f'calls=%{wrapped}')
+    r = e.tuple([rs, a2a])
+    xs = device_values(rng, 's32', [2 * R])
+    outs = [[('s32', combine('s32', 'add', [x[2 * d:2 * d + 2] for x in xs])),
+             ('s32', np.concatenate([x[2 * d:2 * d + 2] for x in xs]))] for d in range(R)]
+    add_spmd(ctx, 'async_generic_s32', m.text(e, r), [[('s32', x)] for x in xs], outs)
 
 
 def generate(ctx):
