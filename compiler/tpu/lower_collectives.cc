@@ -603,7 +603,8 @@ Value lower_collective_permute(Lowerer& l, const Instruction& i, Scope& s) {
 // A table row per device: its position p, then for k = 1 .. G - 1 the device at position
 // q = p + k (mod G) and q.
 Value lower_all_to_all(Lowerer& l, const Instruction& i, Scope& s) {
-  if (i.attrs().dimensions.empty()) unsupported(i, "the tuple form (no dimensions)");
+  if (i.attrs().dimensions.empty())
+    unsupported(i, "the tuple form with operands of different shapes");  // else split_tuple_all_to_alls
   CollectiveStep step = begin_collective(l, i, s);
   const ir::Shape& shape = i.shape();
   if (step.single()) return Value{step.out, shape, {}};
@@ -754,6 +755,58 @@ Value lower_collective_broadcast(Lowerer& l, const Instruction& i, Scope& s) {
   rings.all_gather(gathered, false);
   if (padded) copy_buffer(l, gathered, step.out, bytes);
   return Value{step.out, shape, {}};
+}
+
+void split_tuple_all_to_alls(ir::Module& module) {
+  for (const auto& c : module.computations()) {
+    std::vector<Instruction*> tuples;
+    for (const auto& i : c->instructions()) {
+      if (i->opcode() != Opcode::kAllToAll || !i->attrs().dimensions.empty() || i->operand_count() < 1) continue;
+      bool same = i->operand(0)->shape().is_array();
+      for (int64_t k = 1; k < i->operand_count(); ++k)
+        same = same && i->operand(k)->shape().compatible(i->operand(0)->shape());
+      if (same) tuples.push_back(i.get());
+    }
+    for (Instruction* i : tuples) {
+      const int64_t n = i->operand_count();
+      const ir::Shape& piece = i->operand(0)->shape();
+      std::vector<int64_t> dims{1};
+      dims.insert(dims.end(), piece.dims().begin(), piece.dims().end());
+      auto add = [&](std::string suffix, Opcode op, ir::Shape shape, std::vector<Instruction*> operands) {
+        auto x = std::make_unique<Instruction>(c->unique_name(i->name() + suffix), op, std::move(shape));
+        x->set_operands(std::move(operands));
+        x->set_pos(i->pos());
+        return x;
+      };
+      // Operand k, a row of one array: block k goes to the group's k-th device.
+      std::vector<Instruction*> rows;
+      for (int64_t k = 0; k < n; ++k)
+        rows.push_back(c->add(add(".row", Opcode::kReshape, ir::Shape(piece.type(), dims), {i->operand(k)})));
+      dims[0] = n;
+      auto joined = add(".rows", Opcode::kConcatenate, ir::Shape(piece.type(), dims), rows);
+      joined->attrs().dimensions = {0};
+      Instruction* input = c->add(std::move(joined));
+      auto array = i->clone(c->unique_name(i->name() + ".array"), {input});
+      array->mutable_shape() = ir::Shape(piece.type(), dims);
+      array->attrs().dimensions = {0};
+      array->sharding().reset();
+      Instruction* exchanged = c->add(std::move(array));
+      // Row k of the result came from the group's k-th device: element k of the tuple.
+      std::vector<Instruction*> elements;
+      for (int64_t k = 0; k < n; ++k) {
+        dims[0] = 1;
+        auto row = add(".received", Opcode::kSlice, ir::Shape(piece.type(), dims), {exchanged});
+        row->attrs().slice.push_back(ir::SliceDim{k, k + 1, 1});
+        for (int64_t d : piece.dims()) row->attrs().slice.push_back(ir::SliceDim{0, d, 1});
+        Instruction* sliced = c->add(std::move(row));
+        elements.push_back(c->add(add(".element", Opcode::kReshape, piece, {sliced})));
+      }
+      Instruction* tuple = c->add(add(".tuple", Opcode::kTuple, i->shape(), std::move(elements)));
+      c->replace_all_uses(i, tuple);
+      c->remove_if([&](const Instruction* x) { return x == i; });
+    }
+    if (!tuples.empty()) c->sort_topologically();
+  }
 }
 
 }  // namespace podsim::tpu

@@ -459,11 +459,15 @@ isa::Executable compile(const ir::Module& module, const Target& target, const Op
   } else if (target.devices() != 1) {
     fail("TPU compile: {} replicas x {} partitions need a pod", target.replicas, target.partitions);
   }
-  bool async = false;  // async collectives run as their collectives, in one piece
+  // Async collectives run as their collectives, in one piece; tuple all-to-alls as the
+  // array form.
+  bool rewrite = false;
   for (const auto& c : module.computations())
-    for (const auto& i : c->instructions()) async |= ir::collective_kind(i->opcode()) != i->opcode();
+    for (const auto& i : c->instructions())
+      rewrite |= ir::collective_kind(i->opcode()) != i->opcode() || i->opcode() == ir::Opcode::kAsyncStart ||
+                 (i->opcode() == ir::Opcode::kAllToAll && i->attrs().dimensions.empty());
   std::unique_ptr<ir::Module> prepared;
-  if (options.passes || async) {
+  if (options.passes || rewrite) {
     prepared = ir::parse_module(ir::print_module(module), module.name());
     // Errors name the lines of the module as given, not of its printed copy.
     for (const auto& c : module.computations())
@@ -474,6 +478,7 @@ isa::Executable compile(const ir::Module& module, const Target& target, const Op
           if (auto it = pos.find(i->name()); it != pos.end()) i->set_pos(it->second);
       }
     passes::make_async_collectives_to_sync()->run(*prepared);
+    split_tuple_all_to_alls(*prepared);
     if (options.passes) {
       passes::make_narrow_64bit_types()->run(*prepared);
       passes::default_pipeline().run(*prepared);

@@ -186,6 +186,10 @@ class Lowerer {
 // that the first buckets' rings overlap the computation of the rest
 // (Options::overlap_collectives; lower_overlap.cc).
 void split_tuple_all_reduces(ir::Module& module);
+// The tuple form of all-to-all (operand k to the group's k-th device; no dimensions), its
+// operands of one shape, as the array form: the operands as the rows of one array,
+// exchanged along dimension 0, the rows received as the elements of the tuple.
+void split_tuple_all_to_alls(ir::Module& module);
 
 // podsim::Error "not supported on the TPU target: <op> (line N)[: detail]".
 [[noreturn]] void unsupported(const ir::Instruction& i, std::string_view detail = "");

@@ -229,6 +229,35 @@ ENTRY e {{
                GetParam());
 }
 
+TEST_P(Collectives, TupleAllToAllSendsOperandKToTheKthDevice) {
+  // Over every chip (an operand per chip), and over pairs (two operands, the pair in
+  // reverse order: operand 0 goes to the pair's first listed chip).
+  const int n = chips();
+  std::string params, names, shapes, elements, groups;
+  for (int d = 0; d < n; ++d) {
+    params += fmt::format("  x{} = f32[3,5] parameter({})\n", d, d);
+    names += fmt::format("{}x{}", d ? ", " : "", d);
+    shapes += fmt::format("{}f32[3,5]", d ? ", " : "");
+    elements += fmt::format("  a{} = f32[3,5] get-tuple-element(a), index={}\n", d, d);
+  }
+  for (int d = 0; d + 1 < n; d += 2) groups += fmt::format("{}{{{},{}}}", d ? "," : "", d + 1, d);
+  check_on_pod(fmt::format(R"(HloModule m
+ENTRY e {{
+{}  a = ({}) all-to-all({})
+{}  b = (f32[3,5], f32[3,5]) all-to-all(x0, x1), replica_groups={{{}}}
+  b0 = f32[3,5] get-tuple-element(b), index=0
+  b1 = f32[3,5] get-tuple-element(b), index=1
+  ROOT t = ({}, f32[3,5], f32[3,5]) tuple({}, b0, b1)
+}})",
+                           params, shapes, names, elements, groups, shapes,
+                           [&] {
+                             std::string a;
+                             for (int d = 0; d < n; ++d) a += fmt::format("{}a{}", d ? ", " : "", d);
+                             return a;
+                           }()),
+               GetParam());
+}
+
 TEST_P(Collectives, CollectivePermuteShiftsAndZeroFills) {
   const int n = chips();
   // A cyclic shift (every chip sends and receives), then a swap of chips 0 and 1 and
