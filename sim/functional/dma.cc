@@ -94,7 +94,8 @@ void FunctionalModel::source_read(uint64_t id) {
   auto it = std::find_if(in_flight_.begin(), in_flight_.end(),
                          [id](const DmaTransfer& t) { return t.id == id; });
   if (it == in_flight_.end() || it->dst_device < 0 || it->source_read)
-    fail("source_read: DMA {} is no remote transfer in flight with its source unread", id);
+    fail("source_read: DMA {} is no remote transfer in flight with its source unread ({})", id,
+         it == in_flight_.end() ? "not in flight" : it->source_read ? "read already" : "local");
   it->source_read = true;
   if (copied(*it)) stage_dma(*it);
   signal(state_.core(it->core).semaphores[static_cast<size_t>(it->semaphore)], *it);

@@ -101,9 +101,10 @@ class TorusInterconnect final : public Interconnect {
     Burst& burst = bursts_[b];
     burst = Burst{&r, 0, bytes, std::max(ready, now_cycles()), 0, &destination, address, delivery};
     burst.tail = burst.head;
-    // The last burst tells the sender when the source has been read (before it lands).
+    // Once the last burst is handed over, the sender hears when the source has been read
+    // (its bursts' data may come back out of order; the delivery lives until it lands).
     delivery->read_end = std::max(delivery->read_end, burst.head);
-    if (--delivery->unsent == 0) schedule(delivery->read_end, Kind::kSourceRead, b);
+    if (--delivery->unsent == 0) schedule(delivery->read_end, Kind::kSourceRead, 0, delivery);
     schedule(burst.head, r.empty() ? Kind::kLand : Kind::kArrive, b);
   }
 
@@ -116,6 +117,7 @@ class TorusInterconnect final : public Interconnect {
     uint64_t seq;
     Kind kind;
     uint32_t index;  // burst, or link for kLinkFree
+    RemoteDelivery* delivery = nullptr;  // kSourceRead
     bool operator>(const Event& o) const { return time != o.time ? time > o.time : seq > o.seq; }
   };
   struct Burst {
@@ -198,11 +200,9 @@ class TorusInterconnect final : public Interconnect {
       case Kind::kLand:
         land(e.index, now);
         break;
-      case Kind::kSourceRead: {
-        RemoteDelivery* d = bursts_[e.index].delivery;
-        d->host->dma_source_read(d->job, now);
+      case Kind::kSourceRead:
+        e.delivery->host->dma_source_read(e.delivery->job, now);
         break;
-      }
       case Kind::kComplete: {
         RemoteDelivery* d = bursts_[e.index].delivery;
         free_bursts_.push_back(e.index);
@@ -327,9 +327,9 @@ class TorusInterconnect final : public Interconnect {
     recorder->link_traffic(start, end, static_cast<double>(b.bytes));
   }
 
-  void schedule(Cycle time, Kind kind, uint32_t index) {
+  void schedule(Cycle time, Kind kind, uint32_t index, RemoteDelivery* delivery = nullptr) {
     const bool sooner = events_.empty() || time < events_.top().time;
-    events_.push(Event{time, next_seq_++, kind, index});
+    events_.push(Event{time, next_seq_++, kind, index, delivery});
     if (sooner) wake_.notify(sc_core::SC_ZERO_TIME);
   }
 

@@ -345,6 +345,26 @@ done:
       << "the sender's semaphore came " << read << ", the landing " << landed;
 }
 
+TEST(TimedPod, ALargeAllReduceOnAMegacorePodRunsTimingOnly) {
+  // 32 MiB over v4:2x2x2 (two TensorCores a chip): a remote transfer's bursts come back
+  // from HBM out of order, so its last burst handed over may land before the source is
+  // read to the end; the sender still hears of the read once, then of the landing.
+  const std::string hlo = std::string("HloModule m\n") + kAdd + R"(ENTRY e {
+  x = f32[8388608] parameter(0)
+  ROOT r = f32[8388608] all-reduce(x), to_apply=add
+})";
+  const topology::PodConfig pod = topology::pod_config("v4:2x2x2");
+  const isa::Executable exe = tpu::compile(*ir::parse_module(hlo), tpu::Target(pod));
+  TimingOptions options;
+  options.timing_only = true;
+  const PodRunResult r = run_timed_pod(exe, {}, options);
+  // At least a ring all-reduce's bytes over the chip's three links out (one neighbour
+  // on each axis of two chips), and not far above it.
+  const double floor_s = 2.0 * 7 / 8 * 33554432 / (3 * pod.ici_link_bandwidth_bytes_per_s);
+  EXPECT_GT(r.seconds, floor_s);
+  EXPECT_LT(r.seconds, 1.5 * floor_s);
+}
+
 TEST(TimedPod, RunTimedRefusesAPodOfSeveralChips) {
   isa::Executable exe = isa::assemble(".pod \"v5e:2x2\"\n" + std::string(kRegions) + "  halt\n");
   try {
