@@ -21,7 +21,10 @@
 // All streams run their phases together. Before each phase every chip tells the chips
 // that send to it that it is in the phase (a Handshake): data only lands in buffers that
 // their owner is done with, and counting landings per stream says which block is in
-// (transfers between two chips stay in order).
+// (transfers between two chips stay in order). Within a phase the chip takes the
+// streams' steps in the order they are expected (RingEmitter::timeline: a stream with
+// more bytes a step, or more edges on its busiest link, comes up less often), the same
+// order on every chip, so that no stream waits behind a slower one.
 #pragma once
 
 #include <cstdint>
