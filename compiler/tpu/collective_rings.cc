@@ -618,7 +618,7 @@ void RingEmitter::reduce_scatter(int32_t input, int32_t work, int32_t result, ir
     std::vector<int64_t> before;  // per item: where the same sub-block's previous step is, or -1
     std::map<std::pair<size_t, int64_t>, int64_t> last;
     for (const Entry& e : order) {
-      auto [at, fresh] = last.try_emplace({e.stream, e.j}, -1);
+      const auto at = last.try_emplace({e.stream, e.j}, -1).first;
       before.push_back(at->second);
       at->second = static_cast<int64_t>(items.size());
       items.push_back(Item{e.stream, e.k, e.j, next_slot});
@@ -693,16 +693,16 @@ void RingEmitter::reduce_scatter(int32_t input, int32_t work, int32_t result, ir
     // previous step has been reduced here: what lands in step k + 1 is what the previous
     // chip reduced in step k, which may wait for this chip's sends of step k.
     size_t loaded = 0;
+    auto load_until = [&](size_t most, size_t t) {  // before item t is reduced
+      for (; loaded < items.size() && loaded <= most && before[loaded] < static_cast<int64_t>(t); ++loaded)
+        load(items[loaded]);
+    };
     double next_overlap = 0;
     for (size_t t = 0; t < items.size(); ++t) {
       overlap_until(order[t], p, next_overlap);  // earlier steps' sends are in flight
-      auto load_until = [&](size_t most) {
-        for (; loaded < items.size() && loaded <= most && before[loaded] < static_cast<int64_t>(t); ++loaded)
-          load(items[loaded]);
-      };
-      load_until(t + ahead - 1);  // (the first items' loads go ahead of the next send)
+      load_until(t + ahead - 1, t);  // (the first items' loads go ahead of the next send)
       send_until(t + 1 + window);
-      load_until(t + ahead);
+      load_until(t + ahead, t);
       reduce(items[t]);
     }
     send_until(hbm_sends.size());
