@@ -625,13 +625,21 @@ Value lower_all_to_all(Lowerer& l, const Instruction& i, Scope& s) {
 
   const int64_t row_len = 1 + 2 * (g - 1);
   std::vector<int64_t> table(static_cast<size_t>(t.devices() * row_len), 0);
+  // The peers in the order p + 1, p - 1, p + 2, p - 2, ...: at any time the chips send
+  // both ways along the group, not all the same way.
+  std::vector<int64_t> offsets;
+  for (int64_t k = 1; static_cast<int64_t>(offsets.size()) < g - 1; ++k) {
+    offsets.push_back(k);
+    if (static_cast<int64_t>(offsets.size()) < g - 1) offsets.push_back(g - k);
+  }
   for (const std::vector<int64_t>& group : ir::collective_device_groups(i, t.replicas, t.partitions))
     for (int64_t p = 0; p < g; ++p) {
       int64_t* row = &table[static_cast<size_t>(group[static_cast<size_t>(p)] * row_len)];
       row[0] = p;
       for (int64_t k = 1; k < g; ++k) {
-        row[2 * k - 1] = group[static_cast<size_t>((p + k) % g)];
-        row[2 * k] = (p + k) % g;
+        const int64_t q = (p + offsets[static_cast<size_t>(k - 1)]) % g;
+        row[2 * k - 1] = group[static_cast<size_t>(q)];
+        row[2 * k] = q;
       }
     }
   const int32_t row = device_row(l, fmt::format("{}.peers", i.name()), table, row_len);
