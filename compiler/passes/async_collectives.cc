@@ -1,7 +1,7 @@
 // Async collectives to synchronous ones: each start and its done become the collective
-// itself (for a generic async-start, the instruction it wraps; its updates go), for
-// targets that run a collective in one piece (the CPU backend, and the TPU lowering,
-// which overlaps collectives with independent steps itself). The
+// itself (for a generic async-start, the instruction it wraps; its updates and its
+// computation go), for targets that run a collective in one piece (the CPU backend, and
+// the TPU lowering, which overlaps collectives with independent steps itself). The
 // collective takes the start's operands, attributes and called computations; whatever
 // used the done uses it; a start's other users (rare: XLA's async tuples also hold the
 // operands) get the tuple the start would have produced.
@@ -22,12 +22,19 @@ class AsyncCollectivesToSync final : public Pass {
 
   bool run(ir::Module& module) override {
     bool changed = false;
-    for (const auto& c : module.computations()) changed |= run(*c);
-    return changed;
+    std::unordered_set<const ir::Computation*> wrapped;  // by the generic starts converted
+    for (const auto& c : module.computations()) changed |= run(*c, wrapped);
+    if (wrapped.empty()) return changed;
+    // Their computations go with them, unless something else calls them too.
+    for (const auto& c : module.computations())
+      for (const auto& i : c->instructions())
+        for (const ir::Computation* callee : i->called()) wrapped.erase(callee);
+    module.remove_computations_if([&](const ir::Computation* c) { return wrapped.count(c) > 0; });
+    return true;
   }
 
  private:
-  static bool run(ir::Computation& c) {
+  static bool run(ir::Computation& c, std::unordered_set<const ir::Computation*>& wrapped) {
     std::vector<Instruction*> starts;
     std::unordered_set<const Instruction*> gone;
     for (const auto& i : c.instructions()) {
@@ -46,6 +53,7 @@ class AsyncCollectivesToSync final : public Pass {
       const bool generic = start->opcode() == Opcode::kAsyncStart;
       std::unique_ptr<Instruction> sync;
       if (generic) {
+        wrapped.insert(start->called().at(0));
         sync = start->called().at(0)->root()->clone(c.unique_name(start->name() + ".sync"), start->operands());
       } else {
         const ir::Shape& result =

@@ -78,6 +78,8 @@ ENTRY e {
     collectives += ir::is_collective(i->opcode());
   }
   EXPECT_EQ(collectives, 3);
+  ASSERT_EQ(m->computations().size(), 2u) << "the wrapped computations went with their starts";
+  EXPECT_EQ(m->computations()[0]->name(), "add");
 }
 
 }  // namespace
