@@ -9,6 +9,7 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <utility>
 
 #include "common/error.h"
@@ -272,40 +273,40 @@ RingPlan plan_rings(const Lowerer& l, const Instruction& i, int64_t chunk_elemen
   const double ici_ns_per_byte = 1e9 / pod.ici_link_bandwidth_bytes_per_s;
   const double dcn_ns_per_byte = 1e9 * pod.chips_per_host() / pod.dcn_host_bandwidth_bytes_per_s;
   for (size_t p = 0; p < static_cast<size_t>(plan.phases()); ++p) {
+    // Per stream, the route of each chip's edge to its next chip; none across slices.
+    std::vector<std::vector<std::optional<std::vector<topology::Hop>>>> routes(plan.streams.size());
     std::map<std::pair<int, int>, int64_t> edges;  // (device, port) -> edges crossing it
     int64_t dcn_streams = 0;
-    auto next = [&](size_t s, int64_t d) {
-      return static_cast<int>(plan.table[static_cast<size_t>(d * plan.row_length + plan.streams[s].phases[p].column)]);
-    };
     for (size_t s = 0; s < plan.streams.size(); ++s) {
       bool dcn = false;
       for (const std::vector<int64_t>& group : groups)
         for (int64_t d : group) {
-          const int to = next(s, d);
-          if (torus.coord(static_cast<int>(d)).slice != torus.coord(to).slice) {
+          const int from = static_cast<int>(d);
+          const int to = static_cast<int>(
+              plan.table[static_cast<size_t>(d * plan.row_length + plan.streams[s].phases[p].column)]);
+          if (torus.coord(from).slice != torus.coord(to).slice) {
             dcn = true;
+            routes[s].emplace_back();
             continue;
           }
-          for (const topology::Hop& hop : torus.route(static_cast<int>(d), to)) ++edges[{hop.device, hop.port}];
+          routes[s].emplace_back(torus.route(from, to));
+          for (const topology::Hop& hop : *routes[s].back()) ++edges[{hop.device, hop.port}];
         }
       dcn_streams += dcn ? 1 : 0;
     }
     for (size_t s = 0; s < plan.streams.size(); ++s) {
       RingPhase& phase = plan.streams[s].phases[p];
-      for (const std::vector<int64_t>& group : groups)
-        for (int64_t d : group) {
-          const int to = next(s, d);
-          if (torus.coord(static_cast<int>(d)).slice != torus.coord(to).slice) {
-            phase.ns_per_byte = std::max(phase.ns_per_byte, static_cast<double>(dcn_streams) * dcn_ns_per_byte);
-            phase.hop_ns = std::max(phase.hop_ns, pod.dcn_latency_ns);
-            continue;
-          }
-          const std::vector<topology::Hop> route = torus.route(static_cast<int>(d), to);
-          for (const topology::Hop& hop : route)
-            phase.ns_per_byte = std::max(phase.ns_per_byte,
-                                         static_cast<double>(edges[{hop.device, hop.port}]) * ici_ns_per_byte);
-          phase.hop_ns = std::max(phase.hop_ns, static_cast<double>(route.size()) * pod.ici_link_latency_ns);
+      for (const auto& route : routes[s]) {
+        if (!route) {
+          phase.ns_per_byte = std::max(phase.ns_per_byte, static_cast<double>(dcn_streams) * dcn_ns_per_byte);
+          phase.hop_ns = std::max(phase.hop_ns, pod.dcn_latency_ns);
+          continue;
         }
+        for (const topology::Hop& hop : *route)
+          phase.ns_per_byte =
+              std::max(phase.ns_per_byte, static_cast<double>(edges[{hop.device, hop.port}]) * ici_ns_per_byte);
+        phase.hop_ns = std::max(phase.hop_ns, static_cast<double>(route->size()) * pod.ici_link_latency_ns);
+      }
     }
   }
   return plan;
