@@ -22,8 +22,10 @@
 #include "compiler/ir/native_types.h"
 #include "compiler/ir/parser.h"
 #include "compiler/ir/safetensors.h"
+#include "compiler/ir/sharding.h"
 #include "compiler/ir/verifier.h"
 #include "compiler/cpu/cpu_compiler.h"
+#include "compiler/passes/pass.h"
 #include "compiler/tpu/tpu_compiler.h"
 #include "isa/isa.h"
 #include "sim/functional/functional_model.h"
@@ -48,6 +50,7 @@ struct RunOptions {
   uint64_t seed = 0;
   int64_t replicas = 0;
   int64_t partitions = 0;
+  bool spmd = false;
   std::string output;
   // --backend sim
   std::string profile;
@@ -382,30 +385,52 @@ int run(const RunOptions& options) {
       fail("--topology runs on the simulated pod (--backend sim or sim-functional), or sets the "
            "replicas of --backend cpu");
     pod = topology::pod_config(options.topology);
-    if (options.partitions > 1)
-      fail("--topology runs a replica per chip; partitions come with SPMD (not yet)");
   }
-  ir::EvalOptions eval;
-  // On a pod: --replicas, else the module's replica_count, else a replica per chip; the
-  // replicas run on the first chips in device order, the others stay idle.
-  eval.replicas = options.replicas                    ? options.replicas
-                  : module->replica_count > 1 || !pod ? module->replica_count
-                                                      : pod->chips();
-  if (pod && eval.replicas > pod->chips())
-    fail("{} needs {} devices (replicas); --topology {} has {} chips", options.file, eval.replicas,
-         options.topology, pod->chips());
-  eval.partitions = pod ? 1 : options.partitions ? options.partitions : module->num_partitions;
-  if (eval.replicas < 1 || eval.partitions < 1 || eval.replicas * eval.partitions > 4096)
-    fail("--replicas x --partitions must be between 1 and 4096 devices");
-  int64_t devices = eval.replicas * eval.partitions;
-
   std::map<std::string, ir::Literal> named;
   if (options.inputs != "random")
     for (auto& [name, value] : ir::read_safetensors(options.inputs)) named.emplace(name, std::move(value));
+
+  // SPMD: the module partitioned by its shardings, each partition running on its pieces
+  // of the whole inputs; the pieces of the result are put back together.
+  const int64_t spmd = options.partitions ? options.partitions : options.spmd ? module->num_partitions : 0;
+  std::vector<ir::Literal> whole_args;
+  const ir::Shape whole_result = module->entry()->root()->shape();
+  if (spmd) {
+    if (options.replicas > 1) fail("--partitions runs one replica; drop --replicas");
+    if (pod && spmd > pod->chips())
+      fail("{} needs {} devices (partitions); --topology {} has {} chips", options.file, spmd, options.topology,
+           pod->chips());
+    if (!options.timing_only) whole_args = device_arguments(*module->entry(), options, named, 0, 1);
+    passes::spmd_partition(*module, spmd);
+  }
+
+  ir::EvalOptions eval;
+  // On a pod: --replicas, else the module's replica_count, else a replica per chip; the
+  // replicas run on the first chips in device order, the others stay idle.
+  eval.replicas = spmd                                ? 1
+                  : options.replicas                  ? options.replicas
+                  : module->replica_count > 1 || !pod ? module->replica_count
+                                                      : pod->chips();
+  eval.partitions = spmd ? spmd : pod ? 1 : module->num_partitions;
+  if (eval.replicas < 1 || eval.partitions < 1 || eval.replicas * eval.partitions > 4096)
+    fail("--replicas x --partitions must be between 1 and 4096 devices");
+  int64_t devices = eval.replicas * eval.partitions;
+  if (pod && devices > pod->chips())
+    fail("{} needs {} devices ({}); --topology {} has {} chips", options.file, devices,
+         spmd ? "partitions" : "replicas", options.topology, pod->chips());
+
   std::vector<std::vector<ir::Literal>> args;
   // A timing-only run reads no inputs: none are made.
-  for (int64_t d = 0; d < devices && !options.timing_only; ++d)
-    args.push_back(device_arguments(*module->entry(), options, named, d, devices));
+  for (int64_t d = 0; d < devices && !options.timing_only; ++d) {
+    if (!spmd) {
+      args.push_back(device_arguments(*module->entry(), options, named, d, devices));
+      continue;
+    }
+    std::vector<ir::Literal>& pieces = args.emplace_back();
+    for (size_t k = 0; k < whole_args.size(); ++k)
+      pieces.push_back(
+          ir::shard_literal(whole_args[k], module->entry()->parameter(static_cast<int64_t>(k))->sharding().value_or(ir::Sharding{}), d));
+  }
 
   if (options.timing_only && options.backend != "sim")
     fail("--timing-only needs --backend sim (it skips the data of a timed run)");
@@ -421,7 +446,7 @@ int run(const RunOptions& options) {
   if (on_pod) {
     // Every chip runs the module as one replica, on its own inputs; collectives run
     // over the pod's links.
-    isa::Executable exe = tpu::compile(*module, tpu::Target(*pod, eval.replicas, 1));
+    isa::Executable exe = tpu::compile(*module, tpu::Target(*pod, eval.replicas, eval.partitions));
     DeviceBytes parameters;
     for (const std::vector<ir::Literal>& a : args) parameters.push_back(parameter_bytes(a));
     // Idle chips (no replica) take zeros of the same sizes.
@@ -460,10 +485,12 @@ int run(const RunOptions& options) {
                                                                    : std::move(flat.at(0)));
   }
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (spmd && !results.empty())
+    results = {ir::unshard_literal(results, module->entry()->root()->sharding().value_or(ir::Sharding{}), whole_result)};
 
   ir::NamedLiterals outputs;
   for (int64_t d = 0; d < static_cast<int64_t>(results.size()); ++d) {
-    std::string prefix = devices == 1 ? "" : fmt::format("r{}.", d);
+    std::string prefix = results.size() == 1 ? "" : fmt::format("r{}.", d);
     const ir::Literal& r = results[static_cast<size_t>(d)];
     if (r.shape().is_tuple())
       for (size_t i = 0; i < r.elements().size(); ++i) flatten(r.elements()[i], fmt::format("{}out{}", prefix, i), outputs);
@@ -515,8 +542,11 @@ Command add_run_command(CLI::App& app) {
   cmd->add_option("--seed", options->seed, "Seed of the random inputs")->capture_default_str();
   cmd->add_option("--replicas", options->replicas, "Replicas to run (default: the module's replica_count)")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--partitions", options->partitions, "Partitions to run (default: the module's num_partitions)")
+  cmd->add_option("--partitions", options->partitions,
+                  "SPMD: partition the module over N devices by its shardings (sharding propagation, "
+                  "then the partitioner); inputs and outputs are whole values")
       ->check(CLI::PositiveNumber);
+  cmd->add_flag("--spmd", options->spmd, "SPMD over the module's num_partitions (as --partitions)");
   cmd->add_option("--output", options->output, "Write the outputs to this safetensors file");
   cmd->add_option("--profile", options->profile,
                   "--backend sim: write the run's profile (Chrome trace JSON, opens in Perfetto UI) here");

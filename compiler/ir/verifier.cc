@@ -1,7 +1,7 @@
 // Module verifier: structure (entry, definition order, parameters, call graph), shapes
 // (every declared shape against infer_shape), module header attributes (entry layout,
-// input/output aliases) and collective device ids. It collects every problem and never
-// stops at the first, so that one run shows a user everything to fix.
+// input/output aliases), collective device ids and shardings. It collects every problem
+// and never stops at the first, so that one run shows a user everything to fix.
 #include "compiler/ir/verifier.h"
 
 #include <fmt/format.h>
@@ -14,6 +14,7 @@
 #include "common/error.h"
 #include "compiler/ir/shape_inference.h"
 #include "compiler/ir/shape_inference_internal.h"
+#include "compiler/ir/sharding.h"
 
 namespace podsim::ir {
 namespace {
@@ -170,6 +171,11 @@ class Checker {
     }
     if (inferable) check_shape(c, inst);
     if (is_collective(inst.opcode())) check_collective_ids(c, inst);
+    if (inst.sharding()) {
+      // Sharding device ids are partition ids, as in XLA.
+      std::string problem = sharding_problem(*inst.sharding(), inst.shape(), module_.num_partitions);
+      if (!problem.empty()) report(c, inst, "sharding: " + problem);
+    }
   }
 
   void check_shape(const Computation& c, const Instruction& inst) {

@@ -67,6 +67,18 @@ ir::Literal convert_literal(const ir::Literal& literal, ir::PrimitiveType type);
 // pipeline: the TPU target keeps the pairs.
 std::unique_ptr<Pass> make_async_collectives_to_sync();
 
+// SPMD (spmd/): for a module of num_partitions > 1 whose instructions may carry
+// shardings. Propagation gives every entry instruction a sharding (user shardings win;
+// unannotated parameters stay replicated). The partitioner rewrites the entry into the
+// program each partition runs on its pieces, with the collectives resharding needs;
+// parameters and result keep their shardings (ir::shard_literal says which piece a
+// partition passes). podsim::Error naming the instruction for what it cannot partition.
+std::unique_ptr<Pass> make_sharding_propagation();
+std::unique_ptr<Pass> make_spmd_partitioner();
+// Propagation, partitioner and DCE, verified; `partitions` > 0 overrides the module's
+// num_partitions. A module of one partition runs whole: its shardings are dropped.
+void spmd_partition(ir::Module& module, int64_t partitions = 0);
+
 class Pipeline {
  public:
   Pipeline& add(std::unique_ptr<Pass> pass);

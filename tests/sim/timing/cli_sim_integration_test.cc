@@ -279,6 +279,42 @@ ENTRY e {
   std::filesystem::remove_all(dir);
 }
 
+TEST(CliSim, SpmdRunsGiveTheUnpartitionedResultOnEveryBackend) {
+  // examples/hlo/spmd_mlp.hlo: a data-parallel input and a Megatron-style MLP,
+  // partitioned over 4 devices; small integer inputs keep every sum exact, whatever its
+  // order and the MXU's bf16 passes.
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "podsim_cli_spmd";
+  std::filesystem::create_directories(dir);
+  const std::string hlo = std::string(PODSIM_SOURCE_DIR) + "/examples/hlo/spmd_mlp.hlo";
+  const std::string inputs = (dir / "in.safetensors").string();
+  ir::NamedLiterals in;
+  int64_t next = 0;
+  for (const auto& [name, dims] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
+           {"x", {8, 16}}, {"w1", {16, 32}}, {"w2", {32, 8}}}) {
+    ir::Literal l(ir::Shape(ir::PrimitiveType::kF32, dims));
+    for (int64_t i = 0; i < l.num_elements(); ++i) l.set_from_double(i, static_cast<double>((next++ * 7) % 5) - 2);
+    in.emplace_back(name, std::move(l));
+  }
+  ir::write_safetensors(inputs, in);
+  const std::string run = "run " + hlo + " --inputs " + inputs;
+  Result whole = podsim(run + " --backend eval --partitions 1");
+  ASSERT_EQ(whole.exit_code, 0) << whole.output;
+  ASSERT_NE(output_lines(whole.output), "");
+  for (const std::string& how : {std::string("--backend eval --partitions 4"), std::string("--backend cpu --partitions 4"),
+                                 std::string("--backend sim-functional --topology tiny:2x2 --partitions 4"),
+                                 std::string("--backend sim --topology tiny:2x2 --spmd --check-hazards")}) {
+    SCOPED_TRACE(how);
+    Result r = podsim(run + " " + how);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_EQ(output_lines(r.output), output_lines(whole.output)) << r.output;
+  }
+  Result too_many = podsim(run + " --backend sim --topology tiny:2x2 --partitions 8");
+  EXPECT_NE(too_many.exit_code, 0);
+  EXPECT_NE(too_many.output.find("needs 8 devices (partitions); --topology tiny:2x2 has 4 chips"), std::string::npos)
+      << too_many.output;
+  std::filesystem::remove_all(dir);
+}
+
 TEST(CliSim, BadChipIsAnError) {
   std::string hlo = std::string(PODSIM_SOURCE_DIR) + "/examples/hlo/mlp_forward.hlo";
   Result r = podsim("run " + hlo + " --backend sim --chip no-such-chip");

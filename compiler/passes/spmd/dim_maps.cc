@@ -1,0 +1,130 @@
+// Dimension maps per opcode.
+#include "compiler/passes/spmd/dim_maps.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace podsim::passes::spmd {
+namespace {
+
+using ir::Opcode;
+
+std::vector<int64_t> identity(int64_t rank) {
+  std::vector<int64_t> map(static_cast<size_t>(rank));
+  std::iota(map.begin(), map.end(), 0);
+  return map;
+}
+
+// Reshape keeps row-major order: an operand dimension is a result dimension where both
+// have the same number of elements before them and one is the major part of the other
+// (the same size, or merged with or split from minor dimensions): splitting either in t
+// pieces (t dividing both) splits the other alike.
+std::vector<int64_t> reshape_map(const ir::Shape& in, const ir::Shape& out) {
+  std::vector<int64_t> map(static_cast<size_t>(in.rank()), -1);
+  int64_t before_in = 1;
+  for (int64_t e = 0; e < in.rank(); ++e) {
+    int64_t before_out = 1;
+    for (int64_t d = 0; d < out.rank(); ++d) {
+      const int64_t a = out.dim(d), b = in.dim(e);
+      if (before_out == before_in && a > 1 && b > 1 && (a % b == 0 || b % a == 0)) {
+        map[static_cast<size_t>(e)] = d;
+        break;
+      }
+      before_out *= out.dim(d);
+    }
+    before_in *= in.dim(e);
+  }
+  return map;
+}
+
+std::vector<int64_t> dot_map(const ir::Instruction& i, int64_t k) {
+  const ir::DotDimNumbers& dn = i.attrs().dot_dims;
+  const auto& batch = k == 0 ? dn.lhs_batch : dn.rhs_batch;
+  const auto& contracting = k == 0 ? dn.lhs_contracting : dn.rhs_contracting;
+  const int64_t rank = i.operand(k)->shape().rank();
+  std::vector<int64_t> map(static_cast<size_t>(rank), -1);
+  for (size_t b = 0; b < batch.size(); ++b) map[static_cast<size_t>(batch[b])] = static_cast<int64_t>(b);
+  int64_t next = static_cast<int64_t>(batch.size());
+  if (k == 1) next += i.operand(0)->shape().rank() - static_cast<int64_t>(dn.lhs_batch.size() + dn.lhs_contracting.size());
+  for (int64_t d = 0; d < rank; ++d) {
+    const bool free = std::find(batch.begin(), batch.end(), d) == batch.end() &&
+                      std::find(contracting.begin(), contracting.end(), d) == contracting.end();
+    if (free) map[static_cast<size_t>(d)] = next++;
+  }
+  return map;
+}
+
+}  // namespace
+
+std::optional<std::vector<int64_t>> operand_dims_in_result(const ir::Instruction& i, int64_t k) {
+  const ir::Shape& in = i.operand(k)->shape();
+  const ir::Shape& out = i.shape();
+  if (!in.is_array() || !out.is_array()) return std::nullopt;
+  const Opcode op = i.opcode();
+  const bool same_dims = in.dims() == out.dims();
+  const bool sharding_call = op == Opcode::kCustomCall && i.attrs().custom_call_target == "Sharding";
+  if (ir::is_elementwise(op) || op == Opcode::kCopy || sharding_call) {
+    if (!same_dims) return std::nullopt;  // a scalar clamp bound, a bitcast-convert that changes width
+    return identity(in.rank());
+  }
+  std::vector<int64_t> map = identity(in.rank());
+  switch (op) {
+    case Opcode::kBroadcast:
+      return i.attrs().dimensions;
+    case Opcode::kTranspose:
+      for (int64_t t = 0; t < out.rank(); ++t) map[static_cast<size_t>(i.attrs().dimensions[static_cast<size_t>(t)])] = t;
+      return map;
+    case Opcode::kReshape:
+      return reshape_map(in, out);
+    case Opcode::kDot:
+      return dot_map(i, k);
+    case Opcode::kReduce: {
+      if (i.operand_count() != 2) return std::nullopt;
+      if (k == 1) return map;  // the init value: a scalar
+      const auto& reduced = i.attrs().dimensions;
+      int64_t next = 0;
+      for (int64_t d = 0; d < in.rank(); ++d)
+        map[static_cast<size_t>(d)] = std::find(reduced.begin(), reduced.end(), d) != reduced.end() ? -1 : next++;
+      return map;
+    }
+    case Opcode::kSlice:
+      for (int64_t d = 0; d < in.rank(); ++d) {
+        const ir::SliceDim& s = i.attrs().slice[static_cast<size_t>(d)];
+        if (s.start != 0 || s.limit != in.dim(d) || s.stride != 1) map[static_cast<size_t>(d)] = -1;
+      }
+      return map;
+    case Opcode::kPad:
+      if (k == 1) return map;
+      for (int64_t d = 0; d < in.rank(); ++d) {
+        const ir::PadDim& p = i.attrs().padding[static_cast<size_t>(d)];
+        if (p.low != 0 || p.high != 0 || p.interior != 0) map[static_cast<size_t>(d)] = -1;
+      }
+      return map;
+    case Opcode::kConcatenate:
+      map[static_cast<size_t>(i.attrs().dimensions.at(0))] = -1;
+      return map;
+    case Opcode::kReverse:
+      for (int64_t d : i.attrs().dimensions) map[static_cast<size_t>(d)] = -1;
+      return map;
+    case Opcode::kDynamicSlice:
+    case Opcode::kDynamicUpdateSlice:
+      if (in.rank() != out.rank()) return map;  // a start index: a scalar
+      for (int64_t d = 0; d < in.rank(); ++d) {
+        // Dimensions taken whole (the start index clamps to 0 there) run on pieces.
+        const int64_t window = op == Opcode::kDynamicSlice ? out.dim(d) : i.operand(1)->shape().dim(d);
+        if (window != i.operand(0)->shape().dim(d)) map[static_cast<size_t>(d)] = -1;
+      }
+      return map;
+    default:
+      return std::nullopt;
+  }
+}
+
+std::vector<int64_t> invert(const std::vector<int64_t>& map, int64_t rank) {
+  std::vector<int64_t> inverse(static_cast<size_t>(rank), -1);
+  for (size_t d = 0; d < map.size(); ++d)
+    if (map[d] >= 0) inverse[static_cast<size_t>(map[d])] = static_cast<int64_t>(d);
+  return inverse;
+}
+
+}  // namespace podsim::passes::spmd

@@ -1,0 +1,24 @@
+// Which dimensions of an instruction's operands are dimensions of its result, so that a
+// split of one is a split of the other and the instruction can run on pieces. Both SPMD
+// passes read them: propagation carries shardings along them, the partitioner runs an
+// instruction on the pieces they allow. Maps are `from` vectors for Tiling::remap.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "compiler/ir/instruction.h"
+
+namespace podsim::passes::spmd {
+
+// For each dimension of array operand `k`, the result dimension it is (-1: none: the
+// instruction runs across it, or changes it, so a piece of it is not a piece of the
+// result); nullopt where the instruction cannot run on pieces at all.
+std::optional<std::vector<int64_t>> operand_dims_in_result(const ir::Instruction& instruction, int64_t k);
+
+// The inverse of such a map: for each of the `rank` dimensions of the other side, the
+// dimension of this side that maps to it, or -1.
+std::vector<int64_t> invert(const std::vector<int64_t>& map, int64_t rank);
+
+}  // namespace podsim::passes::spmd

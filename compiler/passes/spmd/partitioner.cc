@@ -1,0 +1,568 @@
+// The SPMD partitioner (GSPMD's scheme, XLA's SpmdPartitioner in spirit): rewrites the
+// entry computation of a module whose instructions carry shardings (sharding
+// propagation gives them all one) into the program every partition runs on its pieces.
+//
+// Each value of the original program is held as pieces under a tiling (tiling.h). An
+// instruction runs on pieces where its dimension maps allow (dim_maps.h): its operands
+// are first resharded to the tilings its result's tiling implies. A dot chooses, by the
+// bytes each choice moves, between operands tiled like its result and partial products
+// over split contracting dimensions summed by an all-reduce; a reduce over a split
+// dimension reduces its pieces and all-reduces them (when the init value is the
+// reducer's identity). Everything else runs on whole operands and is cut to its sharding.
+//
+// Resharding moves as little as it can with all-gathers and local dynamic-slices: it
+// gathers the split dimensions that stop a device's new piece from lying inside its
+// current one, then slices, with each device's offsets read from a table indexed by
+// partition-id. Collectives carry a channel_id and global device ids, as XLA's do.
+//
+// The entry's parameters and result keep their shardings, so that callers know which
+// piece each device passes and returns (ir::shard_literal / unshard_literal). Splits
+// must divide dimensions evenly (XLA pads uneven ones; podsim does not yet).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <unordered_map>
+
+#include "common/error.h"
+#include "compiler/ir/shape_inference.h"
+#include "compiler/ir/sharding.h"
+#include "compiler/passes/pass.h"
+#include "compiler/passes/pass_util.h"
+#include "compiler/passes/spmd/dim_maps.h"
+#include "compiler/passes/spmd/tiling.h"
+
+namespace podsim::passes {
+namespace {
+
+using ir::Instruction;
+using ir::Opcode;
+using ir::Shape;
+using spmd::Tiling;
+
+// How the per-device program holds a value: an array under a tiling, or a tuple.
+struct Layout {
+  std::optional<Tiling> array;
+  std::vector<Layout> elements;
+};
+
+struct Held {
+  Instruction* hlo = nullptr;
+  Layout layout;
+};
+
+Layout layout_of(const ir::Sharding& s, const Shape& shape, int64_t devices) {
+  Layout l;
+  if (shape.is_array()) {
+    l.array = Tiling::of(s.kind == ir::Sharding::Kind::kTuple ? ir::Sharding{} : s, shape.rank(), devices);
+    return l;
+  }
+  for (int64_t e = 0; e < shape.tuple_size(); ++e)
+    l.elements.push_back(layout_of(s.kind == ir::Sharding::Kind::kTuple ? s.tuple_elements.at(static_cast<size_t>(e)) : s,
+                                   shape.element(e), devices));
+  return l;
+}
+
+Layout replicated_layout(const Shape& shape, int64_t devices) { return layout_of(ir::Sharding{}, shape, devices); }
+
+bool is_replicated(const Layout& l) {
+  if (l.array) return l.array->is_replicated();
+  return std::all_of(l.elements.begin(), l.elements.end(), [](const Layout& e) { return is_replicated(e); });
+}
+
+Shape piece_shape(const Shape& whole, const Layout& l) {
+  if (l.array) return ir::shard_shape(whole, l.array->sharding());
+  std::vector<Shape> elements;
+  for (int64_t e = 0; e < whole.tuple_size(); ++e)
+    elements.push_back(piece_shape(whole.element(e), l.elements[static_cast<size_t>(e)]));
+  return Shape::tuple(std::move(elements));
+}
+
+// A device's interval along dimension d of a value of `size` elements under t.
+struct Interval {
+  int64_t begin, end;
+};
+Interval interval(const Tiling& t, int64_t device, int64_t d, int64_t size) {
+  const int64_t piece = size / t.tiles(d);
+  const int64_t begin = t.position(device)[static_cast<size_t>(d)] * piece;
+  return {begin, begin + piece};
+}
+
+// The steps of a reshard: dimensions to all-gather, in order, then a local slice.
+struct ReshardPlan {
+  std::vector<int64_t> gathers;
+  Tiling before_slice;
+  bool slice = false;
+};
+
+ReshardPlan plan_reshard(const Tiling& from, const Tiling& to, const Shape& whole) {
+  ReshardPlan plan{{}, from, false};
+  Tiling& cur = plan.before_slice;
+  while (!(cur == to)) {
+    int64_t gather = -1;
+    for (int64_t d = 0; d < whole.rank() && gather < 0; ++d) {
+      if (cur.tiles(d) == 1) continue;
+      for (int64_t p = 0; p < to.devices(); ++p) {
+        const Interval a = interval(cur, p, d, whole.dim(d)), b = interval(to, p, d, whole.dim(d));
+        if (b.begin < a.begin || b.end > a.end) {
+          gather = d;
+          break;
+        }
+      }
+    }
+    if (gather < 0) {
+      plan.slice = true;
+      break;
+    }
+    plan.gathers.push_back(gather);
+    cur = cur.unsplit(gather);
+  }
+  return plan;
+}
+
+// Bytes a device receives to carry out the plan (its gathered arrays less what it had).
+int64_t plan_bytes(const ReshardPlan& plan, const Tiling& from, const Shape& whole) {
+  int64_t bytes = 0;
+  Tiling cur = from;
+  for (int64_t d : plan.gathers) {
+    const int64_t before = ir::shard_shape(whole, cur.sharding()).byte_size();
+    cur = cur.unsplit(d);
+    bytes += ir::shard_shape(whole, cur.sharding()).byte_size() - before;
+  }
+  return bytes;
+}
+
+// Whether `init` is the identity of the binary reducer (so each piece may start from it).
+bool is_identity(const Instruction& init, const ir::Computation& reducer) {
+  const auto op = internal::simple_reducer(reducer);
+  const auto v = internal::uniform_value(init);
+  if (!op || !v || !v->shape().is_scalar()) return false;
+  const ir::PrimitiveType t = v->type();
+  const int bits = 8 * static_cast<int>(ir::type_byte_size(t));
+  const bool pred = t == ir::PrimitiveType::kPred, sign = ir::is_signed_int(t), real = ir::is_float(t);
+  const int64_t smin = bits == 64 ? std::numeric_limits<int64_t>::min() : -(int64_t{1} << (bits - 1));
+  const int64_t smax = bits == 64 ? std::numeric_limits<int64_t>::max() : (int64_t{1} << (bits - 1)) - 1;
+  const uint64_t umax = bits == 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
+  const double inf = std::numeric_limits<double>::infinity();
+  switch (*op) {
+    case Opcode::kAdd:
+    case Opcode::kOr:
+    case Opcode::kXor:
+      return real ? internal::is_zero(*v) : v->get_as_uint64(0) == 0;
+    case Opcode::kMultiply:
+      return internal::is_one(*v);
+    case Opcode::kAnd:
+      return pred ? v->get_as_uint64(0) == 1 : v->get_as_uint64(0) == umax;
+    case Opcode::kMaximum:
+      return real ? v->get_as_double(0) == -inf : sign ? v->get_as_int64(0) == smin : v->get_as_uint64(0) == 0;
+    case Opcode::kMinimum:
+      return real   ? v->get_as_double(0) == inf
+             : pred ? v->get_as_uint64(0) == 1
+             : sign ? v->get_as_int64(0) == smax
+                    : v->get_as_uint64(0) == umax;
+    default:
+      return false;
+  }
+}
+
+class Partitioner {
+ public:
+  Partitioner(ir::Module& module, int64_t devices) : module_(module), devices_(devices) {
+    for (const auto& c : module.computations())
+      for (const auto& i : c->instructions())
+        if (i->attrs().channel_id) next_channel_ = std::max(next_channel_, *i->attrs().channel_id + 1);
+  }
+
+  void run() {
+    ir::Computation& old = *module_.entry();
+    out_ = module_.add_computation(
+        std::make_unique<ir::Computation>(module_.unique_computation_name(old.name() + ".spmd")));
+    for (const auto& i : old.instructions()) partition(*i);
+    const Instruction& root = *old.root();
+    const Layout want = layout_of(root.sharding().value_or(ir::Sharding{}), root.shape(), devices_);
+    Held result = to_layout(held_.at(&root), want, root.shape());
+    result.hlo->sharding() = root.sharding().value_or(ir::Sharding{});
+    out_->set_root(result.hlo);
+    module_.set_entry(out_);
+    module_.remove_computations_if([&](const ir::Computation* c) { return c == &old; });
+    module_.entry_parameter_layouts.reset();
+    module_.entry_result_layout.reset();
+    std::erase_if(module_.input_output_alias, [&](const ir::IoAlias& a) {
+      const Shape* out = subshape(out_->root()->shape(), a.output_index);
+      const Shape* in = a.parameter_number < out_->parameter_count()
+                            ? subshape(out_->parameter(a.parameter_number)->shape(), a.parameter_index)
+                            : nullptr;
+      return !out || !in || !out->compatible(*in);
+    });
+  }
+
+ private:
+  static const Shape* subshape(const Shape& s, const std::vector<int64_t>& index) {
+    const Shape* at = &s;
+    for (int64_t i : index) {
+      if (!at->is_tuple() || i >= at->tuple_size()) return nullptr;
+      at = &at->element(i);
+    }
+    return at;
+  }
+
+  Instruction* add(Opcode op, Shape shape, std::vector<Instruction*> operands, std::string_view name) {
+    auto i = std::make_unique<Instruction>(out_->unique_name(name), op, std::move(shape));
+    i->set_operands(std::move(operands));
+    return out_->add(std::move(i));
+  }
+
+  Instruction* constant(ir::Literal value, std::string_view name) {
+    Instruction* c = add(Opcode::kConstant, value.shape(), {}, name);
+    c->attrs().literal = std::move(value);
+    return c;
+  }
+
+  // This partition's entry of `values` (one per partition), as an s32 scalar.
+  Instruction* per_partition(const std::vector<int64_t>& values) {
+    const bool same = std::all_of(values.begin(), values.end(), [&](int64_t v) { return v == values[0]; });
+    if (same) return constant(ir::Literal::scalar(ir::PrimitiveType::kS32, values[0]), "offset");
+    if (!partition_) {
+      Instruction* id = add(Opcode::kPartitionId, Shape::scalar(ir::PrimitiveType::kU32), {}, "partition");
+      partition_ = add(Opcode::kConvert, Shape::scalar(ir::PrimitiveType::kS32), {id}, "partition");
+    }
+    ir::Literal table(Shape(ir::PrimitiveType::kS32, {devices_}));
+    for (int64_t p = 0; p < devices_; ++p) table.set_from_int64(p, values[static_cast<size_t>(p)]);
+    Instruction* t = constant(std::move(table), "offsets");
+    Instruction* one = add(Opcode::kDynamicSlice, Shape(ir::PrimitiveType::kS32, {1}), {t, partition_}, "offset");
+    one->attrs().dynamic_slice_sizes = {1};
+    return add(Opcode::kReshape, Shape::scalar(ir::PrimitiveType::kS32), {one}, "offset");
+  }
+
+  // Groups of partitions, as XLA's partitioner writes them: a channel_id and global
+  // device ids (replica * partitions + partition), the same groups in every replica.
+  void collective_attrs(Instruction* c, const std::vector<std::vector<int64_t>>& partitions) {
+    ir::ReplicaGroups groups;
+    for (int64_t replica = 0; replica < module_.replica_count; ++replica)
+      for (const std::vector<int64_t>& g : partitions) {
+        std::vector<int64_t>& ids = groups.groups.emplace_back();
+        for (int64_t p : g) ids.push_back(replica * devices_ + p);
+      }
+    c->attrs().replica_groups = std::move(groups);
+    c->attrs().channel_id = next_channel_++;
+    c->attrs().use_global_device_ids = true;
+  }
+
+  Instruction* all_gather(Instruction* x, const Tiling& t, int64_t d) {
+    Shape shape = x->shape();
+    shape.mutable_dims()[static_cast<size_t>(d)] *= t.tiles(d);
+    Instruction* g = add(Opcode::kAllGather, std::move(shape), {x}, x->name());
+    g->attrs().dimensions = {d};
+    collective_attrs(g, t.groups_along({d}));
+    return g;
+  }
+
+  Instruction* all_reduce(Instruction* x, std::vector<std::vector<int64_t>> g, ir::Computation* reducer) {
+    Instruction* r = add(Opcode::kAllReduce, x->shape(), {x}, x->name());
+    r->add_called(reducer);
+    collective_attrs(r, std::move(g));
+    return r;
+  }
+
+  ir::Computation* adder(ir::PrimitiveType type) {
+    auto it = adders_.find(type);
+    if (it != adders_.end()) return it->second;
+    auto c = std::make_unique<ir::Computation>(module_.unique_computation_name("spmd.add"));
+    const Shape s = Shape::scalar(type);
+    std::vector<Instruction*> params;
+    for (int64_t k = 0; k < 2; ++k) {
+      auto p = std::make_unique<Instruction>(fmt::format("x{}", k), Opcode::kParameter, s);
+      p->attrs().parameter_number = k;
+      params.push_back(c->add(std::move(p)));
+    }
+    auto sum = std::make_unique<Instruction>("sum", type == ir::PrimitiveType::kPred ? Opcode::kOr : Opcode::kAdd, s);
+    sum->set_operands(params);
+    c->set_root(c->add(std::move(sum)));
+    return adders_[type] = module_.add_computation(std::move(c));
+  }
+
+  Held reshard(const Held& v, const Tiling& to, const Shape& whole) {
+    const Tiling& from = *v.layout.array;
+    if (from == to) return v;
+    if (!to.divides(whole))
+      fail("internal: resharding {} to {}, which does not divide it", whole.to_string(false), to.sharding().to_string());
+    const ReshardPlan plan = plan_reshard(from, to, whole);
+    Instruction* x = v.hlo;
+    Tiling cur = from;
+    for (int64_t d : plan.gathers) {
+      x = all_gather(x, cur, d);
+      cur = cur.unsplit(d);
+    }
+    if (plan.slice) x = local_slice(x, cur, to, whole);
+    return Held{x, Layout{to, {}}};
+  }
+
+  // Each device's piece under `to`, cut from its piece under `from`, which holds it.
+  Instruction* local_slice(Instruction* x, const Tiling& from, const Tiling& to, const Shape& whole) {
+    std::vector<Instruction*> operands{x};
+    for (int64_t d = 0; d < whole.rank(); ++d) {
+      std::vector<int64_t> offsets;
+      for (int64_t p = 0; p < devices_; ++p)
+        offsets.push_back(interval(to, p, d, whole.dim(d)).begin - interval(from, p, d, whole.dim(d)).begin);
+      operands.push_back(per_partition(offsets));
+    }
+    const Shape piece = ir::shard_shape(whole, to.sharding());
+    Instruction* s = add(Opcode::kDynamicSlice, piece, std::move(operands), x->name());
+    s->attrs().dynamic_slice_sizes = piece.dims();
+    return s;
+  }
+
+  Held to_layout(const Held& v, const Layout& want, const Shape& whole) {
+    if (whole.is_array()) return reshard(v, *want.array, whole);
+    std::vector<Instruction*> parts;
+    Layout got;
+    bool same = true;
+    for (int64_t e = 0; e < whole.tuple_size(); ++e) {
+      const Layout& have = v.layout.elements[static_cast<size_t>(e)];
+      Instruction* element = add(Opcode::kGetTupleElement, v.hlo->shape().element(e), {v.hlo}, "element");
+      element->attrs().tuple_index = e;
+      Held part = to_layout(Held{element, have}, want.elements[static_cast<size_t>(e)], whole.element(e));
+      same = same && part.hlo == element;
+      parts.push_back(part.hlo);
+      got.elements.push_back(part.layout);
+    }
+    if (same) return v;
+    std::vector<Shape> shapes;
+    for (Instruction* p : parts) shapes.push_back(p->shape());
+    return Held{add(Opcode::kTuple, Shape::tuple(std::move(shapes)), std::move(parts), v.hlo->name()), got};
+  }
+
+  Held replicate(const Instruction& original) {
+    const Held& v = held_.at(&original);
+    if (is_replicated(v.layout)) return v;
+    return to_layout(v, replicated_layout(original.shape(), devices_), original.shape());
+  }
+
+  static void check_divides(const Instruction& i, const Layout& l, const Shape& shape) {
+    if (l.array && !l.array->divides(shape))
+      fail("{} (line {}): sharding {} does not split {} evenly; podsim's SPMD partitioner needs even splits",
+           i.name(), i.pos().line, l.array->sharding().to_string(), shape.to_string(false));
+    for (size_t e = 0; e < l.elements.size(); ++e) check_divides(i, l.elements[e], shape.element(static_cast<int64_t>(e)));
+  }
+
+  Tiling target_of(const Instruction& i) const {
+    const auto& s = i.sharding();
+    Layout l{Tiling::of(s && s->kind != ir::Sharding::Kind::kTuple ? *s : ir::Sharding{}, i.shape().rank(), devices_), {}};
+    check_divides(i, l, i.shape());
+    return *l.array;
+  }
+
+  Instruction* clone(const Instruction& i, Shape shape, std::vector<Instruction*> operands) {
+    std::unique_ptr<Instruction> c = i.clone(out_->unique_name(i.name()), std::move(operands));
+    c->mutable_shape() = std::move(shape);
+    c->sharding().reset();
+    c->mutable_control_predecessors().clear();
+    return out_->add(std::move(c));
+  }
+
+  void partition(const Instruction& i) {
+    switch (i.opcode()) {
+      case Opcode::kParameter: {
+        const Layout l = layout_of(i.sharding().value_or(ir::Sharding{}), i.shape(), devices_);
+        check_divides(i, l, i.shape());
+        Instruction* p = clone(i, piece_shape(i.shape(), l), {});
+        p->sharding() = i.sharding();
+        held_[&i] = Held{p, l};
+        return;
+      }
+      case Opcode::kTuple: {
+        std::vector<Instruction*> parts;
+        Layout l;
+        std::vector<Shape> shapes;
+        for (const Instruction* o : i.operands()) {
+          const Held& h = held_.at(o);
+          parts.push_back(h.hlo);
+          shapes.push_back(h.hlo->shape());
+          l.elements.push_back(h.layout);
+        }
+        held_[&i] = Held{clone(i, Shape::tuple(std::move(shapes)), std::move(parts)), l};
+        return;
+      }
+      case Opcode::kGetTupleElement: {
+        const Held& t = held_.at(i.operand(0));
+        const int64_t e = i.attrs().tuple_index;
+        held_[&i] = Held{clone(i, t.hlo->shape().element(e), {t.hlo}), t.layout.elements.at(static_cast<size_t>(e))};
+        return;
+      }
+      default:
+        break;
+    }
+    if (i.shape().is_array()) {
+      const Tiling want = target_of(i);
+      if (i.opcode() == Opcode::kCustomCall && i.attrs().custom_call_target == "Sharding") {
+        held_[&i] = reshard(held_.at(i.operand(0)), want, i.shape());
+        return;
+      }
+      std::optional<Held> h;
+      if (i.opcode() == Opcode::kDot) h = partition_dot(i, want);
+      if (!h && i.opcode() == Opcode::kReduce) h = partition_reduce(i, want);
+      if (!h) h = partition_on_pieces(i, want);
+      if (h) {
+        held_[&i] = reshard(*h, want, i.shape());
+        return;
+      }
+    }
+    // Whole operands, whole result, then this device's piece.
+    std::vector<Instruction*> operands;
+    for (const Instruction* o : i.operands()) operands.push_back(replicate(*o).hlo);
+    Held whole{clone(i, i.shape(), std::move(operands)), replicated_layout(i.shape(), devices_)};
+    held_[&i] = i.shape().is_array() ? reshard(whole, target_of(i), i.shape()) : whole;
+  }
+
+  // Runs i on pieces: its result tiled as `want` where every operand's dimension maps
+  // allow (else with those dimensions whole), each operand resharded to match.
+  std::optional<Held> partition_on_pieces(const Instruction& i, const Tiling& want) {
+    if (i.operand_count() == 0) return std::nullopt;
+    std::vector<std::vector<int64_t>> maps;
+    for (int64_t k = 0; k < i.operand_count(); ++k) {
+      auto map = spmd::operand_dims_in_result(i, k);
+      if (!map) return std::nullopt;
+      maps.push_back(std::move(*map));
+    }
+    Tiling run = want;
+    for (int64_t d = 0; d < i.shape().rank(); ++d) {
+      if (run.tiles(d) == 1) continue;
+      for (int64_t k = 0; k < i.operand_count(); ++k) {
+        const auto& map = maps[static_cast<size_t>(k)];
+        const bool generated = i.opcode() == Opcode::kBroadcast || map.empty();  // new dims; scalars
+        if (!generated && std::find(map.begin(), map.end(), d) == map.end()) {
+          run = run.unsplit(d);
+          break;
+        }
+      }
+    }
+    std::vector<Instruction*> operands;
+    for (int64_t k = 0; k < i.operand_count(); ++k) {
+      const Instruction& o = *i.operand(k);
+      const Tiling t = run.remap(maps[static_cast<size_t>(k)]);
+      if (!t.divides(o.shape())) return std::nullopt;
+      operands.push_back(reshard(held_.at(&o), t, o.shape()).hlo);
+    }
+    const Shape piece = ir::shard_shape(i.shape(), run.sharding());
+    Instruction* c = clone(i, piece, std::move(operands));
+    if (i.opcode() == Opcode::kSlice)
+      for (int64_t d = 0; d < piece.rank(); ++d)
+        if (run.tiles(d) > 1) c->attrs().slice[static_cast<size_t>(d)].limit = piece.dim(d);
+    if (i.opcode() == Opcode::kDynamicSlice) c->attrs().dynamic_slice_sizes = piece.dims();
+    return Held{c, Layout{run, {}}};
+  }
+
+  // Bytes of resharding `o` (held) to `to`.
+  int64_t cost(const Instruction& o, const Tiling& to) const {
+    const Tiling& from = *held_.at(&o).layout.array;
+    if (!to.divides(o.shape())) return std::numeric_limits<int64_t>::max() / 4;
+    return plan_bytes(plan_reshard(from, to, o.shape()), from, o.shape());
+  }
+
+  std::optional<Held> partition_dot(const Instruction& i, const Tiling& want) {
+    const Instruction& lhs = *i.operand(0);
+    const Instruction& rhs = *i.operand(1);
+    const std::vector<int64_t> lmap = *spmd::operand_dims_in_result(i, 0);
+    const std::vector<int64_t> rmap = *spmd::operand_dims_in_result(i, 1);
+    const ir::DotDimNumbers& dn = i.attrs().dot_dims;
+    // Choice 0: operands tiled like the result.
+    struct Choice {
+      Tiling lhs, rhs, result;
+      std::vector<std::vector<int64_t>> partial;  // all-reduce groups, empty if none
+      int64_t bytes;
+    };
+    std::vector<Choice> choices;
+    {
+      const Tiling l = want.remap(lmap), r = want.remap(rmap);
+      choices.push_back({l, r, want, {}, cost(lhs, l) + cost(rhs, r)});
+    }
+    // Choices 1, 2: one operand's split contracting dimensions kept, partial products.
+    for (int side = 0; side < 2; ++side) {
+      const Instruction& self = side == 0 ? lhs : rhs;
+      const Instruction& other = side == 0 ? rhs : lhs;
+      const Tiling& t = *held_.at(&self).layout.array;
+      const auto& self_c = side == 0 ? dn.lhs_contracting : dn.rhs_contracting;
+      const auto& other_c = side == 0 ? dn.rhs_contracting : dn.lhs_contracting;
+      const auto& self_b = side == 0 ? dn.lhs_batch : dn.rhs_batch;
+      const auto& other_b = side == 0 ? dn.rhs_batch : dn.lhs_batch;
+      std::vector<int64_t> split;
+      for (int64_t d : self_c)
+        if (t.tiles(d) > 1) split.push_back(d);
+      if (split.empty()) continue;
+      std::vector<int64_t> from(static_cast<size_t>(other.shape().rank()), -1);
+      for (size_t k = 0; k < self_c.size(); ++k) from[static_cast<size_t>(other_c[k])] = self_c[k];
+      for (size_t k = 0; k < self_b.size(); ++k) from[static_cast<size_t>(other_b[k])] = self_b[k];
+      const Tiling o = t.remap(from);
+      const Tiling result = t.remap(spmd::invert(side == 0 ? lmap : rmap, i.shape().rank()));
+      if (!result.divides(i.shape())) continue;
+      const int64_t partial_bytes = 2 * ir::shard_shape(i.shape(), result.sharding()).byte_size();
+      const int64_t after = plan_bytes(plan_reshard(result, want, i.shape()), result, i.shape());
+      Choice c{side == 0 ? t : o, side == 0 ? o : t, result, t.groups_along(split), 0};
+      c.bytes = cost(other, o) + partial_bytes + after;
+      choices.push_back(std::move(c));
+    }
+    const Choice& best = *std::min_element(choices.begin(), choices.end(),
+                                           [](const Choice& a, const Choice& b) { return a.bytes < b.bytes; });
+    if (!best.lhs.divides(lhs.shape()) || !best.rhs.divides(rhs.shape())) return std::nullopt;
+    Instruction* l = reshard(held_.at(&lhs), best.lhs, lhs.shape()).hlo;
+    Instruction* r = reshard(held_.at(&rhs), best.rhs, rhs.shape()).hlo;
+    Instruction* dot = clone(i, ir::shard_shape(i.shape(), best.result.sharding()), {l, r});
+    if (!best.partial.empty()) dot = all_reduce(dot, best.partial, adder(i.shape().type()));
+    return Held{dot, Layout{best.result, {}}};
+  }
+
+  // A reduce over split dimensions: each device reduces its piece, an all-reduce with
+  // the same reducer combines them (each piece starts from the init value, so it must
+  // be the identity).
+  std::optional<Held> partition_reduce(const Instruction& i, const Tiling&) {
+    if (i.operand_count() != 2) return std::nullopt;
+    const Instruction& operand = *i.operand(0);
+    const Tiling& t = *held_.at(&operand).layout.array;
+    const std::vector<int64_t> map = *spmd::operand_dims_in_result(i, 0);
+    std::vector<int64_t> split;
+    for (int64_t d = 0; d < operand.shape().rank(); ++d)
+      if (t.tiles(d) > 1 && map[static_cast<size_t>(d)] < 0) split.push_back(d);
+    if (split.empty() || !is_identity(*i.operand(1), *i.called(0))) return std::nullopt;
+    const Tiling result = t.remap(spmd::invert(map, i.shape().rank()));
+    Instruction* init = replicate(*i.operand(1)).hlo;
+    Instruction* r = clone(i, ir::shard_shape(i.shape(), result.sharding()), {held_.at(&operand).hlo, init});
+    return Held{all_reduce(r, t.groups_along(split), i.called(0)), Layout{result, {}}};
+  }
+
+  ir::Module& module_;
+  int64_t devices_;
+  ir::Computation* out_ = nullptr;
+  std::unordered_map<const Instruction*, Held> held_;
+  std::map<ir::PrimitiveType, ir::Computation*> adders_;
+  Instruction* partition_ = nullptr;
+  int64_t next_channel_ = 1;
+};
+
+class SpmdPartitioner final : public Pass {
+ public:
+  std::string_view name() const override { return "spmd-partitioner"; }
+  bool run(ir::Module& module) override {
+    if (module.num_partitions <= 1) return false;
+    Partitioner(module, module.num_partitions).run();
+    return true;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> make_spmd_partitioner() { return std::make_unique<SpmdPartitioner>(); }
+
+void spmd_partition(ir::Module& module, int64_t partitions) {
+  if (partitions > 0) module.num_partitions = partitions;
+  if (module.num_partitions <= 1) {
+    for (const auto& c : module.computations())
+      for (const auto& i : c->instructions()) i->sharding().reset();
+    return;
+  }
+  Pipeline pipeline;
+  pipeline.add(make_sharding_propagation()).add(make_spmd_partitioner()).add(make_dce()).verify_each(true);
+  pipeline.run(module);
+}
+
+}  // namespace podsim::passes

@@ -1,0 +1,85 @@
+// Helpers for the SPMD tests: partition a module, run its partitions on the pieces of
+// random whole arguments, put the result together and compare it with the reference
+// evaluator's result for the unpartitioned module.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "compiler/ir/sharding.h"
+#include "tests/compiler/passes/pass_test_util.h"
+
+namespace podsim::passes::testing {
+
+inline std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// "" when got equals want: integers and pred exactly, floats within what reordered sums
+// give (rtol x (1 + |want|)); any NaN matches any NaN.
+inline std::string near(const Literal& want, const Literal& got, double rtol, const std::string& where = "result") {
+  if (!want.shape().compatible(got.shape()))
+    return where + ": shape " + want.shape().to_string(false) + " vs " + got.shape().to_string(false);
+  if (want.shape().is_tuple()) {
+    for (size_t k = 0; k < want.elements().size(); ++k) {
+      std::string d = near(want.elements()[k], got.elements()[k], rtol, where + "{" + std::to_string(k) + "}");
+      if (!d.empty()) return d;
+    }
+    return "";
+  }
+  if (!ir::is_float(want.type())) return difference(want, got, where);
+  const double tol = ir::type_byte_size(want.type()) == 2 ? std::max(rtol, 2e-2) : rtol;
+  for (int64_t i = 0; i < want.num_elements(); ++i) {
+    const double w = want.get_as_double(i), g = got.get_as_double(i);
+    if (std::isnan(w) && std::isnan(g)) continue;
+    if (w == g || std::abs(w - g) <= tol * (1 + std::abs(w))) continue;
+    return where + " element " + std::to_string(i) + ": " + std::to_string(w) + " vs " + std::to_string(g);
+  }
+  return "";
+}
+
+// Partitions `text` over `partitions` devices and checks, on random arguments from seed,
+// that the pieces every device returns are its pieces of the unpartitioned result.
+// Returns the partitioned module (null when partitioning failed, with a test failure).
+inline std::unique_ptr<Module> check_partitioned(const std::string& text, int64_t partitions, uint64_t seed = 1,
+                                                 double rtol = 1e-5) {
+  auto original = ir::parse_module(text);
+  ir::verify_module(*original);
+  auto partitioned = ir::parse_module(text);
+  try {
+    spmd_partition(*partitioned, partitions);
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << e.what();
+    return nullptr;
+  }
+  // The printed form reads back.
+  ir::verify_module(*ir::parse_module(ir::print_module(*partitioned)));
+  std::mt19937_64 rng(seed);
+  const std::vector<Literal> args = random_arguments(*original->entry(), rng);
+  const Literal want = ir::evaluate(*original, args);
+  std::vector<std::vector<Literal>> pieces(static_cast<size_t>(partitions));
+  const ir::Computation& entry = *partitioned->entry();
+  for (int64_t k = 0; k < entry.parameter_count(); ++k)
+    for (int64_t d = 0; d < partitions; ++d)
+      pieces[static_cast<size_t>(d)].push_back(
+          ir::shard_literal(args[static_cast<size_t>(k)], entry.parameter(k)->sharding().value(), d));
+  const std::vector<Literal> results = ir::evaluate_spmd(*partitioned, pieces, {1, partitions});
+  const ir::Sharding& out = entry.root()->sharding().value();
+  const Literal got = ir::unshard_literal(results, out, original->entry()->root()->shape());
+  std::string diff = near(want, got, rtol);
+  for (int64_t d = 0; d < partitions && diff.empty(); ++d)
+    diff = near(ir::shard_literal(want, out, d), results[static_cast<size_t>(d)], rtol,
+                "device " + std::to_string(d));
+  EXPECT_EQ(diff, "") << ir::print_module(*partitioned);
+  return partitioned;
+}
+
+}  // namespace podsim::passes::testing
