@@ -54,6 +54,33 @@ std::vector<int64_t> dot_map(const ir::Instruction& i, int64_t k) {
   return map;
 }
 
+// Gather: the indices' batch dimensions are the result's batch dimensions (those not in
+// offset_dims), and an operand dimension taken whole by every slice is its offset
+// dimension.
+std::optional<std::vector<int64_t>> gather_map(const ir::Instruction& i, int64_t k) {
+  const ir::GatherDimNumbers& g = i.attrs().gather_dims;
+  if (!g.operand_batching_dims.empty()) return std::nullopt;
+  const ir::Shape& in = i.operand(k)->shape();
+  std::vector<int64_t> map(static_cast<size_t>(in.rank()), -1);
+  auto in_list = [](const std::vector<int64_t>& v, int64_t d) { return std::find(v.begin(), v.end(), d) != v.end(); };
+  if (k == 0) {
+    size_t next = 0;
+    for (int64_t d = 0; d < in.rank(); ++d) {
+      if (in_list(g.collapsed_slice_dims, d)) continue;
+      const int64_t out = g.offset_dims.at(next++);
+      if (i.attrs().gather_slice_sizes.at(static_cast<size_t>(d)) == in.dim(d)) map[static_cast<size_t>(d)] = out;
+    }
+    return map;
+  }
+  int64_t out = 0;
+  for (int64_t d = 0; d < in.rank(); ++d) {
+    if (d == g.index_vector_dim) continue;
+    while (in_list(g.offset_dims, out)) ++out;
+    map[static_cast<size_t>(d)] = out++;
+  }
+  return map;
+}
+
 }  // namespace
 
 std::optional<std::vector<int64_t>> operand_dims_in_result(const ir::Instruction& i, int64_t k) {
@@ -106,6 +133,8 @@ std::optional<std::vector<int64_t>> operand_dims_in_result(const ir::Instruction
     case Opcode::kReverse:
       for (int64_t d : i.attrs().dimensions) map[static_cast<size_t>(d)] = -1;
       return map;
+    case Opcode::kGather:
+      return gather_map(i, k);
     case Opcode::kDynamicSlice:
     case Opcode::kDynamicUpdateSlice:
       if (in.rank() != out.rank()) return map;  // a start index: a scalar

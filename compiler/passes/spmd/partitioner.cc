@@ -430,7 +430,12 @@ class Partitioner {
       if (run.tiles(d) == 1) continue;
       for (int64_t k = 0; k < i.operand_count(); ++k) {
         const auto& map = maps[static_cast<size_t>(k)];
-        const bool generated = i.opcode() == Opcode::kBroadcast || map.empty();  // new dims; scalars
+        // Dimensions the operand does not vary along: a broadcast's new ones, a gather's
+        // batch dimensions for its table, every dimension for a scalar.
+        const auto& offsets = i.attrs().gather_dims.offset_dims;
+        const bool generated = i.opcode() == Opcode::kBroadcast || map.empty() ||
+                               (i.opcode() == Opcode::kGather && k == 0 &&
+                                std::find(offsets.begin(), offsets.end(), d) == offsets.end());
         if (!generated && std::find(map.begin(), map.end(), d) == map.end()) {
           run = run.unsplit(d);
           break;
@@ -450,6 +455,11 @@ class Partitioner {
       for (int64_t d = 0; d < piece.rank(); ++d)
         if (run.tiles(d) > 1) c->attrs().slice[static_cast<size_t>(d)].limit = piece.dim(d);
     if (i.opcode() == Opcode::kDynamicSlice) c->attrs().dynamic_slice_sizes = piece.dims();
+    if (i.opcode() == Opcode::kGather) {  // slices of the operand's split dimensions: its pieces
+      const Shape table = c->operand(0)->shape();
+      for (int64_t d = 0; d < table.rank(); ++d)
+        if (run.remap(maps[0]).tiles(d) > 1) c->attrs().gather_slice_sizes[static_cast<size_t>(d)] = table.dim(d);
+    }
     return Held{c, Layout{run, {}}};
   }
 

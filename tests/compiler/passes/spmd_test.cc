@@ -225,6 +225,67 @@ ENTRY f {
   EXPECT_EQ(count(*m, Opcode::kAllReduce), 0);
 }
 
+// A training step of podsim's character-level GPT (examples/train/gpt_char.cc: two
+// blocks, AdamW), as the runtime lowers it (PODSIM_SAVE_TENSORS_FMT=hlo, metadata
+// dropped), with shardings for three kinds of parallelism over 4 devices.
+std::string gpt_step(int64_t devices, const std::function<std::string(const ir::Instruction&)>& sharding) {
+  std::string text = testing::read_file(PODSIM_SOURCE_DIR "/tests/compiler/passes/testdata/gpt_train_step.hlo");
+  // In f64, so that sums in another order (partial sums over devices) differ by far less
+  // than a misplaced piece would.
+  for (size_t at; (at = text.find("f32")) != std::string::npos;) text.replace(at, 3, "f64");
+  auto m = ir::parse_module(text);
+  m->num_partitions = devices;
+  for (ir::Instruction* p : m->entry()->parameters()) {
+    const std::string s = sharding(*p);
+    if (!s.empty()) p->sharding() = parse_sharding(s, p->shape().to_string(false));
+  }
+  return ir::print_module(*m);
+}
+
+bool is_tokens(const ir::Instruction& p) { return p.shape().to_string(false) == "s64[16,32]"; }
+
+TEST(SpmdPartitioner, GptTrainingStepDataParallel) {
+  // The batch of tokens and targets split: the gradients are summed over devices.
+  auto m = check_partitioned(gpt_step(4, [](const ir::Instruction& p) { return is_tokens(p) ? "{devices=[4,1]<=[4]}" : ""; }),
+                             4, 1, 1e-9, testing::tame_arguments);
+  ASSERT_TRUE(m);
+  EXPECT_GT(count(*m, Opcode::kAllReduce), 0);
+  EXPECT_EQ(count(*m, Opcode::kAllGather), 0) << ir::print_module(*m);
+}
+
+TEST(SpmdPartitioner, GptTrainingStepFsdp) {
+  // Tokens split by batch, every weight and optimizer state split along its first
+  // dimension: weights are gathered where they are used.
+  auto m = check_partitioned(gpt_step(4,
+                                      [](const ir::Instruction& p) -> std::string {
+                                        if (is_tokens(p)) return "{devices=[4,1]<=[4]}";
+                                        if (p.shape().rank() == 2 && p.shape().dim(0) % 4 == 0) return "{devices=[4,1]<=[4]}";
+                                        if (p.shape().rank() == 1 && p.shape().dim(0) % 4 == 0) return "{devices=[4]<=[4]}";
+                                        return "";
+                                      }),
+                             4, 1, 1e-9, testing::tame_arguments);
+  ASSERT_TRUE(m);
+  EXPECT_GT(count(*m, Opcode::kAllGather), 0);
+  EXPECT_GT(count(*m, Opcode::kAllReduce), 0);
+}
+
+TEST(SpmdPartitioner, GptTrainingStepTensorParallel) {
+  // Megatron-style: the attention's QKV and the MLP's first layer split by output
+  // features, the attention's projection and the MLP's second layer by input features
+  // (weights are stored [out, in]); everything else replicated.
+  auto m = check_partitioned(gpt_step(4,
+                                      [](const ir::Instruction& p) -> std::string {
+                                        const std::string s = p.shape().to_string(false);
+                                        if (s == "f64[192,64]" || s == "f64[256,64]") return "{devices=[4,1]<=[4]}";
+                                        if (s == "f64[192]" || s == "f64[256]") return "{devices=[4]<=[4]}";
+                                        if (s == "f64[64,256]" || s == "f64[64,64]") return "{devices=[1,4]<=[4]}";
+                                        return "";
+                                      }),
+                             4, 1, 1e-9, testing::tame_arguments);
+  ASSERT_TRUE(m);
+  EXPECT_GT(count(*m, Opcode::kAllReduce), 0);
+}
+
 TEST(SpmdPartitioner, ReshardsBetweenAnyTwoShardings) {
   const std::vector<std::string> shardings = {
       "{replicated}",

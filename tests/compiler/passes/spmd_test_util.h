@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <memory>
 #include <random>
@@ -46,11 +47,30 @@ inline std::string near(const Literal& want, const Literal& got, double rtol, co
   return "";
 }
 
+using MakeArguments = std::function<std::vector<Literal>(const ir::Computation&, std::mt19937_64&)>;
+
+// Arguments of a training step: floats in [0.5, 1.5) (square roots and logs stay
+// finite), integers in [0, 8) (valid token ids), random pred.
+inline std::vector<Literal> tame_arguments(const ir::Computation& entry, std::mt19937_64& rng) {
+  std::vector<Literal> args;
+  for (const ir::Instruction* p : entry.parameters()) {
+    Literal l(p->shape());
+    for (int64_t i = 0; i < l.num_elements(); ++i) {
+      if (ir::is_float(l.type()))
+        l.set_from_double(i, std::uniform_real_distribution<double>(0.5, 1.5)(rng));
+      else
+        l.set_from_int64(i, static_cast<int64_t>(rng() % (l.type() == ir::PrimitiveType::kPred ? 2 : 8)));
+    }
+    args.push_back(std::move(l));
+  }
+  return args;
+}
+
 // Partitions `text` over `partitions` devices and checks, on random arguments from seed,
 // that the pieces every device returns are its pieces of the unpartitioned result.
 // Returns the partitioned module (null when partitioning failed, with a test failure).
 inline std::unique_ptr<Module> check_partitioned(const std::string& text, int64_t partitions, uint64_t seed = 1,
-                                                 double rtol = 1e-5) {
+                                                 double rtol = 1e-5, const MakeArguments& make = random_arguments) {
   auto original = ir::parse_module(text);
   ir::verify_module(*original);
   auto partitioned = ir::parse_module(text);
@@ -63,7 +83,7 @@ inline std::unique_ptr<Module> check_partitioned(const std::string& text, int64_
   // The printed form reads back.
   ir::verify_module(*ir::parse_module(ir::print_module(*partitioned)));
   std::mt19937_64 rng(seed);
-  const std::vector<Literal> args = random_arguments(*original->entry(), rng);
+  const std::vector<Literal> args = make(*original->entry(), rng);
   const Literal want = ir::evaluate(*original, args);
   std::vector<std::vector<Literal>> pieces(static_cast<size_t>(partitions));
   const ir::Computation& entry = *partitioned->entry();
