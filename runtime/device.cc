@@ -10,9 +10,11 @@
 #include "common/error.h"
 #include "runtime/backends/cpu/cpu_backend.h"
 #include "runtime/backends/sim/sim_backend.h"
+#include "runtime/backends/spmd/spmd_backend.h"
 #include "runtime/collectives.h"
 #include "runtime/compile_cache.h"
 #include "runtime/device_internal.h"
+#include "runtime/tensor_impl.h"
 
 namespace podsim::runtime {
 namespace {
@@ -47,7 +49,14 @@ struct Registry {
   std::mutex mutex;
   BackendMap backends;
   Client* default_client = nullptr;
+  bool spmd = false;                  // use_spmd() was called
+  std::unique_ptr<Client> spmd_client;  // over the PODSIM_DEVICE backend
 };
+
+bool spmd_from_env() {
+  const char* value = std::getenv("PODSIM_SPMD");
+  return value != nullptr && *value != '\0' && std::string(value) != "0";
+}
 
 Registry& registry() {
   // Never destroyed: buffers kept in static objects may be released after main returns,
@@ -100,6 +109,8 @@ std::string_view device_kind_name(DeviceKind kind) {
       return "SIM";
     case DeviceKind::kOpenCl:
       return "OPENCL";
+    case DeviceKind::kSpmd:
+      return "SPMD";
   }
   return "UNKNOWN";
 }
@@ -144,19 +155,42 @@ Client& default_client() {
     fail("PODSIM_DEVICE={}: {}", value, e.what());
   }
   r.default_client = &client_locked(*backend);
+  if (r.spmd || spmd_from_env()) {
+    r.spmd_client = make_spmd_client(*r.default_client);
+    r.default_client = r.spmd_client.get();
+  }
   return *r.default_client;
+}
+
+void use_spmd() {
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  if (r.default_client != nullptr && r.default_client->kind() != DeviceKind::kSpmd)
+    fail("use_spmd() must come before the first use of a device (the default {} backend is in use)",
+         device_kind_name(r.default_client->kind()));
+  r.spmd = true;
+}
+
+bool spmd_enabled() {
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  return r.default_client != nullptr ? r.default_client->kind() == DeviceKind::kSpmd : r.spmd || spmd_from_env();
 }
 
 namespace internal {
 
 void reset_backends_for_testing() {
-  // Cached executables belong to the clients (they launch through them).
+  // Cached executables belong to the clients (they launch through them); so do the
+  // device scalars and last launches the lazy runtime keeps per device.
   CompileCache::global().clear();
+  lazy::drop_device_state();
   std::vector<std::unique_ptr<Client>> clients;
   {
     Registry& r = registry();
     std::lock_guard lock(r.mutex);
     r.default_client = nullptr;
+    r.spmd = false;
+    if (r.spmd_client) clients.push_back(std::move(r.spmd_client));  // before the backend it wraps
     for (auto& [name, backend] : r.backends)
       if (backend.client) clients.push_back(std::move(backend.client));
   }

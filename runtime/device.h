@@ -23,8 +23,10 @@ namespace podsim::runtime {
 class Client;
 class Device;
 
-enum class DeviceKind { kCpu, kSim, kOpenCl };
-std::string_view device_kind_name(DeviceKind kind);  // "CPU", "SIM", "OPENCL"
+// kSpmd: the one virtual device of SPMD mode (runtime/spmd.h), over every device of
+// another backend.
+enum class DeviceKind { kCpu, kSim, kOpenCl, kSpmd };
+std::string_view device_kind_name(DeviceKind kind);  // "CPU", "SIM", "OPENCL", "SPMD"
 
 struct MemoryStats {
   int64_t bytes_in_use = 0;
@@ -41,6 +43,8 @@ class Buffer {
   virtual const std::shared_ptr<Event>& ready_event() const = 0;
   // Waits for the data, then copies it to the host (rethrows a failed computation).
   virtual ir::Literal to_literal() const = 0;
+  // How the data is split over devices (SPMD buffers); null: on one device.
+  virtual const ir::Sharding* sharding() const { return nullptr; }
   int64_t size_bytes() const { return shape().byte_size(); }
 };
 
@@ -103,8 +107,13 @@ void register_backend(std::string name, ClientFactory factory);
 // The client of a registered backend ("CPU", ...); unknown names are a podsim::Error
 // listing the registered ones.
 Client& client(std::string_view name);
-// The backend named by PODSIM_DEVICE (default CPU).
+// The backend named by PODSIM_DEVICE (default CPU); in SPMD mode, the SPMD backend over
+// it (one virtual device over all of its devices).
 Client& default_client();
+// SPMD mode (runtime/spmd.h): on with PODSIM_SPMD=1 or use_spmd(), which must come
+// before the default backend is first used.
+void use_spmd();
+bool spmd_enabled();
 
 }  // namespace podsim::runtime
 

@@ -5,7 +5,8 @@
 
 namespace podsim::runtime::internal {
 
-// Empties the in-memory compile cache (its executables belong to the clients), destroys
+// Empties the in-memory compile cache (its executables belong to the clients) and the
+// lazy runtime's per-device state (runtime/tensor_impl.h: drop_device_state), destroys
 // every client created so far and forgets the default choice; the next
 // default_client() reads the environment again. Only when no buffer, executable or
 // device reference of those clients is still in use.

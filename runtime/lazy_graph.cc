@@ -1,6 +1,8 @@
 #include "runtime/lazy_graph.h"
 
 #include <bit>
+#include <functional>
+#include <string>
 #include <unordered_map>
 
 namespace podsim::lazy {
@@ -115,10 +117,12 @@ Node* new_node(const OpSite& site, ir::Opcode op, ir::PrimitiveType type, Dims d
   return node;
 }
 
-// Leaves hash their type and dims only: never their values or identity.
-NodePtr finish_leaf(Node* node) {
+// Leaves hash their type and dims (and a sharded buffer's sharding: `extra`) only:
+// never their values or identity.
+NodePtr finish_leaf(Node* node, uint64_t extra = 0) {
   NodeHasher h;
   h.add(header_word(node->op, node->type, node->leaf)).add(node->dims.span());
+  if (extra != 0) h.add(extra);
   node->hash = h.finish();
   return NodePtr(node);
 }
@@ -174,8 +178,10 @@ NodePtr make_data_leaf(const OpSite& site, std::shared_ptr<runtime::Buffer> buff
   Node* node =
       new_node(site, ir::Opcode::kParameter, shape.type(), Dims(shape.dims()), LeafKind::kData);
   node->data = std::make_unique<LeafData>();
+  const ir::Sharding* sharding = buffer->sharding();
+  const uint64_t extra = sharding != nullptr ? std::hash<std::string>{}(sharding->to_string()) | 1 : 0;
   node->data->buffer = std::move(buffer);
-  return finish_leaf(node);
+  return finish_leaf(node, extra);
 }
 
 NodePtr make_literal_leaf(const OpSite& site, std::shared_ptr<const ir::Literal> literal) {
@@ -192,6 +198,26 @@ NodePtr make_scalar_leaf(const OpSite& site, ir::PrimitiveType type, ScalarValue
   node->data = std::make_unique<LeafData>();
   node->data->scalar = value;
   return finish_leaf(node);
+}
+
+std::vector<int64_t> encode_sharding(const ir::Sharding& sharding) {
+  if (sharding.kind != ir::Sharding::Kind::kTiled) return {0};
+  std::vector<int64_t> attrs{1, static_cast<int64_t>(sharding.tile_dims.size())};
+  attrs.insert(attrs.end(), sharding.tile_dims.begin(), sharding.tile_dims.end());
+  attrs.push_back(sharding.last_tile_dim_replicate ? 1 : 0);
+  attrs.insert(attrs.end(), sharding.devices.begin(), sharding.devices.end());
+  return attrs;
+}
+
+ir::Sharding decode_sharding(std::span<const int64_t> attrs) {
+  ir::Sharding s;
+  if (attrs.empty() || attrs[0] == 0) return s;
+  s.kind = ir::Sharding::Kind::kTiled;
+  const size_t rank = static_cast<size_t>(attrs[1]);
+  s.tile_dims.assign(attrs.begin() + 2, attrs.begin() + 2 + static_cast<std::ptrdiff_t>(rank));
+  s.last_tile_dim_replicate = attrs[2 + rank] != 0;
+  s.devices.assign(attrs.begin() + 3 + static_cast<std::ptrdiff_t>(rank), attrs.end());
+  return s;
 }
 
 NodePtr make_constant(const OpSite& site, ir::PrimitiveType type, double value) {

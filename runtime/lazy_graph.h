@@ -11,7 +11,8 @@
 //
 // Leaves are parameters: device data (a buffer, or a host literal for host tensors) and
 // scalars that ops took as C++ values. Neither contributes its value to any hash, so a
-// changing learning rate reuses the compiled graph. Constants (kConstant) are only made
+// changing learning rate reuses the compiled graph (a sharded buffer's sharding does:
+// the partitioned program depends on it). Constants (kConstant) are only made
 // by ops for values their semantics fix (0 for relu, the -inf of a max reduction, the
 // 0.5 of gelu, ...); they are hashed by value.
 //
@@ -278,6 +279,11 @@ NodePtr make_node(const OpSite& site, ir::Opcode op, ir::PrimitiveType type, Dim
 NodePtr make_data_leaf(const OpSite& site, std::shared_ptr<runtime::Buffer> buffer);
 NodePtr make_literal_leaf(const OpSite& site, std::shared_ptr<const ir::Literal> literal);
 NodePtr make_scalar_leaf(const OpSite& site, ir::PrimitiveType type, ScalarValue value);
+// mark_sharding's annotation of a pending value: a kCustomCall node (lowered to XLA's
+// custom-call "Sharding") whose attributes are the sharding, encoded as
+// [tiled, rank of the tile assignment, its dims..., last_tile_dim_replicate, devices...].
+std::vector<int64_t> encode_sharding(const ir::Sharding& sharding);
+ir::Sharding decode_sharding(std::span<const int64_t> attrs);
 // A scalar constant fixed by an op's semantics (hashed by value).
 NodePtr make_constant(const OpSite& site, ir::PrimitiveType type, double value);
 

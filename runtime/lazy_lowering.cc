@@ -69,6 +69,8 @@ class Lowering {
       auto instruction = std::make_unique<ir::Instruction>(
           fmt::format("p{}", i), ir::Opcode::kParameter, node_shape(leaf));
       instruction->attrs().parameter_number = static_cast<int64_t>(i);
+      if (leaf.data && leaf.data->buffer && leaf.data->buffer->sharding())
+        set_sharding(*instruction, *leaf.data->buffer->sharding());
       set_metadata(*instruction, leaf);
       parameters_[i] = entry_->add(std::move(instruction));
     }
@@ -195,6 +197,11 @@ class Lowering {
       case ir::Opcode::kCollectivePermute:
         result = lower_collective(node, std::move(operands));
         break;
+      case ir::Opcode::kCustomCall:  // mark_sharding
+        result = add(entry_, ir::Opcode::kCustomCall, node_shape(node), std::move(operands));
+        result->attrs().custom_call_target = "Sharding";
+        set_sharding(*result, decode_sharding(node.attrs));
+        break;
       case ir::Opcode::kGetTupleElement: {
         ir::Instruction* tuple = tuples_[static_cast<size_t>(node.operands[0]->index)];
         result = add(entry_, ir::Opcode::kGetTupleElement, node_shape(node), {tuple});
@@ -209,6 +216,12 @@ class Lowering {
     }
     set_metadata(*result, node);
     return result;
+  }
+
+  // SPMD data and annotations: the module spans the devices its shardings name.
+  void set_sharding(ir::Instruction& instruction, ir::Sharding sharding) {
+    module_->num_partitions = std::max<int64_t>(module_->num_partitions, static_cast<int64_t>(sharding.devices.size()));
+    instruction.sharding() = std::move(sharding);
   }
 
   // The module's replica_count, from a collective; all must agree.

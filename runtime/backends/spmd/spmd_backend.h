@@ -1,0 +1,25 @@
+// The SPMD backend (PyTorch/XLA's SPMD mode, runtime/spmd.h): one virtual device over
+// every device of another backend (CPU or SIM). Its buffers are sharded: a piece on each
+// device and the sharding that says which. compile() partitions the module by its
+// shardings (passes::spmd_partition: the parameters' come from the buffers that feed
+// them, others from mark_sharding) and compiles the per-device program with the other
+// backend; a launch runs it on every device at once (one replicated round: one pod
+// simulation on SIM) and returns sharded outputs.
+#pragma once
+
+#include <memory>
+
+#include "runtime/device.h"
+
+namespace podsim::runtime {
+
+std::unique_ptr<Client> make_spmd_client(Client& devices);
+
+// The devices under an SPMD client; 0 for any other client.
+int64_t spmd_device_count(const Client& client);
+
+// The same data with another sharding (pieces cut from the whole value on the host);
+// `buffer` is a buffer of the SPMD device.
+std::shared_ptr<Buffer> reshard_buffer(const Buffer& buffer, const ir::Sharding& sharding);
+
+}  // namespace podsim::runtime

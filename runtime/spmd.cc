@@ -1,0 +1,157 @@
+// SPMD mode's user API: meshes, mark_sharding and friends (runtime/spmd.h).
+#include "runtime/spmd.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "common/error.h"
+#include "runtime/backends/spmd/spmd_backend.h"
+#include "runtime/tensor_impl.h"
+
+namespace podsim {
+
+using lazy::OpSite;
+
+void use_spmd() { runtime::use_spmd(); }
+
+bool is_spmd() { return runtime::spmd_enabled(); }
+
+int global_device_count() {
+  runtime::Client& client = runtime::default_client();
+  const int64_t spmd = runtime::spmd_device_count(client);
+  return spmd > 0 ? static_cast<int>(spmd) : static_cast<int>(client.devices().size());
+}
+
+Mesh::Mesh(std::vector<int64_t> device_ids, std::vector<int64_t> shape, std::vector<std::string> axis_names)
+    : device_ids_(std::move(device_ids)), shape_(std::move(shape)), axis_names_(std::move(axis_names)) {
+  const int64_t n = std::accumulate(shape_.begin(), shape_.end(), int64_t{1}, std::multiplies<>());
+  if (n != static_cast<int64_t>(device_ids_.size()))
+    fail("a mesh of shape [{}] needs {} devices, got {}", fmt::join(shape_, ","), n, device_ids_.size());
+  if (!axis_names_.empty() && axis_names_.size() != shape_.size())
+    fail("a mesh of {} axes with {} axis names", shape_.size(), axis_names_.size());
+  std::vector<int64_t> sorted = device_ids_;
+  std::sort(sorted.begin(), sorted.end());
+  for (size_t i = 0; i < sorted.size(); ++i)
+    if (sorted[i] != static_cast<int64_t>(i))
+      fail("a mesh's device ids must be 0 .. {} each once, got [{}]", sorted.size() - 1, fmt::join(device_ids_, ","));
+}
+
+Mesh Mesh::create(std::vector<int64_t> shape, std::vector<std::string> axis_names) {
+  std::vector<int64_t> ids(static_cast<size_t>(global_device_count()));
+  std::iota(ids.begin(), ids.end(), 0);
+  return Mesh(std::move(ids), std::move(shape), std::move(axis_names));
+}
+
+int64_t Mesh::axis(std::string_view name) const {
+  auto it = std::find(axis_names_.begin(), axis_names_.end(), name);
+  if (it == axis_names_.end()) fail("the mesh has no axis '{}' (its axes: {})", name, fmt::join(axis_names_, ", "));
+  return it - axis_names_.begin();
+}
+
+ir::Sharding Mesh::sharding(const std::vector<std::optional<int64_t>>& spec) const {
+  const int64_t axes = static_cast<int64_t>(shape_.size());
+  std::vector<int64_t> perm, tile_dims;
+  std::vector<bool> used(shape_.size(), false);
+  for (const auto& a : spec) {
+    if (!a) {
+      tile_dims.push_back(1);
+      continue;
+    }
+    if (*a < 0 || *a >= axes) fail("mesh axis {} out of range: the mesh has {} axes", *a, axes);
+    if (used[static_cast<size_t>(*a)]) fail("mesh axis {} splits two dimensions", *a);
+    used[static_cast<size_t>(*a)] = true;
+    perm.push_back(*a);
+    tile_dims.push_back(shape_[static_cast<size_t>(*a)]);
+  }
+  int64_t copies = 1;
+  for (int64_t a = 0; a < axes; ++a)
+    if (!used[static_cast<size_t>(a)]) {
+      perm.push_back(a);
+      copies *= shape_[static_cast<size_t>(a)];
+    }
+  ir::Sharding s;
+  if (copies == static_cast<int64_t>(device_ids_.size())) return s;  // nothing split
+  s.kind = ir::Sharding::Kind::kTiled;
+  s.tile_dims = tile_dims;
+  if (copies > 1) {
+    s.tile_dims.push_back(copies);
+    s.last_tile_dim_replicate = true;
+  }
+  // The mesh's device array with the axes in `perm` order, row-major.
+  std::vector<int64_t> strides(shape_.size(), 1);
+  for (size_t d = shape_.size(); d-- > 1;) strides[d - 1] = strides[d] * shape_[d];
+  std::vector<int64_t> index(perm.size(), 0);
+  for (size_t n = 0; n < device_ids_.size(); ++n) {
+    int64_t at = 0;
+    for (size_t k = 0; k < perm.size(); ++k) at += index[k] * strides[static_cast<size_t>(perm[k])];
+    s.devices.push_back(device_ids_[static_cast<size_t>(at)]);
+    for (size_t k = perm.size(); k-- > 0;) {
+      if (++index[k] < shape_[static_cast<size_t>(perm[k])]) break;
+      index[k] = 0;
+    }
+  }
+  return s;
+}
+
+namespace {
+
+void set_sharding(const Tensor& t, const ir::Sharding& sharding, const OpSite& site) {
+  const lazy::TensorImpl& impl = lazy::checked(t, site);
+  if (impl.device == nullptr || impl.device->kind() != runtime::DeviceKind::kSpmd)
+    lazy::op_fail(site, "the tensor is on {}, not the SPMD device: call podsim::use_spmd() (or set PODSIM_SPMD=1) "
+                  "before using a device, and move it to podsim::device()",
+                  lazy::device_name(impl.device));
+  for (size_t d = 0; d < impl.dims.size(); ++d) {
+    const int64_t tiles = sharding.kind == ir::Sharding::Kind::kTiled ? sharding.tile_dims[d] : 1;
+    if (impl.dims[d] % tiles != 0)
+      lazy::op_fail(site, "dimension {} of {} does not split evenly into {} pieces (podsim needs even splits)", d,
+                    lazy::impl_shape_string(impl), tiles);
+  }
+  lazy::NodePtr node;
+  std::shared_ptr<runtime::Buffer> buffer;
+  {
+    std::lock_guard guard(impl.lock);
+    node = impl.node;
+    buffer = impl.buffer;
+  }
+  if (node) {
+    lazy::Node* operands[] = {node.get()};
+    const std::vector<int64_t> attrs = lazy::encode_sharding(sharding);
+    t.impl()->set_node(lazy::make_node(site, ir::Opcode::kCustomCall, impl.type, impl.dims, operands, attrs));
+  } else if (buffer) {
+    const ir::Sharding* now = buffer->sharding();
+    if (now == nullptr || !(*now == sharding)) t.impl()->set_buffer(runtime::reshard_buffer(*buffer, sharding));
+  }
+}
+
+}  // namespace
+
+std::optional<int64_t> MeshAxis::resolve(const Mesh& mesh) const {
+  return name_ ? std::optional<int64_t>(mesh.axis(*name_)) : index_;
+}
+
+void mark_sharding(const Tensor& t, const Mesh& mesh, const PartitionSpec& spec, Loc loc) {
+  const OpSite site{"mark_sharding", loc};
+  if (static_cast<int64_t>(spec.size()) != t.dim())
+    lazy::op_fail(site, "a partition spec of {} entries for a tensor of rank {}", spec.size(), t.dim());
+  if (static_cast<int64_t>(mesh.device_ids().size()) != global_device_count())
+    lazy::op_fail(site, "the mesh has {} devices, but the SPMD device spans {}", mesh.device_ids().size(),
+                  global_device_count());
+  std::vector<std::optional<int64_t>> axes;
+  for (const MeshAxis& axis : spec) axes.push_back(axis.resolve(mesh));
+  set_sharding(t, mesh.sharding(axes), site);
+}
+
+void clear_sharding(const Tensor& t, Loc loc) { set_sharding(t, ir::Sharding{}, OpSite{"clear_sharding", loc}); }
+
+std::string sharding_spec(const Tensor& t) {
+  if (!t.defined() || t.impl()->device == nullptr) return "";
+  std::lock_guard guard(t.impl()->lock);
+  const runtime::Buffer* buffer = t.impl()->buffer.get();
+  return buffer != nullptr && buffer->sharding() != nullptr ? buffer->sharding()->to_string() : "";
+}
+
+}  // namespace podsim
