@@ -1,6 +1,6 @@
 // podsim train mlp|transformer: the training workloads of examples/train on the host
-// CPU, a simulated chip or a simulated pod (data parallel, a replica per chip), with a
-// progress line per few steps.
+// CPU, a simulated chip or a simulated pod (data parallel, a replica per chip; or SPMD
+// over a mesh with --mesh / --fsdp), with a progress line per few steps.
 #include <fmt/core.h>
 
 #include <memory>
@@ -50,6 +50,13 @@ Command add_train_command(CLI::App& app) {
       "--profile", options->profile,
       "With --device sim: write the last step's profile here (Chrome trace JSON, Perfetto UI) "
       "and print its summary");
+  cmd->add_option("--mesh", options->mesh,
+                  "SPMD over a logical mesh of the devices, e.g. data=2,model=4 (cpu: that many CPU "
+                  "devices; sim: the pod's chips): the batch split over data, attention and MLP "
+                  "weights Megatron-style over model");
+  cmd->add_flag("--fsdp", options->fsdp,
+                "SPMD with every weight (and its optimizer state) also split over the data axis; "
+                "alone: a data axis over every device");
   cmd->add_option("--checkpoint", options->checkpoint,
                   "Save model and optimizer here (safetensors) at the end");
   return {cmd, [options, workload] {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstdlib>
 #include <vector>
@@ -12,13 +13,115 @@
 #include "runtime/data/device_loader.h"
 #include "runtime/metrics.h"
 #include "runtime/optim/checkpoint.h"
+#include "runtime/spmd.h"
 #include "traces/chrome_trace.h"
 #include "traces/summary.h"
 
 namespace podsim::examples {
 
+namespace {
+
+bool spmd_training(const TrainOptions& options) { return !options.mesh.empty() || options.fsdp; }
+
+// The axes of --mesh ("data=2,model=4"), or for --fsdp alone a data axis over `devices`.
+std::pair<std::vector<int64_t>, std::vector<std::string>> mesh_axes(const TrainOptions& options, int64_t devices) {
+  if (options.mesh.empty()) return {{devices}, {"data"}};
+  std::vector<int64_t> shape;
+  std::vector<std::string> names;
+  for (size_t at = 0; at < options.mesh.size();) {
+    size_t end = options.mesh.find(',', at);
+    if (end == std::string::npos) end = options.mesh.size();
+    const std::string axis = options.mesh.substr(at, end - at);
+    const size_t eq = axis.find('=');
+    const std::string name = axis.substr(0, eq);
+    int64_t size = 0;
+    if (eq != std::string::npos) std::from_chars(axis.data() + eq + 1, axis.data() + axis.size(), size);
+    if ((name != "data" && name != "model") || size < 1 ||
+        std::find(names.begin(), names.end(), name) != names.end())
+      fail("--mesh {}: expected data=N and/or model=N (e.g. data=2,model=4)", options.mesh);
+    names.push_back(name);
+    shape.push_back(size);
+    at = end + 1;
+  }
+  return {shape, names};
+}
+
+int64_t product(const std::vector<int64_t>& v) {
+  int64_t n = 1;
+  for (int64_t x : v) n *= x;
+  return n;
+}
+
+Mesh training_mesh(const TrainOptions& options, int64_t devices) {
+  auto [shape, names] = mesh_axes(options, devices);
+  const int64_t n = product(shape);
+  if (n != devices)
+    fail("--mesh {} spans {} devices, but the simulated pod has {} chips (choose it with --topology)", options.mesh,
+         n, devices);
+  std::vector<int64_t> ids(static_cast<size_t>(n));
+  for (int64_t d = 0; d < n; ++d) ids[static_cast<size_t>(d)] = d;
+  return Mesh(std::move(ids), std::move(shape), std::move(names));
+}
+
+bool has_axis(const Mesh& mesh, const std::string& name) {
+  return std::find(mesh.axis_names().begin(), mesh.axis_names().end(), name) != mesh.axis_names().end();
+}
+
+int64_t axis_size(const Mesh& mesh, const std::string& name) {
+  return has_axis(mesh, name) ? mesh.shape()[static_cast<size_t>(mesh.axis(name))] : 1;
+}
+
+// Megatron-style splits over the model axis, by parameter name: attention's packed
+// QKV projection and an MLP's first layer by output features (weights are [out, in]),
+// attention's output projection and an MLP's second layer by input features. With fsdp,
+// the first other dimension that divides also splits over the data axis.
+void shard_parameters(nn::Module& model, const Mesh& mesh, bool fsdp) {
+  const int64_t model_ways = axis_size(mesh, "model"), data_ways = axis_size(mesh, "data");
+  auto ends_with = [](const std::string& s, std::string_view tail) { return s.ends_with(tail); };
+  for (const auto& [name, p] : model.named_parameters()) {
+    PartitionSpec spec(static_cast<size_t>(p.dim()), std::nullopt);
+    int64_t tp = -1;
+    if (ends_with(name, "in_proj_weight") || ends_with(name, "in_proj_bias") || ends_with(name, "fc1.weight") ||
+        ends_with(name, "fc1.bias"))
+      tp = 0;
+    else if (ends_with(name, "out_proj.weight") || ends_with(name, "fc2.weight"))
+      tp = 1;
+    if (model_ways > 1 && tp >= 0 && p.size(tp) % model_ways == 0) spec[static_cast<size_t>(tp)] = "model";
+    else tp = -1;
+    if (fsdp && data_ways > 1)
+      for (int64_t d = 0; d < p.dim(); ++d)
+        if (d != tp && p.size(d) % data_ways == 0) {
+          spec[static_cast<size_t>(d)] = "data";
+          break;
+        }
+    mark_sharding(p, mesh, spec);
+  }
+}
+
+}  // namespace
+
 std::vector<runtime::Device*> training_devices(const TrainOptions& options) {
   if (options.replicas < 0) fail("--replicas {}: expected a positive count", options.replicas);
+  if (spmd_training(options)) {
+    // One virtual device over every device of the backend (runtime/spmd.h).
+    if (options.device != "cpu" && options.device != "sim") fail("--device {}: expected cpu or sim", options.device);
+    if (options.device == "cpu") {
+      if (!options.topology.empty())
+        fail("--topology {} names a simulated chip or pod: add --device sim", options.topology);
+      if (options.mesh.empty() && options.replicas < 2)
+        fail("--fsdp on the CPU: say over how many devices with --replicas N (or --mesh data=N)");
+      const int64_t n = options.mesh.empty() ? options.replicas : product(mesh_axes(options, 0).first);
+      if (options.replicas > 0 && options.replicas != n)
+        fail("--replicas {} and --mesh {}: the mesh spans {} devices", options.replicas, options.mesh, n);
+      setenv("PODSIM_CPU_DEVICES", std::to_string(n).c_str(), 1);
+    } else if (!options.topology.empty()) {
+      setenv("PODSIM_TOPOLOGY", options.topology.c_str(), 1);
+    }
+    setenv("PODSIM_DEVICE", options.device == "cpu" ? "CPU" : "SIM", 1);
+    use_spmd();
+    training_mesh(options, global_device_count());  // checks the mesh against the devices
+    return {&podsim::device()};
+  }
   if (options.device == "cpu") {
     if (!options.topology.empty())
       fail("--topology {} names a simulated chip or pod: add --device sim", options.topology);
@@ -53,10 +156,14 @@ std::vector<Replica> make_replicas(const TrainOptions& options,
     replicas.push_back(make(*device));
     replicas.back().device = device;
   }
+  if (spmd_training(options))
+    shard_parameters(*replicas[0].model, training_mesh(options, global_device_count()), options.fsdp);
   return replicas;
 }
 
 std::string placement(const std::vector<Replica>& replicas) {
+  if (replicas.size() == 1 && replicas[0].device->kind() == runtime::DeviceKind::kSpmd)
+    return fmt::format("{} over {} devices (SPMD)", replicas[0].device->name(), global_device_count());
   if (replicas.size() == 1) return replicas[0].device->name();
   return fmt::format("{} replicas on {} .. {} (data parallel)", replicas.size(),
                      replicas.front().device->name(), replicas.back().device->name());
@@ -88,11 +195,9 @@ std::string pod_step_report(bool keep_profiling, TrainResult& result) {
 
 // One replica's loop; replica 0 prints and fills result.
 void run_training(data::DeviceLoader& loader, int64_t steps, int64_t log_every, const StepFn& step,
-                  const std::string& profile, std::ostream& out, TrainResult& result) {
+                  bool pod_report, const std::string& profile, std::ostream& out, TrainResult& result) {
   using Clock = std::chrono::steady_clock;
   const bool leader = ordinal() == 0;
-  const bool pod_report =
-      world_size() > 1 && loader.device().kind() == runtime::DeviceKind::kSim;
   const int64_t compiled_before = runtime::counter_value("UncachedCompile");
   const int64_t cycles_before = runtime::counter_value("SimulatedCycles");
   std::vector<Tensor> window;  // the losses since the last progress line
@@ -187,11 +292,19 @@ TrainResult train(std::vector<Replica>& replicas, std::shared_ptr<const data::Da
   if (batch % world != 0)
     fail("--batch {} does not split over {} replicas: use a multiple of {}", batch, world, world);
   runtime::Device& first = *replicas[0].device;
-  if (!options.profile.empty() && first.kind() != runtime::DeviceKind::kSim)
+  const bool spmd = first.kind() == runtime::DeviceKind::kSpmd;
+  const bool simulated = first.kind() == runtime::DeviceKind::kSim || (spmd && options.device == "sim");
+  if (!options.profile.empty() && !simulated)
     fail("--profile needs a simulated chip (--device sim); {} has no cycle model", first.name());
+  // SPMD: every batch splits over the mesh's data axis.
+  std::optional<Mesh> mesh;
+  if (spmd) mesh = training_mesh(options, global_device_count());
+  const int64_t data_ways = mesh ? axis_size(*mesh, "data") : 1;
+  if (batch % data_ways != 0)
+    fail("--batch {} does not split over the mesh's {} data-parallel devices", batch, data_ways);
   TrainResult result;
   result.device = first.name();
-  result.replicas = world;
+  result.replicas = spmd ? global_device_count() : world;
   const int64_t log_every =
       options.log_every > 0 ? options.log_every : std::max<int64_t>(1, steps / 10);
   auto replica_loop = [&](int rank) {
@@ -207,6 +320,12 @@ TrainResult train(std::vector<Replica>& replicas, std::shared_ptr<const data::Da
     run_training(
         loader, steps, log_every,
         [&](const data::Example& b) {
+          if (mesh && data_ways > 1)
+            for (const Tensor& t : b) {
+              PartitionSpec spec(static_cast<size_t>(t.dim()), std::nullopt);
+              spec.at(0) = "data";
+              mark_sharding(t, *mesh, spec);
+            }
           Tensor value = replica.loss(b);
           value.backward();
           optimizer_step(*replica.optimizer);  // all-reduces the gradients
@@ -214,7 +333,7 @@ TrainResult train(std::vector<Replica>& replicas, std::shared_ptr<const data::Da
           replica.schedule->step();
           return all_reduce(value.detach(), ReduceOp::kMean);  // the global batch's loss
         },
-        options.profile, out, result);
+        (world > 1 || spmd) && simulated, options.profile, out, result);
   };
   if (world == 1) {
     replica_loop(0);

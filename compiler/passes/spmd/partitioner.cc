@@ -237,7 +237,11 @@ class Partitioner {
 
   // Groups of partitions, as XLA's partitioner writes them: a channel_id and global
   // device ids (replica * partitions + partition), the same groups in every replica.
+  // Collectives carry the metadata of the instruction that needed them, so that profiles
+  // attribute them to it.
   void collective_attrs(Instruction* c, const std::vector<std::vector<int64_t>>& partitions) {
+    if (current_ != nullptr) c->metadata() = current_->metadata();
+    if (current_ != nullptr && c->metadata().op_name.empty()) c->metadata().op_name = current_->name();
     ir::ReplicaGroups groups;
     for (int64_t replica = 0; replica < module_.replica_count; ++replica)
       for (const std::vector<int64_t>& g : partitions) {
@@ -252,14 +256,14 @@ class Partitioner {
   Instruction* all_gather(Instruction* x, const Tiling& t, int64_t d) {
     Shape shape = x->shape();
     shape.mutable_dims()[static_cast<size_t>(d)] *= t.tiles(d);
-    Instruction* g = add(Opcode::kAllGather, std::move(shape), {x}, x->name());
+    Instruction* g = add(Opcode::kAllGather, std::move(shape), {x}, "all-gather");
     g->attrs().dimensions = {d};
     collective_attrs(g, t.groups_along({d}));
     return g;
   }
 
   Instruction* all_reduce(Instruction* x, std::vector<std::vector<int64_t>> g, ir::Computation* reducer) {
-    Instruction* r = add(Opcode::kAllReduce, x->shape(), {x}, x->name());
+    Instruction* r = add(Opcode::kAllReduce, x->shape(), {x}, "all-reduce");
     r->add_called(reducer);
     collective_attrs(r, std::move(g));
     return r;
@@ -362,6 +366,7 @@ class Partitioner {
   }
 
   void partition(const Instruction& i) {
+    current_ = &i;
     switch (i.opcode()) {
       case Opcode::kParameter: {
         const Layout l = layout_of(i.sharding().value_or(ir::Sharding{}), i.shape(), devices_);
@@ -546,6 +551,7 @@ class Partitioner {
   std::unordered_map<const Instruction*, Held> held_;
   std::map<ir::PrimitiveType, ir::Computation*> adders_;
   Instruction* partition_ = nullptr;
+  const Instruction* current_ = nullptr;  // the instruction being partitioned
   int64_t next_channel_ = 1;
 };
 
