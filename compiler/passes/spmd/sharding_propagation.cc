@@ -8,8 +8,10 @@
 // parameters). The result may take any sharding (as with ..._to_output). Instructions
 // nothing reaches are replicated. Splits that do not divide a dimension evenly are not
 // proposed. Called computations are left alone: the partitioner runs them whole.
+#include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 #include "compiler/ir/sharding.h"
 #include "compiler/passes/pass.h"
@@ -31,11 +33,18 @@ class ShardingPropagation final : public Pass {
     if (devices_ <= 1) return false;
     ir::Computation& entry = *module.entry();
     seed(entry);
-    for (int round = 0; round < 64; ++round) {
-      bool changed = false;
-      for (const auto& i : entry.instructions()) changed |= forward(*i);
-      for (auto it = entry.instructions().rbegin(); it != entry.instructions().rend(); ++it) changed |= backward(**it);
-      if (!changed) break;
+    // First without carrying a broadcast operand's split forward: a broadcast is cheap to
+    // compute in whatever split its users want (a bias split like its weight must not
+    // split the activations it is added to that way); then with it, for what is left.
+    for (bool broadcasts : {false, true}) {
+      broadcast_forward_ = broadcasts;
+      for (int round = 0; round < 64; ++round) {
+        bool changed = false;
+        for (const auto& i : entry.instructions()) changed |= forward(*i);
+        for (auto it = entry.instructions().rbegin(); it != entry.instructions().rend(); ++it)
+          changed |= backward(**it);
+        if (!changed) break;
+      }
     }
     bool changed = false;
     for (const auto& i : entry.instructions()) {
@@ -89,8 +98,17 @@ class ShardingPropagation final : public Pass {
       if (!s || s->kind != ir::Sharding::Kind::kTuple) return false;
       return offer(i, Tiling::of(s->tuple_elements.at(static_cast<size_t>(index)), i.shape().rank(), devices_));
     }
+    if (i.opcode() == ir::Opcode::kBroadcast && !broadcast_forward_) return false;
+    // The largest operand first: where two splits conflict, the result follows the
+    // bigger operand (a dot of batch-split activations and a split weight keeps the batch
+    // split, and the weight is the one gathered).
+    std::vector<int64_t> order(static_cast<size_t>(i.operand_count()));
+    for (int64_t k = 0; k < i.operand_count(); ++k) order[static_cast<size_t>(k)] = k;
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+      return i.operand(a)->shape().byte_size() > i.operand(b)->shape().byte_size();
+    });
     bool changed = false;
-    for (int64_t k = 0; k < i.operand_count(); ++k) {
+    for (int64_t k : order) {
       auto it = tilings_.find(i.operand(k));
       if (it == tilings_.end()) continue;
       const auto map = spmd::operand_dims_in_result(i, k);
@@ -129,6 +147,7 @@ class ShardingPropagation final : public Pass {
   }
 
   int64_t devices_ = 1;
+  bool broadcast_forward_ = true;
   std::unordered_map<const Instruction*, Tiling> tilings_;
   std::unordered_set<const Instruction*> fixed_;
 };
