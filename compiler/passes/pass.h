@@ -67,6 +67,11 @@ ir::Literal convert_literal(const ir::Literal& literal, ir::PrimitiveType type);
 // pipeline: the TPU target keeps the pairs.
 std::unique_ptr<Pass> make_async_collectives_to_sync();
 
+// All-reduces of one array each with the same groups, reducer and element type, none
+// needing another's result, become one all-reduce of them all (a tuple; XLA's
+// AllReduceCombiner). Not in the default pipeline: spmd_partition runs it.
+std::unique_ptr<Pass> make_all_reduce_combiner();
+
 // SPMD (spmd/): for a module of num_partitions > 1 whose instructions may carry
 // shardings. Propagation gives every entry instruction a sharding (user shardings win;
 // unannotated parameters stay replicated). The partitioner rewrites the entry into the
@@ -75,8 +80,9 @@ std::unique_ptr<Pass> make_async_collectives_to_sync();
 // partition passes). podsim::Error naming the instruction for what it cannot partition.
 std::unique_ptr<Pass> make_sharding_propagation();
 std::unique_ptr<Pass> make_spmd_partitioner();
-// Propagation, partitioner and DCE, verified; `partitions` > 0 overrides the module's
-// num_partitions. A module of one partition runs whole: its shardings are dropped.
+// Propagation, partitioner, all-reduce combiner and DCE, verified; `partitions` > 0
+// overrides the module's num_partitions. A module of one partition runs whole: its
+// shardings are dropped.
 void spmd_partition(ir::Module& module, int64_t partitions = 0);
 
 class Pipeline {

@@ -577,7 +577,11 @@ void spmd_partition(ir::Module& module, int64_t partitions) {
     return;
   }
   Pipeline pipeline;
-  pipeline.add(make_sharding_propagation()).add(make_spmd_partitioner()).add(make_dce()).verify_each(true);
+  pipeline.add(make_sharding_propagation())
+      .add(make_spmd_partitioner())
+      .add(make_all_reduce_combiner())
+      .add(make_dce())
+      .verify_each(true);
   pipeline.run(module);
 }
 
