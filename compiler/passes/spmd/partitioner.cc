@@ -10,10 +10,10 @@
 // dimension reduces its pieces and all-reduces them (when the init value is the
 // reducer's identity). Everything else runs on whole operands and is cut to its sharding.
 //
-// Resharding moves as little as it can with all-gathers and local dynamic-slices: it
-// gathers the split dimensions that stop a device's new piece from lying inside its
-// current one, then slices, with each device's offsets read from a table indexed by
-// partition-id. Collectives carry a channel_id and global device ids, as XLA's do.
+// Resharding moves as little as it can: a split that moves from one dimension to another
+// over the same devices is one all-to-all; otherwise it gathers the split dimensions
+// that stop a device's new piece from lying inside its current one (all-gathers), then
+// slices, with each device's offsets read from a table indexed by partition-id. Collectives carry a channel_id and global device ids, as XLA's do.
 //
 // The entry's parameters and result keep their shardings, so that callers know which
 // piece each device passes and returns (ir::shard_literal / unshard_literal). Splits
@@ -89,15 +89,32 @@ Interval interval(const Tiling& t, int64_t device, int64_t d, int64_t size) {
   return {begin, begin + piece};
 }
 
-// The steps of a reshard: dimensions to all-gather, in order, then a local slice.
+// The steps of a reshard: one all-to-all that moves a split from dimension `from` to
+// dimension `to` (the same devices, in the same order), or dimensions to all-gather, in
+// order, then a local slice.
 struct ReshardPlan {
+  std::optional<std::pair<int64_t, int64_t>> all_to_all;
   std::vector<int64_t> gathers;
   Tiling before_slice;
   bool slice = false;
 };
 
+std::optional<std::pair<int64_t, int64_t>> all_to_all_move(const Tiling& from, const Tiling& to) {
+  for (int64_t a = 0; a < from.rank(); ++a)
+    for (int64_t b = 0; b < from.rank(); ++b) {
+      if (a == b || from.tiles(a) == 1 || from.tiles(b) != 1 || to.tiles(b) != from.tiles(a)) continue;
+      std::vector<int64_t> map(static_cast<size_t>(from.rank()));
+      for (int64_t d = 0; d < from.rank(); ++d) map[static_cast<size_t>(d)] = d;
+      map[static_cast<size_t>(a)] = -1;
+      map[static_cast<size_t>(b)] = a;
+      if (from.remap(map) == to) return std::pair{a, b};
+    }
+  return std::nullopt;
+}
+
 ReshardPlan plan_reshard(const Tiling& from, const Tiling& to, const Shape& whole) {
-  ReshardPlan plan{{}, from, false};
+  ReshardPlan plan{all_to_all_move(from, to), {}, from, false};
+  if (plan.all_to_all) return plan;
   Tiling& cur = plan.before_slice;
   while (!(cur == to)) {
     int64_t gather = -1;
@@ -123,6 +140,10 @@ ReshardPlan plan_reshard(const Tiling& from, const Tiling& to, const Shape& whol
 
 // Bytes a device receives to carry out the plan (its gathered arrays less what it had).
 int64_t plan_bytes(const ReshardPlan& plan, const Tiling& from, const Shape& whole) {
+  if (plan.all_to_all) {
+    const int64_t k = from.tiles(plan.all_to_all->first);
+    return ir::shard_shape(whole, from.sharding()).byte_size() / k * (k - 1);
+  }
   int64_t bytes = 0;
   Tiling cur = from;
   for (int64_t d : plan.gathers) {
@@ -292,6 +313,8 @@ class Partitioner {
     if (!to.divides(whole))
       fail("internal: resharding {} to {}, which does not divide it", whole.to_string(false), to.sharding().to_string());
     const ReshardPlan plan = plan_reshard(from, to, whole);
+    if (plan.all_to_all)
+      return Held{all_to_all(v.hlo, from, plan.all_to_all->first, plan.all_to_all->second, to, whole), Layout{to, {}}};
     Instruction* x = v.hlo;
     Tiling cur = from;
     for (int64_t d : plan.gathers) {
@@ -300,6 +323,42 @@ class Partitioner {
     }
     if (plan.slice) x = local_slice(x, cur, to, whole);
     return Held{x, Layout{to, {}}};
+  }
+
+  // Moves the split of dimension a (k pieces) to dimension b: each device cuts its piece
+  // into k blocks along b, block j goes to the j-th device of its group along a, and the
+  // blocks it receives make its piece whole along a.
+  Instruction* all_to_all(Instruction* x, const Tiling& from, int64_t a, int64_t b, const Tiling& to,
+                          const Shape& whole) {
+    const int64_t k = from.tiles(a), rank = whole.rank();
+    const Shape piece = x->shape();
+    // [.., k, B/k, ..] with the k blocks of dimension b, then the blocks first.
+    Shape split = piece;
+    split.clear_layout();
+    split.mutable_dims()[static_cast<size_t>(b)] /= k;
+    split.mutable_dims().insert(split.mutable_dims().begin() + b, k);
+    Instruction* blocks = add(Opcode::kReshape, split, {x}, x->name());
+    std::vector<int64_t> front{b};
+    for (int64_t d = 0; d <= rank; ++d)
+      if (d != b) front.push_back(d);
+    Shape fronted = split;
+    for (size_t d = 0; d < front.size(); ++d) fronted.mutable_dims()[d] = split.dim(front[d]);
+    Instruction* t = add(Opcode::kTranspose, fronted, {blocks}, x->name());
+    t->attrs().dimensions = front;
+    Instruction* exchanged = add(Opcode::kAllToAll, fronted, {t}, "all-to-all");
+    exchanged->attrs().dimensions = {0};
+    collective_attrs(exchanged, from.groups_along({a}));
+    // The received blocks (block j: the j-th piece along a) just before dimension a,
+    // then merged with it.
+    std::vector<int64_t> back;
+    for (int64_t d = 1; d <= a; ++d) back.push_back(d);
+    back.push_back(0);
+    for (int64_t d = a + 1; d <= rank; ++d) back.push_back(d);
+    Shape placed = fronted;
+    for (size_t d = 0; d < back.size(); ++d) placed.mutable_dims()[d] = fronted.dim(back[d]);
+    Instruction* p = add(Opcode::kTranspose, placed, {exchanged}, x->name());
+    p->attrs().dimensions = back;
+    return add(Opcode::kReshape, ir::shard_shape(whole, to.sharding()), {p}, x->name());
   }
 
   // Each device's piece under `to`, cut from its piece under `from`, which holds it.

@@ -315,6 +315,28 @@ ENTRY r {{
     }
 }
 
+TEST(SpmdPartitioner, MovesASplitToAnotherDimensionWithOneAllToAll) {
+  for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
+           {"{devices=[4,1]<=[4]}", "{devices=[1,4]<=[4]}"},
+           {"{devices=[1,2,2]<=[4]}", "{devices=[2,1,2]<=[4]}"},
+           {"{devices=[2,1,1,2]<=[4] last_tile_dim_replicate}", "{devices=[1,1,2,2]<=[4] last_tile_dim_replicate}"}}) {
+    SCOPED_TRACE(from + " -> " + to);
+    const int rank = std::count(from.begin(), from.begin() + from.find(']'), ',') + 1 -
+                     (from.find("last_tile_dim_replicate") != std::string::npos);
+    const std::string shape = rank == 2 ? "s32[8,12]" : "s32[4,6,8]";
+    auto m = check_partitioned(fmt::format(R"(HloModule r, num_partitions=4
+ENTRY r {{
+  p = {} parameter(0), sharding={}
+  ROOT n = {} negate(p), sharding={}
+}})",
+                                           shape, from, shape, to),
+                               4);
+    ASSERT_TRUE(m);
+    EXPECT_EQ(count(*m, Opcode::kAllToAll), 1) << ir::print_module(*m);
+    EXPECT_EQ(count(*m, Opcode::kAllGather), 0);
+  }
+}
+
 TEST(SpmdPartitioner, ReducesOverSplitDimensionsWithTheReducer) {
   auto m = check_partitioned(R"(HloModule m, num_partitions=4
 max {
