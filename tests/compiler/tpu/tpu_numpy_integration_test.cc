@@ -16,11 +16,13 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "compiler/ir/printer.h"
+#include "compiler/ir/sharding.h"
 #include "compiler/passes/pass.h"
 #include "compiler/ir/verifier.h"
 #include "sim/functional/pod_model.h"
@@ -145,6 +147,86 @@ INSTANTIATE_TEST_SUITE_P(Cases, TpuNumpyOracleTest, ::testing::ValuesIn(cases::a
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            return info.param;
                          });
+
+// SPMD: every single-device case with each parameter split in two along its first
+// dimension that divides, partitioned (passes::spmd_partition) over the two chips of a
+// v5e 1x2 pod; the pieces of the result put together against the reference.
+class TpuSpmdNumpyOracleTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(TpuSpmdNumpyOracleTest, PartitionedOverTwoChipsMatchesEvaluator) {
+  cases::register_oracle_targets();
+  const std::string base = cases::case_dir() + "/" + GetParam();
+  const auto meta = ir::read_safetensors_metadata(base + ".safetensors");
+  auto module = ir::parse_module_file(base + ".hlo");
+  const std::string text = ir::print_module(*module);
+  if (meta.count("replicas") || meta.count("partitions")) GTEST_SKIP() << "a multi-device case";
+  if (uses_64bit_types(text)) GTEST_SKIP() << "64-bit types (see MatchesEvaluatorOnV4AndV5e)";
+  constexpr int64_t kChips = 2;
+  module->num_partitions = kChips;
+  bool split = false;
+  for (ir::Instruction* p : module->entry()->parameters()) {
+    const ir::Shape& shape = p->shape();
+    if (!shape.is_array()) continue;
+    for (int64_t d = 0; d < shape.rank() && !p->sharding(); ++d) {
+      if (shape.dim(d) % kChips != 0) continue;
+      ir::Sharding s;
+      s.kind = ir::Sharding::Kind::kTiled;
+      s.tile_dims.assign(static_cast<size_t>(shape.rank()), 1);
+      s.tile_dims[static_cast<size_t>(d)] = kChips;
+      s.devices = {0, 1};
+      p->sharding() = s;
+      split = true;
+    }
+  }
+  if (!split) GTEST_SKIP() << "no parameter splits in two";
+  auto partitioned = ir::parse_module(ir::print_module(*module));
+  passes::spmd_partition(*partitioned, kChips);
+
+  const ir::NamedLiterals tensors = ir::read_safetensors(base + ".safetensors");
+  const std::vector<ir::Literal> args = cases::copies(cases::numbered(tensors, "arg"));
+  std::vector<ir::Literal> expected;
+  flatten_into(ir::evaluate(*with_bf16_dot_operands(text), args), expected);
+
+  isa::Executable exe;
+  try {
+    exe = compile(*partitioned, Target(topology::pod_config("v5e:1x2"), 1, kChips), Options{});
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    if (what.find("not supported on the TPU target") != std::string::npos) GTEST_SKIP() << what;
+    FAIL() << what;
+  }
+  const ir::Computation& entry = *partitioned->entry();
+  sim::PodFunctionalModel pod(exe);
+  for (int64_t d = 0; d < kChips; ++d)
+    for (int64_t k = 0; k < entry.parameter_count(); ++k)
+      pod.chip(static_cast<int>(d))
+          .set_parameter(static_cast<int>(k),
+                         parameter_bytes(ir::shard_literal(args[static_cast<size_t>(k)],
+                                                           entry.parameter(k)->sharding().value(), d)));
+  pod.run_to_completion(int64_t{1} << 32);
+  const std::vector<ir::Shape> pieces = flat_shapes(entry.root()->shape());
+  // The result's sharding element by element, nested tuples flattened as the outputs are.
+  std::vector<ir::Sharding> shardings;
+  std::function<void(const ir::Sharding&, const ir::Shape&)> flatten = [&](const ir::Sharding& s, const ir::Shape& shape) {
+    if (shape.is_array()) return shardings.push_back(s);
+    for (int64_t e = 0; e < shape.tuple_size(); ++e)
+      flatten(s.kind == ir::Sharding::Kind::kTuple ? s.tuple_elements.at(static_cast<size_t>(e)) : s, shape.element(e));
+  };
+  flatten(entry.root()->sharding().value(), entry.root()->shape());
+  std::vector<ir::Literal> got;
+  for (size_t k = 0; k < pieces.size(); ++k) {
+    std::vector<ir::Literal> per_chip;
+    for (int64_t d = 0; d < kChips; ++d)
+      per_chip.push_back(
+          output_literal(pod.chip(static_cast<int>(d)).read_output(static_cast<int>(k)), pieces[k], k, "the pod run"));
+    got.push_back(ir::unshard_literal(per_chip, shardings.at(k), expected.at(k).shape()));
+  }
+  expect_near_reference(got, expected, meta);
+}
+
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(TpuSpmdNumpyOracleTest);
+INSTANTIATE_TEST_SUITE_P(Cases, TpuSpmdNumpyOracleTest, ::testing::ValuesIn(cases::all_cases()),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 // The realistic modules of tests/compiler/ir/testdata (XLA dumps, a training step, control
 // flow...) on random inputs, where the lowering supports them.
