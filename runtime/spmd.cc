@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "common/error.h"
+#include "compiler/ir/sharding.h"
 #include "runtime/backends/spmd/spmd_backend.h"
 #include "runtime/tensor_impl.h"
 
@@ -145,13 +146,40 @@ void mark_sharding(const Tensor& t, const Mesh& mesh, const PartitionSpec& spec,
   set_sharding(t, mesh.sharding(axes), site);
 }
 
+void mark_sharding(const Tensor& t, const ir::Sharding& sharding, Loc loc) {
+  const OpSite site{"mark_sharding", loc};
+  const std::string problem = ir::sharding_problem(sharding, t.ir_shape(), global_device_count());
+  if (!problem.empty()) lazy::op_fail(site, "{}", problem);
+  set_sharding(t, sharding, site);
+}
+
 void clear_sharding(const Tensor& t, Loc loc) { set_sharding(t, ir::Sharding{}, OpSite{"clear_sharding", loc}); }
 
-std::string sharding_spec(const Tensor& t) {
-  if (!t.defined() || t.impl()->device == nullptr) return "";
+namespace {
+
+std::shared_ptr<runtime::Buffer> sharded_buffer(const Tensor& t) {
+  if (!t.defined() || t.impl()->device == nullptr) return nullptr;
   std::lock_guard guard(t.impl()->lock);
-  const runtime::Buffer* buffer = t.impl()->buffer.get();
-  return buffer != nullptr && buffer->sharding() != nullptr ? buffer->sharding()->to_string() : "";
+  const auto& buffer = t.impl()->buffer;
+  return buffer != nullptr && buffer->sharding() != nullptr ? buffer : nullptr;
+}
+
+}  // namespace
+
+std::string sharding_spec(const Tensor& t) {
+  const auto buffer = sharded_buffer(t);
+  return buffer ? buffer->sharding()->to_string() : "";
+}
+
+std::optional<ir::Sharding> sharding_of(const Tensor& t) {
+  const auto buffer = sharded_buffer(t);
+  return buffer ? std::optional<ir::Sharding>(*buffer->sharding()) : std::nullopt;
+}
+
+std::vector<ir::Literal> local_shards(const Tensor& t) {
+  const auto buffer = sharded_buffer(t);
+  if (!buffer) fail("local_shards: the tensor holds no SPMD data (a pending value, or off the SPMD device)");
+  return runtime::buffer_pieces(*buffer);
 }
 
 }  // namespace podsim

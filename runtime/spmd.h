@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "compiler/ir/attributes.h"
+#include "compiler/ir/literal.h"
 #include "runtime/tensor.h"
 
 namespace podsim {
@@ -78,10 +79,17 @@ using PartitionSpec = std::vector<MeshAxis>;
 // xs.mark_sharding: t (on the SPMD device) split as `spec` says. Data already computed is
 // resharded at once; a pending value is annotated and the compiler honours it.
 void mark_sharding(const Tensor& t, const Mesh& mesh, const PartitionSpec& spec, Loc loc = Loc::current());
+// mark_sharding with an XLA sharding (e.g. one read back from a checkpoint).
+void mark_sharding(const Tensor& t, const ir::Sharding& sharding, Loc loc = Loc::current());
 // Replicated again.
 void clear_sharding(const Tensor& t, Loc loc = Loc::current());
 // The sharding of t's data as XLA prints it ("{devices=[2,1]0,1}"); "" for a pending
 // value or a tensor off the SPMD device.
 std::string sharding_spec(const Tensor& t);
+// The sharding of t's data; nullopt for a pending value or a tensor off the SPMD device.
+std::optional<ir::Sharding> sharding_of(const Tensor& t);
+// Each device's piece of t's data, in device order (PyTorch/XLA's local_shards); t must
+// hold SPMD data (waits for it).
+std::vector<ir::Literal> local_shards(const Tensor& t);
 
 }  // namespace podsim

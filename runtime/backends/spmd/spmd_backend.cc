@@ -190,6 +190,12 @@ std::vector<std::shared_ptr<Buffer>> SpmdExecutable::execute(std::span<const std
 
 std::unique_ptr<Client> make_spmd_client(Client& devices) { return std::make_unique<SpmdClient>(devices); }
 
+std::vector<ir::Literal> buffer_pieces(const Buffer& buffer) {
+  std::vector<ir::Literal> pieces;
+  for (const auto& piece : sharded(buffer).pieces()) pieces.push_back(piece->to_literal());
+  return pieces;
+}
+
 int64_t spmd_device_count(const Client& client) {
   const auto* spmd = dynamic_cast<const SpmdClient*>(&client);
   return spmd != nullptr ? spmd->partitions() : 0;

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include "runtime/device.h"
 
@@ -17,6 +18,9 @@ std::unique_ptr<Client> make_spmd_client(Client& devices);
 
 // The devices under an SPMD client; 0 for any other client.
 int64_t spmd_device_count(const Client& client);
+
+// Each device's piece of a buffer of the SPMD device (waits for them).
+std::vector<ir::Literal> buffer_pieces(const Buffer& buffer);
 
 // The same data with another sharding (pieces cut from the whole value on the host);
 // `buffer` is a buffer of the SPMD device.
