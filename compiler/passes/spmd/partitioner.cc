@@ -6,9 +6,10 @@
 // instruction runs on pieces where its dimension maps allow (dim_maps.h): its operands
 // are first resharded to the tilings its result's tiling implies. A dot chooses, by the
 // bytes each choice moves, between operands tiled like its result and partial products
-// over split contracting dimensions summed by an all-reduce; a reduce over a split
-// dimension reduces its pieces and all-reduces them (when the init value is the
-// reducer's identity). Everything else runs on whole operands and is cut to its sharding.
+// over split contracting dimensions summed by an all-reduce (a reduce-scatter where the
+// result is to be split over the same devices); a reduce over a split dimension reduces
+// its pieces and sums them the same way (when the init value is the reducer's
+// identity). Everything else runs on whole operands and is cut to its sharding.
 //
 // Resharding moves as little as it can: a split that moves from one dimension to another
 // over the same devices is one all-to-all; otherwise it gathers the split dimensions
@@ -582,14 +583,35 @@ class Partitioner {
     Instruction* l = reshard(held_.at(&lhs), best.lhs, lhs.shape()).hlo;
     Instruction* r = reshard(held_.at(&rhs), best.rhs, rhs.shape()).hlo;
     Instruction* dot = clone(i, ir::shard_shape(i.shape(), best.result.sharding()), {l, r});
-    if (!best.partial.empty()) dot = all_reduce(dot, best.partial, adder(i.shape().type()));
-    return Held{dot, Layout{best.result, {}}};
+    if (best.partial.empty()) return Held{dot, Layout{best.result, {}}};
+    return sum_partials(dot, best.result, best.partial, adder(i.shape().type()), want, i.shape());
+  }
+
+  // Partial results (each group of devices holds parts of one piece under `result`)
+  // summed: by a reduce-scatter where `want` splits one more dimension over exactly the
+  // group's devices, in group order (FSDP's gradients), else by an all-reduce.
+  Held sum_partials(Instruction* x, const Tiling& result, const std::vector<std::vector<int64_t>>& groups,
+                    ir::Computation* reducer, const Tiling& want, const Shape& whole) {
+    const int64_t k = static_cast<int64_t>(groups.at(0).size());
+    for (int64_t c = 0; c < whole.rank(); ++c) {
+      if (result.tiles(c) != 1 || want.tiles(c) != k || !(want.unsplit(c) == result)) continue;
+      bool in_order = true;
+      for (const std::vector<int64_t>& g : groups)
+        for (int64_t j = 0; j < k; ++j) in_order = in_order && want.position(g[static_cast<size_t>(j)])[static_cast<size_t>(c)] == j;
+      if (!in_order) continue;
+      Instruction* rs = add(Opcode::kReduceScatter, ir::shard_shape(whole, want.sharding()), {x}, "reduce-scatter");
+      rs->attrs().dimensions = {c};
+      rs->add_called(reducer);
+      collective_attrs(rs, groups);
+      return Held{rs, Layout{want, {}}};
+    }
+    return Held{all_reduce(x, groups, reducer), Layout{result, {}}};
   }
 
   // A reduce over split dimensions: each device reduces its piece, an all-reduce with
   // the same reducer combines them (each piece starts from the init value, so it must
   // be the identity).
-  std::optional<Held> partition_reduce(const Instruction& i, const Tiling&) {
+  std::optional<Held> partition_reduce(const Instruction& i, const Tiling& want) {
     if (i.operand_count() != 2) return std::nullopt;
     const Instruction& operand = *i.operand(0);
     const Tiling& t = *held_.at(&operand).layout.array;
@@ -601,7 +623,7 @@ class Partitioner {
     const Tiling result = t.remap(spmd::invert(map, i.shape().rank()));
     Instruction* init = replicate(*i.operand(1)).hlo;
     Instruction* r = clone(i, ir::shard_shape(i.shape(), result.sharding()), {held_.at(&operand).hlo, init});
-    return Held{all_reduce(r, t.groups_along(split), i.called(0)), Layout{result, {}}};
+    return sum_partials(r, result, t.groups_along(split), i.called(0), want, i.shape());
   }
 
   ir::Module& module_;

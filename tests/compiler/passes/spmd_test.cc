@@ -291,6 +291,20 @@ TEST(SpmdPartitioner, GptTrainingStepTensorParallel) {
   EXPECT_GT(count(*m, Opcode::kAllReduce), 0);
 }
 
+TEST(SpmdPartitioner, FsdpGradientsAreReduceScattered) {
+  // The weight gradient of a batch-split layer, wanted split like an FSDP weight.
+  auto m = check_partitioned(R"(HloModule g, num_partitions=4
+ENTRY g {
+  x = f32[16,8] parameter(0), sharding={devices=[4,1]<=[4]}
+  dy = f32[16,12] parameter(1), sharding={devices=[4,1]<=[4]}
+  ROOT dw = f32[8,12] dot(x, dy), lhs_contracting_dims={0}, rhs_contracting_dims={0}, sharding={devices=[4,1]<=[4]}
+})",
+                             4);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(count(*m, Opcode::kReduceScatter), 1) << ir::print_module(*m);
+  EXPECT_EQ(count(*m, Opcode::kAllReduce), 0);
+}
+
 TEST(SpmdPartitioner, ReshardsBetweenAnyTwoShardings) {
   const std::vector<std::string> shardings = {
       "{replicated}",
