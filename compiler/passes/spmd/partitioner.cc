@@ -571,9 +571,13 @@ class Partitioner {
       const Tiling o = t.remap(from);
       const Tiling result = t.remap(spmd::invert(side == 0 ? lmap : rmap, i.shape().rank()));
       if (!result.divides(i.shape())) continue;
-      const int64_t partial_bytes = 2 * ir::shard_shape(i.shape(), result.sharding()).byte_size();
-      const int64_t after = plan_bytes(plan_reshard(result, want, i.shape()), result, i.shape());
-      Choice c{side == 0 ? t : o, side == 0 ? o : t, result, t.groups_along(split), 0};
+      // An all-reduce moves about twice its array, a reduce-scatter once.
+      std::vector<std::vector<int64_t>> groups = t.groups_along(split);
+      const int64_t piece = ir::shard_shape(i.shape(), result.sharding()).byte_size();
+      const bool scatter = scatter_dim(result, groups, want).has_value();
+      const int64_t partial_bytes = scatter ? piece : 2 * piece;
+      const int64_t after = scatter ? 0 : plan_bytes(plan_reshard(result, want, i.shape()), result, i.shape());
+      Choice c{side == 0 ? t : o, side == 0 ? o : t, result, std::move(groups), 0};
       c.bytes = cost(other, o) + partial_bytes + after;
       choices.push_back(std::move(c));
     }
@@ -592,20 +596,30 @@ class Partitioner {
   // group's devices, in group order (FSDP's gradients), else by an all-reduce.
   Held sum_partials(Instruction* x, const Tiling& result, const std::vector<std::vector<int64_t>>& groups,
                     ir::Computation* reducer, const Tiling& want, const Shape& whole) {
-    const int64_t k = static_cast<int64_t>(groups.at(0).size());
-    for (int64_t c = 0; c < whole.rank(); ++c) {
-      if (result.tiles(c) != 1 || want.tiles(c) != k || !(want.unsplit(c) == result)) continue;
-      bool in_order = true;
-      for (const std::vector<int64_t>& g : groups)
-        for (int64_t j = 0; j < k; ++j) in_order = in_order && want.position(g[static_cast<size_t>(j)])[static_cast<size_t>(c)] == j;
-      if (!in_order) continue;
+    if (const auto c = scatter_dim(result, groups, want)) {
       Instruction* rs = add(Opcode::kReduceScatter, ir::shard_shape(whole, want.sharding()), {x}, "reduce-scatter");
-      rs->attrs().dimensions = {c};
+      rs->attrs().dimensions = {*c};
       rs->add_called(reducer);
       collective_attrs(rs, groups);
       return Held{rs, Layout{want, {}}};
     }
     return Held{all_reduce(x, groups, reducer), Layout{result, {}}};
+  }
+
+  // The dimension a reduce-scatter of the partial results over `groups` would split to
+  // give `want` (the one more dimension it splits, over exactly each group, in order).
+  static std::optional<int64_t> scatter_dim(const Tiling& result, const std::vector<std::vector<int64_t>>& groups,
+                                            const Tiling& want) {
+    const int64_t k = static_cast<int64_t>(groups.at(0).size());
+    for (int64_t c = 0; c < result.rank(); ++c) {
+      if (result.tiles(c) != 1 || want.tiles(c) != k || !(want.unsplit(c) == result)) continue;
+      bool in_order = true;
+      for (const std::vector<int64_t>& g : groups)
+        for (int64_t j = 0; j < k; ++j)
+          in_order = in_order && want.position(g[static_cast<size_t>(j)])[static_cast<size_t>(c)] == j;
+      if (in_order) return c;
+    }
+    return std::nullopt;
   }
 
   // A reduce over split dimensions: each device reduces its piece, an all-reduce with
