@@ -55,8 +55,8 @@ Command add_train_command(CLI::App& app) {
                   "devices; sim: the pod's chips): the batch split over data, attention and MLP "
                   "weights Megatron-style over model");
   cmd->add_flag("--fsdp", options->fsdp,
-                "SPMD with every weight (and its optimizer state) also split over the data axis; "
-                "alone: a data axis over every device");
+                "SPMD with each weight also split over the data axis (its first free dimension, "
+                "where it divides); alone: a data axis over every device");
   cmd->add_option("--checkpoint", options->checkpoint,
                   "Save model and optimizer here (safetensors) at the end");
   return {cmd, [options, workload] {

@@ -31,8 +31,9 @@ struct TrainOptions {
   int64_t log_every = 0;   // progress line every N steps (0: about 10 lines a run)
   // SPMD (runtime/spmd.h): a logical mesh "data=2,model=4" over the backend's devices
   // (cpu: that many CPU devices; sim: the pod's chips). The batch splits over the data
-  // axis, attention and MLP weights Megatron-style over the model axis; with fsdp, every
-  // weight also splits over the data axis (the compiler gathers it where it is used).
+  // axis, attention and MLP weights Megatron-style over the model axis; with fsdp, each
+  // weight's first free dimension also splits over the data axis where it divides (the
+  // compiler gathers it where it is used).
   // --fsdp alone: a data axis over every device.
   std::string mesh;
   bool fsdp = false;

@@ -74,7 +74,7 @@ int64_t axis_size(const Mesh& mesh, const std::string& name) {
 // Megatron-style splits over the model axis, by parameter name: attention's packed
 // QKV projection and an MLP's first layer by output features (weights are [out, in]),
 // attention's output projection and an MLP's second layer by input features. With fsdp,
-// the first other dimension that divides also splits over the data axis.
+// a weight's first free dimension also splits over the data axis.
 void shard_parameters(nn::Module& model, const Mesh& mesh, bool fsdp) {
   const int64_t model_ways = axis_size(mesh, "model"), data_ways = axis_size(mesh, "data");
   auto ends_with = [](const std::string& s, std::string_view tail) { return s.ends_with(tail); };
@@ -88,12 +88,11 @@ void shard_parameters(nn::Module& model, const Mesh& mesh, bool fsdp) {
       tp = 1;
     if (model_ways > 1 && tp >= 0 && p.size(tp) % model_ways == 0) spec[static_cast<size_t>(tp)] = "model";
     else tp = -1;
-    if (fsdp && data_ways > 1)
-      for (int64_t d = 0; d < p.dim(); ++d)
-        if (d != tp && p.size(d) % data_ways == 0) {
-          spec[static_cast<size_t>(d)] = "data";
-          break;
-        }
+    // FSDP splits a weight's first dimension (its second where the model axis has the
+    // first); a weight that does not divide stays whole (an embedding table split by
+    // columns would split the activations it feeds the same way).
+    const int64_t f = tp == 0 ? 1 : 0;
+    if (fsdp && data_ways > 1 && f < p.dim() && p.size(f) % data_ways == 0) spec[static_cast<size_t>(f)] = "data";
     mark_sharding(p, mesh, spec);
   }
 }
