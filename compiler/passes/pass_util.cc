@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "common/error.h"
 
@@ -214,6 +215,38 @@ std::optional<Opcode> simple_reducer(const Computation& computation) {
       return root->opcode();
     default:
       return std::nullopt;
+  }
+}
+
+bool is_reducer_identity(const Instruction& init, const ir::Computation& reducer) {
+  const auto op = simple_reducer(reducer);
+  const auto v = uniform_value(init);
+  if (!op || !v || !v->shape().is_scalar()) return false;
+  const ir::PrimitiveType t = v->type();
+  const int bits = 8 * static_cast<int>(ir::type_byte_size(t));
+  const bool pred = t == ir::PrimitiveType::kPred, sign = ir::is_signed_int(t), real = ir::is_float(t);
+  const int64_t smin = bits == 64 ? std::numeric_limits<int64_t>::min() : -(int64_t{1} << (bits - 1));
+  const int64_t smax = bits == 64 ? std::numeric_limits<int64_t>::max() : (int64_t{1} << (bits - 1)) - 1;
+  const uint64_t umax = bits == 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
+  const double inf = std::numeric_limits<double>::infinity();
+  switch (*op) {
+    case Opcode::kAdd:
+    case Opcode::kOr:
+    case Opcode::kXor:
+      return real ? is_zero(*v) : v->get_as_uint64(0) == 0;
+    case Opcode::kMultiply:
+      return is_one(*v);
+    case Opcode::kAnd:
+      return pred ? v->get_as_uint64(0) == 1 : v->get_as_uint64(0) == umax;
+    case Opcode::kMaximum:
+      return real ? v->get_as_double(0) == -inf : sign ? v->get_as_int64(0) == smin : v->get_as_uint64(0) == 0;
+    case Opcode::kMinimum:
+      return real   ? v->get_as_double(0) == inf
+             : pred ? v->get_as_uint64(0) == 1
+             : sign ? v->get_as_int64(0) == smax
+                    : v->get_as_uint64(0) == umax;
+    default:
+      return false;
   }
 }
 

@@ -80,4 +80,8 @@ bool is_one(const ir::Literal& scalar);
 // for); the opcode, or nullopt.
 std::optional<ir::Opcode> simple_reducer(const ir::Computation& computation);
 
+// Whether `init` is the identity of the binary reducer (simple_reducer): add / or / xor
+// 0, multiply 1, and all ones, maximum the lowest value, minimum the highest.
+bool is_reducer_identity(const ir::Instruction& init, const ir::Computation& reducer);
+
 }  // namespace podsim::passes::internal

@@ -32,6 +32,7 @@
 #include "compiler/passes/pass.h"
 #include "compiler/passes/pass_util.h"
 #include "compiler/passes/spmd/dim_maps.h"
+#include "compiler/passes/spmd/reshard_plan.h"
 #include "compiler/passes/spmd/tiling.h"
 
 namespace podsim::passes {
@@ -40,6 +41,7 @@ namespace {
 using ir::Instruction;
 using ir::Opcode;
 using ir::Shape;
+using spmd::ReshardPlan;
 using spmd::Tiling;
 
 // How the per-device program holds a value: an array under a tiling, or a tuple.
@@ -78,114 +80,6 @@ Shape piece_shape(const Shape& whole, const Layout& l) {
   for (int64_t e = 0; e < whole.tuple_size(); ++e)
     elements.push_back(piece_shape(whole.element(e), l.elements[static_cast<size_t>(e)]));
   return Shape::tuple(std::move(elements));
-}
-
-// A device's interval along dimension d of a value of `size` elements under t.
-struct Interval {
-  int64_t begin, end;
-};
-Interval interval(const Tiling& t, int64_t device, int64_t d, int64_t size) {
-  const int64_t piece = size / t.tiles(d);
-  const int64_t begin = t.position(device)[static_cast<size_t>(d)] * piece;
-  return {begin, begin + piece};
-}
-
-// The steps of a reshard: one all-to-all that moves a split from dimension `from` to
-// dimension `to` (the same devices, in the same order), or dimensions to all-gather, in
-// order, then a local slice.
-struct ReshardPlan {
-  std::optional<std::pair<int64_t, int64_t>> all_to_all;
-  std::vector<int64_t> gathers;
-  Tiling before_slice;
-  bool slice = false;
-};
-
-std::optional<std::pair<int64_t, int64_t>> all_to_all_move(const Tiling& from, const Tiling& to) {
-  for (int64_t a = 0; a < from.rank(); ++a)
-    for (int64_t b = 0; b < from.rank(); ++b) {
-      if (a == b || from.tiles(a) == 1 || from.tiles(b) != 1 || to.tiles(b) != from.tiles(a)) continue;
-      std::vector<int64_t> map(static_cast<size_t>(from.rank()));
-      for (int64_t d = 0; d < from.rank(); ++d) map[static_cast<size_t>(d)] = d;
-      map[static_cast<size_t>(a)] = -1;
-      map[static_cast<size_t>(b)] = a;
-      if (from.remap(map) == to) return std::pair{a, b};
-    }
-  return std::nullopt;
-}
-
-ReshardPlan plan_reshard(const Tiling& from, const Tiling& to, const Shape& whole) {
-  ReshardPlan plan{all_to_all_move(from, to), {}, from, false};
-  if (plan.all_to_all) return plan;
-  Tiling& cur = plan.before_slice;
-  while (!(cur == to)) {
-    int64_t gather = -1;
-    for (int64_t d = 0; d < whole.rank() && gather < 0; ++d) {
-      if (cur.tiles(d) == 1) continue;
-      for (int64_t p = 0; p < to.devices(); ++p) {
-        const Interval a = interval(cur, p, d, whole.dim(d)), b = interval(to, p, d, whole.dim(d));
-        if (b.begin < a.begin || b.end > a.end) {
-          gather = d;
-          break;
-        }
-      }
-    }
-    if (gather < 0) {
-      plan.slice = true;
-      break;
-    }
-    plan.gathers.push_back(gather);
-    cur = cur.unsplit(gather);
-  }
-  return plan;
-}
-
-// Bytes a device receives to carry out the plan (its gathered arrays less what it had).
-int64_t plan_bytes(const ReshardPlan& plan, const Tiling& from, const Shape& whole) {
-  if (plan.all_to_all) {
-    const int64_t k = from.tiles(plan.all_to_all->first);
-    return ir::shard_shape(whole, from.sharding()).byte_size() / k * (k - 1);
-  }
-  int64_t bytes = 0;
-  Tiling cur = from;
-  for (int64_t d : plan.gathers) {
-    const int64_t before = ir::shard_shape(whole, cur.sharding()).byte_size();
-    cur = cur.unsplit(d);
-    bytes += ir::shard_shape(whole, cur.sharding()).byte_size() - before;
-  }
-  return bytes;
-}
-
-// Whether `init` is the identity of the binary reducer (so each piece may start from it).
-bool is_identity(const Instruction& init, const ir::Computation& reducer) {
-  const auto op = internal::simple_reducer(reducer);
-  const auto v = internal::uniform_value(init);
-  if (!op || !v || !v->shape().is_scalar()) return false;
-  const ir::PrimitiveType t = v->type();
-  const int bits = 8 * static_cast<int>(ir::type_byte_size(t));
-  const bool pred = t == ir::PrimitiveType::kPred, sign = ir::is_signed_int(t), real = ir::is_float(t);
-  const int64_t smin = bits == 64 ? std::numeric_limits<int64_t>::min() : -(int64_t{1} << (bits - 1));
-  const int64_t smax = bits == 64 ? std::numeric_limits<int64_t>::max() : (int64_t{1} << (bits - 1)) - 1;
-  const uint64_t umax = bits == 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
-  const double inf = std::numeric_limits<double>::infinity();
-  switch (*op) {
-    case Opcode::kAdd:
-    case Opcode::kOr:
-    case Opcode::kXor:
-      return real ? internal::is_zero(*v) : v->get_as_uint64(0) == 0;
-    case Opcode::kMultiply:
-      return internal::is_one(*v);
-    case Opcode::kAnd:
-      return pred ? v->get_as_uint64(0) == 1 : v->get_as_uint64(0) == umax;
-    case Opcode::kMaximum:
-      return real ? v->get_as_double(0) == -inf : sign ? v->get_as_int64(0) == smin : v->get_as_uint64(0) == 0;
-    case Opcode::kMinimum:
-      return real   ? v->get_as_double(0) == inf
-             : pred ? v->get_as_uint64(0) == 1
-             : sign ? v->get_as_int64(0) == smax
-                    : v->get_as_uint64(0) == umax;
-    default:
-      return false;
-  }
 }
 
 class Partitioner {
@@ -313,7 +207,7 @@ class Partitioner {
     if (from == to) return v;
     if (!to.divides(whole))
       fail("internal: resharding {} to {}, which does not divide it", whole.to_string(false), to.sharding().to_string());
-    const ReshardPlan plan = plan_reshard(from, to, whole);
+    const ReshardPlan plan = spmd::plan_reshard(from, to, whole);
     if (plan.all_to_all)
       return Held{all_to_all(v.hlo, from, plan.all_to_all->first, plan.all_to_all->second, to, whole), Layout{to, {}}};
     Instruction* x = v.hlo;
@@ -368,7 +262,7 @@ class Partitioner {
     for (int64_t d = 0; d < whole.rank(); ++d) {
       std::vector<int64_t> offsets;
       for (int64_t p = 0; p < devices_; ++p)
-        offsets.push_back(interval(to, p, d, whole.dim(d)).begin - interval(from, p, d, whole.dim(d)).begin);
+        offsets.push_back(spmd::interval(to, p, d, whole.dim(d)).begin - spmd::interval(from, p, d, whole.dim(d)).begin);
       operands.push_back(per_partition(offsets));
     }
     const Shape piece = ir::shard_shape(whole, to.sharding());
@@ -532,7 +426,7 @@ class Partitioner {
   int64_t cost(const Instruction& o, const Tiling& to) const {
     const Tiling& from = *held_.at(&o).layout.array;
     if (!to.divides(o.shape())) return std::numeric_limits<int64_t>::max() / 4;
-    return plan_bytes(plan_reshard(from, to, o.shape()), from, o.shape());
+    return spmd::plan_bytes(spmd::plan_reshard(from, to, o.shape()), from, o.shape());
   }
 
   std::optional<Held> partition_dot(const Instruction& i, const Tiling& want) {
@@ -576,7 +470,8 @@ class Partitioner {
       const int64_t piece = ir::shard_shape(i.shape(), result.sharding()).byte_size();
       const bool scatter = scatter_dim(result, groups, want).has_value();
       const int64_t partial_bytes = scatter ? piece : 2 * piece;
-      const int64_t after = scatter ? 0 : plan_bytes(plan_reshard(result, want, i.shape()), result, i.shape());
+      const int64_t after =
+          scatter ? 0 : spmd::plan_bytes(spmd::plan_reshard(result, want, i.shape()), result, i.shape());
       Choice c{side == 0 ? t : o, side == 0 ? o : t, result, std::move(groups), 0};
       c.bytes = cost(other, o) + partial_bytes + after;
       choices.push_back(std::move(c));
@@ -633,7 +528,7 @@ class Partitioner {
     std::vector<int64_t> split;
     for (int64_t d = 0; d < operand.shape().rank(); ++d)
       if (t.tiles(d) > 1 && map[static_cast<size_t>(d)] < 0) split.push_back(d);
-    if (split.empty() || !is_identity(*i.operand(1), *i.called(0))) return std::nullopt;
+    if (split.empty() || !internal::is_reducer_identity(*i.operand(1), *i.called(0))) return std::nullopt;
     const Tiling result = t.remap(spmd::invert(map, i.shape().rank()));
     Instruction* init = replicate(*i.operand(1)).hlo;
     Instruction* r = clone(i, ir::shard_shape(i.shape(), result.sharding()), {held_.at(&operand).hlo, init});
