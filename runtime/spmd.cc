@@ -46,6 +46,35 @@ Mesh Mesh::create(std::vector<int64_t> shape, std::vector<std::string> axis_name
   return Mesh(std::move(ids), std::move(shape), std::move(axis_names));
 }
 
+Mesh Mesh::hybrid(std::vector<int64_t> ici_shape, std::vector<int64_t> dcn_shape, std::vector<std::string> axis_names) {
+  if (ici_shape.size() != dcn_shape.size())
+    fail("HybridMesh: ICI shape [{}] and DCN shape [{}] need one entry per mesh axis each", fmt::join(ici_shape, ","),
+         fmt::join(dcn_shape, ","));
+  const int64_t per_slice = std::accumulate(ici_shape.begin(), ici_shape.end(), int64_t{1}, std::multiplies<>());
+  const int64_t slices = std::accumulate(dcn_shape.begin(), dcn_shape.end(), int64_t{1}, std::multiplies<>());
+  if (per_slice * slices != global_device_count())
+    fail("HybridMesh: ICI [{}] x DCN [{}] spans {} devices, but there are {}", fmt::join(ici_shape, ","),
+         fmt::join(dcn_shape, ","), per_slice * slices, global_device_count());
+  std::vector<int64_t> shape;
+  for (size_t k = 0; k < ici_shape.size(); ++k) shape.push_back(ici_shape[k] * dcn_shape[k]);
+  // Mesh position m_k = dcn_k * ici_shape[k] + ici_k; device = slice(dcn) * per_slice + index(ici).
+  std::vector<int64_t> ids;
+  std::vector<int64_t> m(shape.size(), 0);
+  for (int64_t n = 0; n < per_slice * slices; ++n) {
+    int64_t slice = 0, within = 0;
+    for (size_t k = 0; k < shape.size(); ++k) {
+      slice = slice * dcn_shape[k] + m[k] / ici_shape[k];
+      within = within * ici_shape[k] + m[k] % ici_shape[k];
+    }
+    ids.push_back(slice * per_slice + within);
+    for (size_t k = shape.size(); k-- > 0;) {
+      if (++m[k] < shape[k]) break;
+      m[k] = 0;
+    }
+  }
+  return Mesh(std::move(ids), std::move(shape), std::move(axis_names));
+}
+
 int64_t Mesh::axis(std::string_view name) const {
   auto it = std::find(axis_names_.begin(), axis_names_.end(), name);
   if (it == axis_names_.end()) fail("the mesh has no axis '{}' (its axes: {})", name, fmt::join(axis_names_, ", "));
@@ -105,12 +134,6 @@ void set_sharding(const Tensor& t, const ir::Sharding& sharding, const OpSite& s
     lazy::op_fail(site, "the tensor is on {}, not the SPMD device: call podsim::use_spmd() (or set PODSIM_SPMD=1) "
                   "before using a device, and move it to podsim::device()",
                   lazy::device_name(impl.device));
-  for (size_t d = 0; d < impl.dims.size(); ++d) {
-    const int64_t tiles = sharding.kind == ir::Sharding::Kind::kTiled ? sharding.tile_dims[d] : 1;
-    if (impl.dims[d] % tiles != 0)
-      lazy::op_fail(site, "dimension {} of {} does not split evenly into {} pieces (podsim needs even splits)", d,
-                    lazy::impl_shape_string(impl), tiles);
-  }
   lazy::NodePtr node;
   std::shared_ptr<runtime::Buffer> buffer;
   {
@@ -134,8 +157,10 @@ std::optional<int64_t> MeshAxis::resolve(const Mesh& mesh) const {
   return name_ ? std::optional<int64_t>(mesh.axis(*name_)) : index_;
 }
 
-void mark_sharding(const Tensor& t, const Mesh& mesh, const PartitionSpec& spec, Loc loc) {
-  const OpSite site{"mark_sharding", loc};
+namespace {
+
+// The sharding `spec` gives a tensor of t's rank on `mesh` (errors at `site`).
+ir::Sharding spec_sharding(const Tensor& t, const Mesh& mesh, const PartitionSpec& spec, const OpSite& site) {
   if (static_cast<int64_t>(spec.size()) != t.dim())
     lazy::op_fail(site, "a partition spec of {} entries for a tensor of rank {}", spec.size(), t.dim());
   if (static_cast<int64_t>(mesh.device_ids().size()) != global_device_count())
@@ -143,13 +168,45 @@ void mark_sharding(const Tensor& t, const Mesh& mesh, const PartitionSpec& spec,
                   global_device_count());
   std::vector<std::optional<int64_t>> axes;
   for (const MeshAxis& axis : spec) axes.push_back(axis.resolve(mesh));
-  set_sharding(t, mesh.sharding(axes), site);
+  const ir::Sharding sharding = mesh.sharding(axes);
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    const int64_t tiles = sharding.kind == ir::Sharding::Kind::kTiled ? sharding.tile_dims[static_cast<size_t>(d)] : 1;
+    if (t.size(d) % tiles != 0)
+      lazy::op_fail(site, "dimension {} of {} does not split evenly into {} pieces (podsim needs even splits)", d,
+                    t.ir_shape().to_string(false), tiles);
+  }
+  return sharding;
+}
+
+}  // namespace
+
+void mark_sharding(const Tensor& t, const Mesh& mesh, const PartitionSpec& spec, Loc loc) {
+  const OpSite site{"mark_sharding", loc};
+  set_sharding(t, spec_sharding(t, mesh, spec, site), site);
+}
+
+Tensor distribute(const Tensor& host, const Mesh& mesh, const PartitionSpec& spec, Loc loc) {
+  const OpSite site{"distribute", loc};
+  const lazy::TensorImpl& impl = lazy::checked(host, site);
+  if (impl.device != nullptr) lazy::op_fail(site, "expected a host tensor, got one on {}", impl.device->name());
+  runtime::Device& spmd = device();
+  if (spmd.kind() != runtime::DeviceKind::kSpmd)
+    lazy::op_fail(site, "the default device is {}, not the SPMD device: call podsim::use_spmd() first", spmd.name());
+  const ir::Sharding sharding = spec_sharding(host, mesh, spec, site);
+  auto placed = std::make_shared<lazy::TensorImpl>(impl.type, impl.dims, &spmd);
+  placed->buffer = runtime::place_buffer(host.to_literal(loc), sharding, spmd);
+  lazy::register_tensor(*placed);
+  return Tensor(std::move(placed));
 }
 
 void mark_sharding(const Tensor& t, const ir::Sharding& sharding, Loc loc) {
   const OpSite site{"mark_sharding", loc};
   const std::string problem = ir::sharding_problem(sharding, t.ir_shape(), global_device_count());
   if (!problem.empty()) lazy::op_fail(site, "{}", problem);
+  for (int64_t d = 0; d < t.dim(); ++d)
+    if (t.size(d) % ir::sharding_tiles(sharding, d) != 0)
+      lazy::op_fail(site, "{} does not split {} evenly (podsim needs even splits)", sharding.to_string(),
+                    t.ir_shape().to_string(false));
   set_sharding(t, sharding, site);
 }
 

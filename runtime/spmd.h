@@ -41,6 +41,13 @@ class Mesh {
   // Every device in order (on a simulated pod, the torus's device order: a mesh whose
   // shape follows the slice's puts mesh axes on torus axes).
   static Mesh create(std::vector<int64_t> shape, std::vector<std::string> axis_names = {});
+  // PyTorch/XLA's HybridMesh for pods of several slices joined by DCN: axis k has
+  // ici_shape[k] x dcn_shape[k] devices, its position the DCN part major (which slice)
+  // and the ICI part minor (where in the slice). Devices are numbered slice by slice,
+  // so the slices are product(dcn_shape) runs of product(ici_shape) consecutive
+  // devices: collectives over an ICI axis stay inside slices, only DCN axes cross them.
+  static Mesh hybrid(std::vector<int64_t> ici_shape, std::vector<int64_t> dcn_shape,
+                     std::vector<std::string> axis_names = {});
 
   const std::vector<int64_t>& device_ids() const { return device_ids_; }
   const std::vector<int64_t>& shape() const { return shape_; }
@@ -88,6 +95,9 @@ void clear_sharding(const Tensor& t, Loc loc = Loc::current());
 std::string sharding_spec(const Tensor& t);
 // The sharding of t's data; nullopt for a pending value or a tensor off the SPMD device.
 std::optional<ir::Sharding> sharding_of(const Tensor& t);
+// A host tensor put on the SPMD device split as `spec` says, each device receiving only
+// its piece (mark_sharding after to() would first copy the whole value to every device).
+Tensor distribute(const Tensor& host, const Mesh& mesh, const PartitionSpec& spec, Loc loc = Loc::current());
 // Each device's piece of t's data, in device order (PyTorch/XLA's local_shards); t must
 // hold SPMD data (waits for it).
 std::vector<ir::Literal> local_shards(const Tensor& t);

@@ -295,7 +295,7 @@ TrainResult train(std::vector<Replica>& replicas, std::shared_ptr<const data::Da
   const bool simulated = first.kind() == runtime::DeviceKind::kSim || (spmd && options.device == "sim");
   if (!options.profile.empty() && !simulated)
     fail("--profile needs a simulated chip (--device sim); {} has no cycle model", first.name());
-  // SPMD: every batch splits over the mesh's data axis.
+  // SPMD: the loader splits every batch over the mesh's data axis.
   std::optional<Mesh> mesh;
   if (spmd) mesh = training_mesh(options, global_device_count());
   const int64_t data_ways = mesh ? axis_size(*mesh, "data") : 1;
@@ -315,16 +315,10 @@ TrainResult train(std::vector<Replica>& replicas, std::shared_ptr<const data::Da
                                    .drop_last = true,
                                    .replicas = world,
                                    .rank = rank}),
-        *replica.device);
+        *replica.device, {.mesh = mesh && data_ways > 1 ? &*mesh : nullptr});
     run_training(
         loader, steps, log_every,
         [&](const data::Example& b) {
-          if (mesh && data_ways > 1)
-            for (const Tensor& t : b) {
-              PartitionSpec spec(static_cast<size_t>(t.dim()), std::nullopt);
-              spec.at(0) = "data";
-              mark_sharding(t, *mesh, spec);
-            }
           Tensor value = replica.loss(b);
           value.backward();
           optimizer_step(*replica.optimizer);  // all-reduces the gradients

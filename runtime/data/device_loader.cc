@@ -30,11 +30,15 @@ void DeviceLoader::start_epoch() {
   std::vector<int64_t> order = loader_.epoch_order(loader_.epoch());
   loader_.set_epoch(loader_.epoch() + 1);
   epoch_ = std::make_shared<Epoch>();
-  worker_ = std::thread(load_epoch, &loader_, device_, options_.prefetch, std::move(order), epoch_);
+  worker_ = std::thread(load_epoch, &loader_, device_, options_, std::move(order), epoch_);
 }
 
-void DeviceLoader::load_epoch(const DataLoader* loader, runtime::Device* device, int64_t prefetch,
+void DeviceLoader::load_epoch(const DataLoader* loader, runtime::Device* device, DeviceLoaderOptions options,
                               std::vector<int64_t> order, const std::shared_ptr<Epoch>& epoch) {
+  const int64_t prefetch = options.prefetch;
+  const int64_t ways = options.mesh ? options.mesh->shape().at(static_cast<size_t>(
+                                          options.mesh->axis(options.batch_axis)))
+                                    : 1;
   try {
     for (int64_t i = 0; i < loader->num_batches(); ++i) {
       {
@@ -48,7 +52,15 @@ void DeviceLoader::load_epoch(const DataLoader* loader, runtime::Device* device,
       Example on_device;
       on_device.reserve(host.size());
       // to() starts an asynchronous transfer; a graph reading the tensor waits for it.
-      for (const Tensor& t : host) on_device.push_back(t.to(*device));
+      for (const Tensor& t : host) {
+        if (ways > 1 && t.dim() > 0 && t.size(0) % ways == 0) {
+          PartitionSpec spec(static_cast<size_t>(t.dim()), std::nullopt);
+          spec[0] = options.batch_axis;
+          on_device.push_back(distribute(t, *options.mesh, spec));
+        } else {
+          on_device.push_back(t.to(*device));
+        }
+      }
       {
         std::lock_guard guard(epoch->mutex);
         epoch->queue.push_back(std::move(on_device));

@@ -22,15 +22,22 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <thread>
 
 #include "runtime/data/data_loader.h"
+#include "runtime/spmd.h"
 
 namespace podsim::data {
 
 struct DeviceLoaderOptions {
   int64_t prefetch = 4;   // device batches queued ahead of the consumer
   bool mark_step = true;  // mark_step() at every next()
+  // SPMD (runtime/spmd.h): every batch tensor split along its first dimension over this
+  // axis of `mesh` as it is placed, each device receiving only its piece (MpDeviceLoader's
+  // input_sharding). The mesh must outlive the loader.
+  const Mesh* mesh = nullptr;
+  std::string batch_axis = "data";
 };
 
 class DeviceLoader {
@@ -93,7 +100,7 @@ class DeviceLoader {
     std::exception_ptr error;
   };
   void stop_epoch();
-  static void load_epoch(const DataLoader* loader, runtime::Device* device, int64_t prefetch,
+  static void load_epoch(const DataLoader* loader, runtime::Device* device, DeviceLoaderOptions options,
                          std::vector<int64_t> order, const std::shared_ptr<Epoch>& epoch);
 
   DataLoader loader_;

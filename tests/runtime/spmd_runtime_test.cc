@@ -13,6 +13,7 @@
 
 #include <filesystem>
 
+#include "runtime/data/device_loader.h"
 #include "runtime/device_internal.h"
 #include "runtime/nn/layers.h"
 #include "runtime/optim/checkpoint.h"
@@ -66,6 +67,18 @@ TEST_P(SpmdTest, MeshShardingsFollowTheMeshAxes) {
   EXPECT_EQ(mesh.sharding({std::nullopt, std::nullopt}).to_string(), "{replicated}");
   EXPECT_THROW(mesh.axis("pipeline"), Error);
   EXPECT_THROW(Mesh({0, 1, 1, 3}, {2, 2}), Error);
+}
+
+TEST_P(SpmdTest, HybridMeshKeepsIciAxesInsideSlices) {
+  // Two "slices" of two devices ({0, 1} and {2, 3}): the DCN axis crosses them.
+  const Mesh across = Mesh::hybrid({1, 2}, {2, 1}, {"data", "model"});
+  EXPECT_EQ(across.shape(), (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(across.device_ids(), (std::vector<int64_t>{0, 1, 2, 3}));
+  const Mesh inside = Mesh::hybrid({2, 1}, {1, 2}, {"data", "model"});
+  EXPECT_EQ(inside.device_ids(), (std::vector<int64_t>{0, 2, 1, 3}));
+  // The model axis of `inside` runs across slices: its groups pair devices of both.
+  EXPECT_EQ(inside.sharding({std::nullopt, 1}).to_string(), "{devices=[1,2,2]0,1,2,3 last_tile_dim_replicate}");
+  EXPECT_THROW(Mesh::hybrid({2, 2}, {2, 1}), Error);
 }
 
 TEST_P(SpmdTest, ShardedDataComesBackWhole) {
@@ -127,6 +140,28 @@ TEST_P(SpmdTest, MegatronMlpStepEqualsTheHostStep) {
   EXPECT_GT(after_first, compiles);
   step(&device());
   EXPECT_EQ(runtime::counter("UncachedCompile").value(), after_first);
+}
+
+TEST_P(SpmdTest, DistributeAndTheLoaderSendEachDeviceItsPiece) {
+  const Mesh mesh = Mesh::create({4}, {"data"});
+  Tensor host = Tensor::from_vector(values(8 * 3, 5), {8, 3});
+  Tensor x = distribute(host, mesh, {"data", std::nullopt});
+  EXPECT_EQ(sharding_spec(x), "{devices=[4,1]0,1,2,3}");
+  const std::vector<ir::Literal> pieces = local_shards(x);
+  ASSERT_EQ(pieces.size(), 4u);
+  EXPECT_EQ(pieces[2].shape().to_string(false), "f32[2,3]");
+  EXPECT_EQ(pieces[2].data<float>()[0], host.to_vector<float>()[12]);  // row 4 (of 3 columns) starts it
+  EXPECT_EQ(x.to_vector<float>(), host.to_vector<float>());
+  // The device loader places every batch so (a batch of 8 rows, 2 per device).
+  auto dataset = std::make_shared<data::TensorDataset>(
+      std::vector<Tensor>{Tensor::from_vector(values(16 * 3, 6), {16, 3})});
+  data::DeviceLoader loader(data::DataLoader(dataset, {.batch_size = 8}), device(), {.mesh = &mesh});
+  int batches = 0;
+  for (const data::Example& batch : loader) {
+    EXPECT_EQ(sharding_spec(batch[0]), "{devices=[4,1]0,1,2,3}");
+    ++batches;
+  }
+  EXPECT_EQ(batches, 2);
 }
 
 TEST_P(SpmdTest, ShardedCheckpointsLoadOntoAnotherMesh) {

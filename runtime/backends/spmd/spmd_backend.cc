@@ -201,10 +201,14 @@ int64_t spmd_device_count(const Client& client) {
   return spmd != nullptr ? spmd->partitions() : 0;
 }
 
+std::shared_ptr<Buffer> place_buffer(const ir::Literal& whole, const ir::Sharding& sharding, Device& device) {
+  auto* client = dynamic_cast<SpmdClient*>(&device.client());
+  if (client == nullptr) fail("{} is not the SPMD device", device.name());
+  return client->place(whole, sharding);
+}
+
 std::shared_ptr<Buffer> reshard_buffer(const Buffer& buffer, const ir::Sharding& sharding) {
-  auto* client = dynamic_cast<SpmdClient*>(&buffer.device().client());
-  if (client == nullptr) fail("{} is not on the SPMD device", buffer.device().name());
-  return client->place(buffer.to_literal(), sharding);
+  return place_buffer(buffer.to_literal(), sharding, buffer.device());
 }
 
 }  // namespace podsim::runtime

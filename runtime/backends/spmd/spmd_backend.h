@@ -22,6 +22,10 @@ int64_t spmd_device_count(const Client& client);
 // Each device's piece of a buffer of the SPMD device (waits for them).
 std::vector<ir::Literal> buffer_pieces(const Buffer& buffer);
 
+// `whole` placed on the SPMD device `device` split as `sharding`: each device receives
+// its piece.
+std::shared_ptr<Buffer> place_buffer(const ir::Literal& whole, const ir::Sharding& sharding, Device& device);
+
 // The same data with another sharding (pieces cut from the whole value on the host);
 // `buffer` is a buffer of the SPMD device.
 std::shared_ptr<Buffer> reshard_buffer(const Buffer& buffer, const ir::Sharding& sharding);
