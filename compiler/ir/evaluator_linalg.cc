@@ -166,7 +166,7 @@ Literal eval_dot(const Instruction& instruction, Operands operands) {
       for (int64_t m_offset : lm) {
         for (size_t k = 0; k < K; ++k) row[k] = a[static_cast<size_t>(lb[bi] + m_offset + lk[k])];
         for (size_t n = 0; n < N; ++n) {
-          const Acc* col = &packed_rhs[(bi * N + n) * K];
+          const Acc* col = packed_rhs.data() + (bi * N + n) * K;  // K may be 0: no element
           Acc sum = 0;
           for (size_t k = 0; k < K; ++k) sum += row[k] * col[k];
           store(out, o++, sum);

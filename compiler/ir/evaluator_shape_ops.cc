@@ -305,7 +305,7 @@ Literal eval_concatenate(const Instruction& instruction, Operands operands) {
   int64_t column = 0;
   for (const Literal* l : operands) {
     const int64_t run = l->shape().dim(dim) * inner;
-    for (int64_t o = 0; o < outer; ++o)
+    for (int64_t o = 0; o < outer && run > 0; ++o)  // an empty operand has no data to copy
       std::memcpy(out.bytes().data() + o * out_run + column, l->bytes().data() + o * run,
                   static_cast<size_t>(run));
     column += run;
