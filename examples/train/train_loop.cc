@@ -77,17 +77,16 @@ int64_t axis_size(const Mesh& mesh, const std::string& name) {
 // a weight's first free dimension also splits over the data axis.
 void shard_parameters(nn::Module& model, const Mesh& mesh, bool fsdp) {
   const int64_t model_ways = axis_size(mesh, "model"), data_ways = axis_size(mesh, "data");
-  auto ends_with = [](const std::string& s, std::string_view tail) { return s.ends_with(tail); };
   for (const auto& [name, p] : model.named_parameters()) {
     PartitionSpec spec(static_cast<size_t>(p.dim()), std::nullopt);
-    int64_t tp = -1;
-    if (ends_with(name, "in_proj_weight") || ends_with(name, "in_proj_bias") || ends_with(name, "fc1.weight") ||
-        ends_with(name, "fc1.bias"))
+    int64_t tp = -1;  // the dimension split over the model axis
+    if (name.ends_with("in_proj_weight") || name.ends_with("in_proj_bias") || name.ends_with("fc1.weight") ||
+        name.ends_with("fc1.bias"))
       tp = 0;
-    else if (ends_with(name, "out_proj.weight") || ends_with(name, "fc2.weight"))
+    else if (name.ends_with("out_proj.weight") || name.ends_with("fc2.weight"))
       tp = 1;
-    if (model_ways > 1 && tp >= 0 && p.size(tp) % model_ways == 0) spec[static_cast<size_t>(tp)] = "model";
-    else tp = -1;
+    if (model_ways == 1 || tp < 0 || p.size(tp) % model_ways != 0) tp = -1;
+    if (tp >= 0) spec[static_cast<size_t>(tp)] = "model";
     // FSDP splits a weight's first dimension (its second where the model axis has the
     // first); a weight that does not divide stays whole (an embedding table split by
     // columns would split the activations it feeds the same way).
