@@ -9,6 +9,7 @@
 
 #include "common/error.h"
 #include "compiler/ir/sharding.h"
+#include "compiler/passes/spmd/tiling.h"
 #include "runtime/backends/spmd/spmd_backend.h"
 #include "runtime/tensor_impl.h"
 
@@ -82,48 +83,21 @@ int64_t Mesh::axis(std::string_view name) const {
 }
 
 ir::Sharding Mesh::sharding(const std::vector<std::optional<int64_t>>& spec) const {
+  // The mesh as a tiling of a value of its own rank, remapped onto the tensor's
+  // dimensions; mesh axes no dimension takes hold copies.
   const int64_t axes = static_cast<int64_t>(shape_.size());
-  std::vector<int64_t> perm, tile_dims;
-  std::vector<bool> used(shape_.size(), false);
+  std::vector<int64_t> from;
   for (const auto& a : spec) {
-    if (!a) {
-      tile_dims.push_back(1);
-      continue;
-    }
-    if (*a < 0 || *a >= axes) fail("mesh axis {} out of range: the mesh has {} axes", *a, axes);
-    if (used[static_cast<size_t>(*a)]) fail("mesh axis {} splits two dimensions", *a);
-    used[static_cast<size_t>(*a)] = true;
-    perm.push_back(*a);
-    tile_dims.push_back(shape_[static_cast<size_t>(*a)]);
+    if (a && (*a < 0 || *a >= axes)) fail("mesh axis {} out of range: the mesh has {} axes", *a, axes);
+    if (a && std::find(from.begin(), from.end(), *a) != from.end()) fail("mesh axis {} splits two dimensions", *a);
+    from.push_back(a.value_or(-1));
   }
-  int64_t copies = 1;
-  for (int64_t a = 0; a < axes; ++a)
-    if (!used[static_cast<size_t>(a)]) {
-      perm.push_back(a);
-      copies *= shape_[static_cast<size_t>(a)];
-    }
-  ir::Sharding s;
-  if (copies == static_cast<int64_t>(device_ids_.size())) return s;  // nothing split
-  s.kind = ir::Sharding::Kind::kTiled;
-  s.tile_dims = tile_dims;
-  if (copies > 1) {
-    s.tile_dims.push_back(copies);
-    s.last_tile_dim_replicate = true;
-  }
-  // The mesh's device array with the axes in `perm` order, row-major.
-  std::vector<int64_t> strides(shape_.size(), 1);
-  for (size_t d = shape_.size(); d-- > 1;) strides[d - 1] = strides[d] * shape_[d];
-  std::vector<int64_t> index(perm.size(), 0);
-  for (size_t n = 0; n < device_ids_.size(); ++n) {
-    int64_t at = 0;
-    for (size_t k = 0; k < perm.size(); ++k) at += index[k] * strides[static_cast<size_t>(perm[k])];
-    s.devices.push_back(device_ids_[static_cast<size_t>(at)]);
-    for (size_t k = perm.size(); k-- > 0;) {
-      if (++index[k] < shape_[static_cast<size_t>(perm[k])]) break;
-      index[k] = 0;
-    }
-  }
-  return s;
+  ir::Sharding whole_mesh;
+  whole_mesh.kind = ir::Sharding::Kind::kTiled;
+  whole_mesh.tile_dims = shape_;
+  whole_mesh.devices = device_ids_;
+  const int64_t n = static_cast<int64_t>(device_ids_.size());
+  return passes::spmd::Tiling::of(whole_mesh, axes, n).remap(from).sharding();
 }
 
 namespace {
