@@ -81,7 +81,38 @@ std::optional<std::vector<int64_t>> gather_map(const ir::Instruction& i, int64_t
   return map;
 }
 
+// Convolution (one feature group, one batch group): the input's batch is the result's
+// batch, the kernel's output features the result's features.
+std::vector<int64_t> convolution_map(const ir::Instruction& i, int64_t k) {
+  const ir::ConvDimNumbers& c = i.attrs().conv_dims;
+  std::vector<int64_t> map(static_cast<size_t>(i.operand(k)->shape().rank()), -1);
+  if (i.attrs().feature_group_count != 1 || i.attrs().batch_group_count != 1) return map;
+  if (k == 0)
+    map[static_cast<size_t>(c.input_batch)] = c.output_batch;
+  else
+    map[static_cast<size_t>(c.kernel_output_feature)] = c.output_feature;
+  return map;
+}
+
 }  // namespace
+
+bool operand_ignores_result_dim(const ir::Instruction& i, int64_t k, int64_t d) {
+  if (i.operand(k)->shape().is_array() && i.operand(k)->shape().rank() == 0) return true;
+  auto in = [](const std::vector<int64_t>& v, int64_t x) { return std::find(v.begin(), v.end(), x) != v.end(); };
+  switch (i.opcode()) {
+    case Opcode::kBroadcast:
+      return !in(i.attrs().dimensions, d);
+    case Opcode::kGather:
+      return k == 0 && !in(i.attrs().gather_dims.offset_dims, d);
+    case Opcode::kConvolution: {
+      const ir::ConvDimNumbers& c = i.attrs().conv_dims;
+      if (i.attrs().feature_group_count != 1 || i.attrs().batch_group_count != 1) return false;
+      return k == 0 ? d == c.output_feature : d == c.output_batch || in(c.output_spatial, d);
+    }
+    default:
+      return false;
+  }
+}
 
 std::optional<std::vector<int64_t>> operand_dims_in_result(const ir::Instruction& i, int64_t k) {
   const ir::Shape& in = i.operand(k)->shape();
@@ -135,6 +166,8 @@ std::optional<std::vector<int64_t>> operand_dims_in_result(const ir::Instruction
       return map;
     case Opcode::kGather:
       return gather_map(i, k);
+    case Opcode::kConvolution:
+      return convolution_map(i, k);
     case Opcode::kDynamicSlice:
     case Opcode::kDynamicUpdateSlice:
       if (in.rank() != out.rank()) return map;  // a start index: a scalar

@@ -17,6 +17,12 @@ namespace podsim::passes::spmd {
 // result); nullopt where the instruction cannot run on pieces at all.
 std::optional<std::vector<int64_t>> operand_dims_in_result(const ir::Instruction& instruction, int64_t k);
 
+// Whether operand `k` is the same along result dimension `d` (a broadcast's new
+// dimensions, a gather table along the batch, a convolution's kernel along batch and
+// space and its input along output features, a scalar along everything), so that a split
+// of d needs no split of the operand.
+bool operand_ignores_result_dim(const ir::Instruction& instruction, int64_t k, int64_t d);
+
 // The inverse of such a map: for each of the `rank` dimensions of the other side, the
 // dimension of this side that maps to it, or -1.
 std::vector<int64_t> invert(const std::vector<int64_t>& map, int64_t rank);

@@ -389,13 +389,7 @@ class Partitioner {
       if (run.tiles(d) == 1) continue;
       for (int64_t k = 0; k < i.operand_count(); ++k) {
         const auto& map = maps[static_cast<size_t>(k)];
-        // Dimensions the operand does not vary along: a broadcast's new ones, a gather's
-        // batch dimensions for its table, every dimension for a scalar.
-        const auto& offsets = i.attrs().gather_dims.offset_dims;
-        const bool generated = i.opcode() == Opcode::kBroadcast || map.empty() ||
-                               (i.opcode() == Opcode::kGather && k == 0 &&
-                                std::find(offsets.begin(), offsets.end(), d) == offsets.end());
-        if (!generated && std::find(map.begin(), map.end(), d) == map.end()) {
+        if (!spmd::operand_ignores_result_dim(i, k, d) && std::find(map.begin(), map.end(), d) == map.end()) {
           run = run.unsplit(d);
           break;
         }

@@ -399,6 +399,21 @@ ENTRY e {
   EXPECT_EQ(m->entry()->root()->sharding()->to_string(), "{devices=[1,2,1]0,1}");
 }
 
+TEST(SpmdPartitioner, ConvolutionsRunOnBatchAndOutputFeaturePieces) {
+  // Images split by batch (data parallel), the kernel by output features over the other
+  // mesh axis: every device convolves its images with its filters, nothing moves.
+  auto m = check_partitioned(R"(HloModule c, num_partitions=4
+ENTRY c {
+  image = f32[4,6,6,3] parameter(0), sharding={devices=[2,1,1,1,2]<=[4] last_tile_dim_replicate}
+  kernel = f32[3,3,3,8] parameter(1), sharding={devices=[1,1,1,2,2]<=[2,2]T(1,0) last_tile_dim_replicate}
+  ROOT conv = f32[4,6,6,8] convolution(image, kernel), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f
+})",
+                             4, 1, 1e-5);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(count(*m, Opcode::kAllGather) + count(*m, Opcode::kAllToAll), 0) << ir::print_module(*m);
+  EXPECT_EQ(m->entry()->root()->shape().to_string(false), "f32[2,6,6,4]");
+}
+
 TEST(SpmdPartitioner, RunsOtherOpsOnWholeValuesAndCutsTheirPieces) {
   check_partitioned(R"(HloModule m, num_partitions=4
 lt {
