@@ -142,14 +142,7 @@ ir::Sharding spec_sharding(const Tensor& t, const Mesh& mesh, const PartitionSpe
                   global_device_count());
   std::vector<std::optional<int64_t>> axes;
   for (const MeshAxis& axis : spec) axes.push_back(axis.resolve(mesh));
-  const ir::Sharding sharding = mesh.sharding(axes);
-  for (int64_t d = 0; d < t.dim(); ++d) {
-    const int64_t tiles = sharding.kind == ir::Sharding::Kind::kTiled ? sharding.tile_dims[static_cast<size_t>(d)] : 1;
-    if (t.size(d) % tiles != 0)
-      lazy::op_fail(site, "dimension {} of {} does not split evenly into {} pieces (podsim needs even splits)", d,
-                    t.ir_shape().to_string(false), tiles);
-  }
-  return sharding;
+  return mesh.sharding(axes);
 }
 
 }  // namespace
@@ -177,10 +170,6 @@ void mark_sharding(const Tensor& t, const ir::Sharding& sharding, Loc loc) {
   const OpSite site{"mark_sharding", loc};
   const std::string problem = ir::sharding_problem(sharding, t.ir_shape(), global_device_count());
   if (!problem.empty()) lazy::op_fail(site, "{}", problem);
-  for (int64_t d = 0; d < t.dim(); ++d)
-    if (t.size(d) % ir::sharding_tiles(sharding, d) != 0)
-      lazy::op_fail(site, "{} does not split {} evenly (podsim needs even splits)", sharding.to_string(),
-                    t.ir_shape().to_string(false));
   set_sharding(t, sharding, site);
 }
 

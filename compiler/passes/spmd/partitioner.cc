@@ -17,8 +17,11 @@
 // slices, with each device's offsets read from a table indexed by partition-id. Collectives carry a channel_id and global device ids, as XLA's do.
 //
 // The entry's parameters and result keep their shardings, so that callers know which
-// piece each device passes and returns (ir::shard_literal / unshard_literal). Splits
-// must divide dimensions evenly (XLA pads uneven ones; podsim does not yet).
+// piece each device passes and returns (ir::shard_literal / unshard_literal). A split
+// that does not divide a dimension gives every device ceil(n / k) elements, the last
+// pieces padded, as XLA does: gathers cut the padding off, slices pad their source, and
+// what would mix padding into real values (partial sums, reshapes) runs on even splits
+// only (the values are gathered first).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -205,8 +208,6 @@ class Partitioner {
   Held reshard(const Held& v, const Tiling& to, const Shape& whole) {
     const Tiling& from = *v.layout.array;
     if (from == to) return v;
-    if (!to.divides(whole))
-      fail("internal: resharding {} to {}, which does not divide it", whole.to_string(false), to.sharding().to_string());
     const ReshardPlan plan = spmd::plan_reshard(from, to, whole);
     if (plan.all_to_all)
       return Held{all_to_all(v.hlo, from, plan.all_to_all->first, plan.all_to_all->second, to, whole), Layout{to, {}}};
@@ -215,9 +216,20 @@ class Partitioner {
     for (int64_t d : plan.gathers) {
       x = all_gather(x, cur, d);
       cur = cur.unsplit(d);
+      if (x->shape().dim(d) != whole.dim(d)) x = cut(x, d, whole.dim(d));  // the padding of an uneven split
     }
     if (plan.slice) x = local_slice(x, cur, to, whole);
     return Held{x, Layout{to, {}}};
+  }
+
+  // x's first `size` elements along dimension d.
+  Instruction* cut(Instruction* x, int64_t d, int64_t size) {
+    Shape shape = x->shape();
+    shape.mutable_dims()[static_cast<size_t>(d)] = size;
+    Instruction* s = add(Opcode::kSlice, shape, {x}, x->name());
+    for (int64_t k = 0; k < shape.rank(); ++k)
+      s->attrs().slice.push_back({0, k == d ? size : x->shape().dim(k), 1});
+    return s;
   }
 
   // Moves the split of dimension a (k pieces) to dimension b: each device cuts its piece
@@ -256,16 +268,33 @@ class Partitioner {
     return add(Opcode::kReshape, ir::shard_shape(whole, to.sharding()), {p}, x->name());
   }
 
-  // Each device's piece under `to`, cut from its piece under `from`, which holds it.
+  // Each device's piece under `to`, cut from its piece under `from`, which holds it. Where
+  // a split is uneven, the last pieces run past the value: the source is padded (with
+  // zeros) so that no device's slice is moved back by dynamic-slice's clamping.
   Instruction* local_slice(Instruction* x, const Tiling& from, const Tiling& to, const Shape& whole) {
-    std::vector<Instruction*> operands{x};
+    const Shape piece = ir::shard_shape(whole, to.sharding());
+    std::vector<Instruction*> operands{nullptr};
+    std::vector<ir::PadDim> padding(static_cast<size_t>(whole.rank()));
+    bool pad = false;
     for (int64_t d = 0; d < whole.rank(); ++d) {
       std::vector<int64_t> offsets;
-      for (int64_t p = 0; p < devices_; ++p)
+      int64_t reach = 0;
+      for (int64_t p = 0; p < devices_; ++p) {
         offsets.push_back(spmd::interval(to, p, d, whole.dim(d)).begin - spmd::interval(from, p, d, whole.dim(d)).begin);
+        reach = std::max(reach, offsets.back() + piece.dim(d));
+      }
+      padding[static_cast<size_t>(d)].high = std::max<int64_t>(0, reach - x->shape().dim(d));
+      pad = pad || padding[static_cast<size_t>(d)].high > 0;
       operands.push_back(per_partition(offsets));
     }
-    const Shape piece = ir::shard_shape(whole, to.sharding());
+    if (pad) {
+      Shape padded = x->shape();
+      for (int64_t d = 0; d < whole.rank(); ++d) padded.mutable_dims()[static_cast<size_t>(d)] += padding[static_cast<size_t>(d)].high;
+      Instruction* zero = constant(ir::Literal(Shape::scalar(whole.type())), "zero");
+      x = add(Opcode::kPad, padded, {x, zero}, x->name());
+      x->attrs().padding = padding;
+    }
+    operands[0] = x;
     Instruction* s = add(Opcode::kDynamicSlice, piece, std::move(operands), x->name());
     s->attrs().dynamic_slice_sizes = piece.dims();
     return s;
@@ -297,18 +326,9 @@ class Partitioner {
     return to_layout(v, replicated_layout(original.shape(), devices_), original.shape());
   }
 
-  static void check_divides(const Instruction& i, const Layout& l, const Shape& shape) {
-    if (l.array && !l.array->divides(shape))
-      fail("{} (line {}): sharding {} does not split {} evenly; podsim's SPMD partitioner needs even splits",
-           i.name(), i.pos().line, l.array->sharding().to_string(), shape.to_string(false));
-    for (size_t e = 0; e < l.elements.size(); ++e) check_divides(i, l.elements[e], shape.element(static_cast<int64_t>(e)));
-  }
-
   Tiling target_of(const Instruction& i) const {
     const auto& s = i.sharding();
-    Layout l{Tiling::of(s && s->kind != ir::Sharding::Kind::kTuple ? *s : ir::Sharding{}, i.shape().rank(), devices_), {}};
-    check_divides(i, l, i.shape());
-    return *l.array;
+    return Tiling::of(s && s->kind != ir::Sharding::Kind::kTuple ? *s : ir::Sharding{}, i.shape().rank(), devices_);
   }
 
   Instruction* clone(const Instruction& i, Shape shape, std::vector<Instruction*> operands) {
@@ -324,7 +344,6 @@ class Partitioner {
     switch (i.opcode()) {
       case Opcode::kParameter: {
         const Layout l = layout_of(i.sharding().value_or(ir::Sharding{}), i.shape(), devices_);
-        check_divides(i, l, i.shape());
         Instruction* p = clone(i, piece_shape(i.shape(), l), {});
         p->sharding() = i.sharding();
         held_[&i] = Held{p, l};
@@ -384,9 +403,16 @@ class Partitioner {
       if (!map) return std::nullopt;
       maps.push_back(std::move(*map));
     }
+    // Pieces of uneven splits carry padding at the end, which a reshape would move into
+    // the middle: it runs on even splits only.
+    const bool even_only = i.opcode() == Opcode::kReshape;
     Tiling run = want;
     for (int64_t d = 0; d < i.shape().rank(); ++d) {
       if (run.tiles(d) == 1) continue;
+      if (even_only && i.shape().dim(d) % run.tiles(d) != 0) {
+        run = run.unsplit(d);
+        continue;
+      }
       for (int64_t k = 0; k < i.operand_count(); ++k) {
         const auto& map = maps[static_cast<size_t>(k)];
         if (!spmd::operand_ignores_result_dim(i, k, d) && std::find(map.begin(), map.end(), d) == map.end()) {
@@ -399,7 +425,7 @@ class Partitioner {
     for (int64_t k = 0; k < i.operand_count(); ++k) {
       const Instruction& o = *i.operand(k);
       const Tiling t = run.remap(maps[static_cast<size_t>(k)]);
-      if (!t.divides(o.shape())) return std::nullopt;
+      if (even_only && !t.divides(o.shape())) return std::nullopt;
       operands.push_back(reshard(held_.at(&o), t, o.shape()).hlo);
     }
     const Shape piece = ir::shard_shape(i.shape(), run.sharding());
@@ -419,7 +445,6 @@ class Partitioner {
   // Bytes of resharding `o` (held) to `to`.
   int64_t cost(const Instruction& o, const Tiling& to) const {
     const Tiling& from = *held_.at(&o).layout.array;
-    if (!to.divides(o.shape())) return std::numeric_limits<int64_t>::max() / 4;
     return spmd::plan_bytes(spmd::plan_reshard(from, to, o.shape()), from, o.shape());
   }
 
@@ -458,11 +483,12 @@ class Partitioner {
       for (size_t k = 0; k < self_b.size(); ++k) from[static_cast<size_t>(other_b[k])] = self_b[k];
       const Tiling o = t.remap(from);
       const Tiling result = t.remap(spmd::invert(side == 0 ? lmap : rmap, i.shape().rank()));
-      if (!result.divides(i.shape())) continue;
+      // Partial sums over padded pieces would add their padding: even splits only.
+      if (!t.divides(self.shape()) || !o.divides(other.shape()) || !result.divides(i.shape())) continue;
       // An all-reduce moves about twice its array, a reduce-scatter once.
       std::vector<std::vector<int64_t>> groups = t.groups_along(split);
       const int64_t piece = ir::shard_shape(i.shape(), result.sharding()).byte_size();
-      const bool scatter = scatter_dim(result, groups, want).has_value();
+      const bool scatter = scatter_dim(result, groups, want, i.shape()).has_value();
       const int64_t partial_bytes = scatter ? piece : 2 * piece;
       const int64_t after =
           scatter ? 0 : spmd::plan_bytes(spmd::plan_reshard(result, want, i.shape()), result, i.shape());
@@ -472,7 +498,6 @@ class Partitioner {
     }
     const Choice& best = *std::min_element(choices.begin(), choices.end(),
                                            [](const Choice& a, const Choice& b) { return a.bytes < b.bytes; });
-    if (!best.lhs.divides(lhs.shape()) || !best.rhs.divides(rhs.shape())) return std::nullopt;
     Instruction* l = reshard(held_.at(&lhs), best.lhs, lhs.shape()).hlo;
     Instruction* r = reshard(held_.at(&rhs), best.rhs, rhs.shape()).hlo;
     Instruction* dot = clone(i, ir::shard_shape(i.shape(), best.result.sharding()), {l, r});
@@ -485,7 +510,7 @@ class Partitioner {
   // group's devices, in group order (FSDP's gradients), else by an all-reduce.
   Held sum_partials(Instruction* x, const Tiling& result, const std::vector<std::vector<int64_t>>& groups,
                     ir::Computation* reducer, const Tiling& want, const Shape& whole) {
-    if (const auto c = scatter_dim(result, groups, want)) {
+    if (const auto c = scatter_dim(result, groups, want, whole)) {
       Instruction* rs = add(Opcode::kReduceScatter, ir::shard_shape(whole, want.sharding()), {x}, "reduce-scatter");
       rs->attrs().dimensions = {*c};
       rs->add_called(reducer);
@@ -498,10 +523,11 @@ class Partitioner {
   // The dimension a reduce-scatter of the partial results over `groups` would split to
   // give `want` (the one more dimension it splits, over exactly each group, in order).
   static std::optional<int64_t> scatter_dim(const Tiling& result, const std::vector<std::vector<int64_t>>& groups,
-                                            const Tiling& want) {
+                                            const Tiling& want, const Shape& whole) {
     const int64_t k = static_cast<int64_t>(groups.at(0).size());
     for (int64_t c = 0; c < result.rank(); ++c) {
-      if (result.tiles(c) != 1 || want.tiles(c) != k || !(want.unsplit(c) == result)) continue;
+      if (result.tiles(c) != 1 || want.tiles(c) != k || whole.dim(c) % k != 0 || !(want.unsplit(c) == result))
+        continue;
       bool in_order = true;
       for (const std::vector<int64_t>& g : groups)
         for (int64_t j = 0; j < k; ++j)
@@ -522,7 +548,9 @@ class Partitioner {
     std::vector<int64_t> split;
     for (int64_t d = 0; d < operand.shape().rank(); ++d)
       if (t.tiles(d) > 1 && map[static_cast<size_t>(d)] < 0) split.push_back(d);
-    if (split.empty() || !internal::is_reducer_identity(*i.operand(1), *i.called(0))) return std::nullopt;
+    // Padding of uneven pieces would join the sums: even splits only.
+    if (split.empty() || !t.divides(operand.shape()) || !internal::is_reducer_identity(*i.operand(1), *i.called(0)))
+      return std::nullopt;
     const Tiling result = t.remap(spmd::invert(map, i.shape().rank()));
     Instruction* init = replicate(*i.operand(1)).hlo;
     Instruction* r = clone(i, ir::shard_shape(i.shape(), result.sharding()), {held_.at(&operand).hlo, init});

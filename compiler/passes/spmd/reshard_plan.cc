@@ -1,6 +1,8 @@
 // Resharding plans (reshard_plan.h).
 #include "compiler/passes/spmd/reshard_plan.h"
 
+#include <algorithm>
+
 #include "compiler/ir/sharding.h"
 
 namespace podsim::passes::spmd {
@@ -23,13 +25,15 @@ std::optional<std::pair<int64_t, int64_t>> all_to_all_move(const Tiling& from, c
 }  // namespace
 
 Interval interval(const Tiling& t, int64_t device, int64_t d, int64_t size) {
-  const int64_t piece = size / t.tiles(d);
+  const int64_t piece = (size + t.tiles(d) - 1) / t.tiles(d);  // the last pieces may be padded
   const int64_t begin = t.position(device)[static_cast<size_t>(d)] * piece;
-  return {begin, begin + piece};
+  return {std::min(begin, size), std::min(begin + piece, size)};
 }
 
 ReshardPlan plan_reshard(const Tiling& from, const Tiling& to, const ir::Shape& whole) {
-  ReshardPlan plan{all_to_all_move(from, to), {}, from, false};
+  ReshardPlan plan{std::nullopt, {}, from, false};
+  // The all-to-all cuts pieces in equal blocks: splits that divide evenly only.
+  if (from.divides(whole) && to.divides(whole)) plan.all_to_all = all_to_all_move(from, to);
   if (plan.all_to_all) return plan;
   Tiling& cur = plan.before_slice;
   while (!(cur == to)) {

@@ -14,7 +14,8 @@
 
 namespace podsim::passes::spmd {
 
-// A device's interval [begin, end) along dimension d of a value of `size` elements under t.
+// A device's interval [begin, end) along dimension d of a value of `size` elements under
+// t: pieces of ceil(size / tiles) elements, the last ones cut short (or empty) at the end.
 struct Interval {
   int64_t begin, end;
 };

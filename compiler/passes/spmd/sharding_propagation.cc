@@ -6,8 +6,8 @@
 // sharding only when it cuts the value into more pieces, so the walk ends. What the user wrote never changes, and parameters without a
 // sharding stay replicated (XLA's default without allow_spmd_sharding_propagation_to_
 // parameters). The result may take any sharding (as with ..._to_output). Instructions
-// nothing reaches are replicated. Splits that do not divide a dimension evenly are not
-// proposed. Called computations are left alone: the partitioner runs them whole.
+// nothing reaches are replicated. Called computations are left alone: the partitioner
+// runs them whole.
 #include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
@@ -77,9 +77,8 @@ class ShardingPropagation final : public Pass {
     std::optional<Tiling> best = proposal;
     if (it != tilings_.end()) {
       std::optional<Tiling> merged = it->second.merge(proposal);
-      if (merged && merged->divides(instruction.shape()) && merged->pieces() > proposal.pieces()) best = merged;
+      if (merged && merged->pieces() > proposal.pieces()) best = merged;
     }
-    if (!best->divides(instruction.shape())) return false;
     if (it != tilings_.end() && it->second.pieces() >= best->pieces()) return false;
     tilings_.insert_or_assign(&instruction, *best);
     return true;

@@ -434,19 +434,45 @@ ENTRY e {
                     4);
 }
 
-TEST(SpmdPartitioner, UnevenSplitsAreAnErrorNamingTheInstruction) {
-  auto m = ir::parse_module(R"(HloModule m, num_partitions=4
-ENTRY e {
-  ROOT p = f32[6,8] parameter(0), sharding={devices=[4,1]<=[4]}
-})");
-  try {
-    spmd_partition(*m);
-    FAIL() << "partitioned an uneven split";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("p (line 3): sharding {devices=[4,1]0,1,2,3} does not split f32[6,8] evenly"),
-              std::string::npos)
-        << e.what();
-  }
+TEST(SpmdPartitioner, UnevenSplitsPadTheLastPieces) {
+  // 7 rows over 2 or 4 devices, 10 columns over 4: the last pieces are padded.
+  const std::vector<std::string> shardings = {
+      "{replicated}", "{devices=[4,1]<=[4]}", "{devices=[1,4]<=[4]}", "{devices=[2,2]<=[4]}",
+      "{devices=[2,1,2]<=[4] last_tile_dim_replicate}", "{devices=[2,2]<=[2,2]T(1,0)}"};
+  for (const std::string& from : shardings)
+    for (const std::string& to : shardings) {
+      SCOPED_TRACE(from + " -> " + to);
+      check_partitioned(fmt::format(R"(HloModule r, num_partitions=4
+ENTRY r {{
+  p = s32[7,10] parameter(0), sharding={}
+  ROOT n = s32[7,10] negate(p), sharding={}
+}})",
+                                    from, to),
+                        4);
+    }
+  // Through ops that must not see the padding (e = x + 1 is 1 there, not 0): a reduce
+  // over the split rows, a dot contracting them, a reshape.
+  auto m = check_partitioned(R"(HloModule u, num_partitions=4
+add {
+  a = s32[] parameter(0)
+  b = s32[] parameter(1)
+  ROOT s = s32[] add(a, b)
+}
+ENTRY u {
+  x = s32[7,10] parameter(0), sharding={devices=[4,1]<=[4]}
+  y = s32[7,3] parameter(1), sharding={devices=[4,1]<=[4]}
+  one = s32[] constant(1)
+  ones = s32[7,10] broadcast(one), dimensions={}
+  e = s32[7,10] add(x, ones)
+  z = s32[] constant(0)
+  r = s32[10] reduce(e, z), dimensions={0}, to_apply=add
+  d = s32[10,3] dot(e, y), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  f = s32[70] reshape(x)
+  ROOT t = (s32[10], s32[10,3], s32[70], s32[7,10]) tuple(r, d, f, e)
+})",
+                             4);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->entry()->parameter(0)->shape().to_string(false), "s32[2,10]");
 }
 
 }  // namespace
