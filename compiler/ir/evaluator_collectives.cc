@@ -79,7 +79,7 @@ Literal concatenate(const Instruction& instruction, const std::vector<const Lite
   for (int64_t i = 0; i < outer; ++i) {
     for (const Literal* part : parts) {
       auto bytes = static_cast<size_t>(part->shape().dim(dim) * inner);
-      std::memcpy(o, part->bytes().data() + static_cast<size_t>(i) * bytes, bytes);
+      if (bytes > 0) std::memcpy(o, part->bytes().data() + static_cast<size_t>(i) * bytes, bytes);  // empty: no data
       o += bytes;
     }
   }
@@ -96,7 +96,7 @@ Literal chunk(const Instruction& instruction, const Literal& value, int64_t dim,
   Literal out(shape);
   auto [outer, inner] = extents(shape, dim);
   auto bytes = static_cast<size_t>((size / count) * inner);
-  for (int64_t i = 0; i < outer; ++i)
+  for (int64_t i = 0; i < outer && bytes > 0; ++i)  // an empty chunk has no data to copy
     std::memcpy(out.bytes().data() + static_cast<size_t>(i) * bytes,
                 value.bytes().data() + static_cast<size_t>(i * count + index) * bytes, bytes);
   return out;
