@@ -47,11 +47,15 @@ using ir::Shape;
 using spmd::ReshardPlan;
 using spmd::Tiling;
 
-// How the per-device program holds a value: an array under a tiling, or a tuple.
+// How the per-device program holds a value: an array under a tiling, a tuple, or a
+// value of a manual region (per-device code the user wrote: no tiling).
 struct Layout {
   std::optional<Tiling> array;
   std::vector<Layout> elements;
+  bool manual = false;
 };
+
+bool is_manual(const std::optional<ir::Sharding>& s) { return s && s->kind == ir::Sharding::Kind::kManual; }
 
 struct Held {
   Instruction* hlo = nullptr;
@@ -60,6 +64,10 @@ struct Held {
 
 Layout layout_of(const ir::Sharding& s, const Shape& shape, int64_t devices) {
   Layout l;
+  if (s.kind == ir::Sharding::Kind::kManual) {
+    l.manual = true;
+    return l;
+  }
   if (shape.is_array()) {
     l.array = Tiling::of(s.kind == ir::Sharding::Kind::kTuple ? ir::Sharding{} : s, shape.rank(), devices);
     return l;
@@ -73,11 +81,13 @@ Layout layout_of(const ir::Sharding& s, const Shape& shape, int64_t devices) {
 Layout replicated_layout(const Shape& shape, int64_t devices) { return layout_of(ir::Sharding{}, shape, devices); }
 
 bool is_replicated(const Layout& l) {
+  if (l.manual) return false;
   if (l.array) return l.array->is_replicated();
   return std::all_of(l.elements.begin(), l.elements.end(), [](const Layout& e) { return is_replicated(e); });
 }
 
 Shape piece_shape(const Shape& whole, const Layout& l) {
+  if (l.manual) return whole;  // per-device values already
   if (l.array) return ir::shard_shape(whole, l.array->sharding());
   std::vector<Shape> elements;
   for (int64_t e = 0; e < whole.tuple_size(); ++e)
@@ -206,6 +216,9 @@ class Partitioner {
   }
 
   Held reshard(const Held& v, const Tiling& to, const Shape& whole) {
+    if (v.layout.manual)
+      fail("{} (line {}): a value of a manual region is used outside it (pass it through SPMDShardToFullShape)",
+           current_->name(), current_->pos().line);
     const Tiling& from = *v.layout.array;
     if (from == to) return v;
     const ReshardPlan plan = spmd::plan_reshard(from, to, whole);
@@ -371,6 +384,7 @@ class Partitioner {
       default:
         break;
     }
+    if (partition_manual(i)) return;
     if (i.shape().is_array()) {
       const Tiling want = target_of(i);
       if (i.opcode() == Opcode::kCustomCall && i.attrs().custom_call_target == "Sharding") {
@@ -391,6 +405,43 @@ class Partitioner {
     for (const Instruction* o : i.operands()) operands.push_back(replicate(*o).hlo);
     Held whole{clone(i, i.shape(), std::move(operands)), replicated_layout(i.shape(), devices_)};
     held_[&i] = i.shape().is_array() ? reshard(whole, target_of(i), i.shape()) : whole;
+  }
+
+  // Manual regions (JAX's shard_map): SPMDFullToShardShape hands each device its piece
+  // of its operand (split as the operand's sharding says) to per-device code, which runs
+  // as written (its collectives too); SPMDShardToFullShape takes each device's result as
+  // its piece of a value split as its own sharding says. Returns whether i was one of
+  // them.
+  bool partition_manual(const Instruction& i) {
+    const std::string& target = i.opcode() == Opcode::kCustomCall ? i.attrs().custom_call_target : std::string();
+    if (target == "SPMDFullToShardShape") {
+      const Instruction& o = *i.operand(0);
+      const Held piece = reshard(held_.at(&o), target_of(o), o.shape());
+      if (!piece.hlo->shape().compatible(i.shape()))
+        fail("{} (line {}): SPMDFullToShardShape gives {}, but the pieces of {} under {} are {}", i.name(),
+             i.pos().line, i.shape().to_string(false), o.shape().to_string(false),
+             o.sharding().value_or(ir::Sharding{}).to_string(), piece.hlo->shape().to_string(false));
+      held_[&i] = Held{piece.hlo, Layout{std::nullopt, {}, true}};
+      return true;
+    }
+    if (target == "SPMDShardToFullShape") {
+      const Held& piece = held_.at(i.operand(0));
+      const Tiling t = target_of(i);
+      if (!piece.hlo->shape().compatible(ir::shard_shape(i.shape(), t.sharding())))
+        fail("{} (line {}): SPMDShardToFullShape takes pieces {} of {} under {}, got {}", i.name(), i.pos().line,
+             ir::shard_shape(i.shape(), t.sharding()).to_string(false), i.shape().to_string(false),
+             t.sharding().to_string(), piece.hlo->shape().to_string(false));
+      held_[&i] = Held{piece.hlo, Layout{t, {}, false}};
+      return true;
+    }
+    if (!is_manual(i.sharding())) return false;
+    std::vector<Instruction*> operands;
+    for (const Instruction* o : i.operands()) {
+      const Held& h = held_.at(o);
+      operands.push_back(h.layout.manual ? h.hlo : replicate(*o).hlo);  // values from outside: whole
+    }
+    held_[&i] = Held{clone(i, i.shape(), std::move(operands)), Layout{std::nullopt, {}, true}};
+    return true;
   }
 
   // Runs i on pieces: its result tiled as `want` where every operand's dimension maps

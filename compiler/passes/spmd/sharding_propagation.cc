@@ -59,7 +59,10 @@ class ShardingPropagation final : public Pass {
   void seed(const ir::Computation& entry) {
     for (const auto& i : entry.instructions()) {
       const bool array = i->shape().is_array();
-      if (i->sharding() && array) {
+      if (i->sharding() && i->sharding()->kind == ir::Sharding::Kind::kManual) {
+        fixed_.insert(i.get());
+        manual_.insert(i.get());
+      } else if (i->sharding() && array) {
         tilings_.insert_or_assign(i.get(), Tiling::of(*i->sharding(), i->shape().rank(), devices_));
         fixed_.insert(i.get());
       } else if (i->sharding() || i->opcode() == ir::Opcode::kParameter) {
@@ -72,7 +75,7 @@ class ShardingPropagation final : public Pass {
   // Sets `instruction`'s tiling to `proposal`, or to the two merged (a batch split from
   // one operand, a column split from another), where that cuts it into more pieces.
   bool offer(const Instruction& instruction, const Tiling& proposal) {
-    if (fixed_.count(&instruction)) return false;
+    if (fixed_.count(&instruction) || manual_.count(&instruction)) return false;
     auto it = tilings_.find(&instruction);
     std::optional<Tiling> best = proposal;
     if (it != tilings_.end()) {
@@ -85,7 +88,16 @@ class ShardingPropagation final : public Pass {
   }
 
   bool forward(const Instruction& i) {
-    if (!i.shape().is_array()) return false;
+    // Inside a manual region (shard_map: between SPMDFullToShardShape and
+    // SPMDShardToFullShape) everything is per-device code: manual too.
+    if (!fixed_.count(&i) && !manual_.count(&i))
+      for (const Instruction* o : i.operands())
+        if (manual_.count(o)) {
+          manual_.insert(&i);
+          tilings_.erase(&i);
+          return true;
+        }
+    if (manual_.count(&i) || !i.shape().is_array()) return false;
     if (i.opcode() == ir::Opcode::kGetTupleElement) {
       const ir::Instruction& tuple = *i.operand(0);
       const int64_t index = i.attrs().tuple_index;
@@ -117,6 +129,7 @@ class ShardingPropagation final : public Pass {
   }
 
   bool backward(const Instruction& i) {
+    if (manual_.count(&i)) return false;
     auto it = tilings_.find(&i);
     if (it == tilings_.end()) return false;
     const Tiling result = it->second;  // offer() may rehash the map
@@ -131,6 +144,11 @@ class ShardingPropagation final : public Pass {
   }
 
   ir::Sharding sharding_of(const Instruction& i) const {
+    if (manual_.count(&i)) {
+      ir::Sharding manual;
+      manual.kind = ir::Sharding::Kind::kManual;
+      return manual;
+    }
     if (i.shape().is_tuple()) {
       ir::Sharding s;
       s.kind = ir::Sharding::Kind::kTuple;
@@ -149,6 +167,7 @@ class ShardingPropagation final : public Pass {
   bool broadcast_forward_ = true;
   std::unordered_map<const Instruction*, Tiling> tilings_;
   std::unordered_set<const Instruction*> fixed_;
+  std::unordered_set<const Instruction*> manual_;
 };
 
 }  // namespace

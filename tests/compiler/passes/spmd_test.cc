@@ -11,6 +11,7 @@ namespace {
 
 using spmd::Tiling;
 using testing::check_partitioned;
+using ir::Literal;
 using ir::Opcode;
 using testing::count;
 
@@ -432,6 +433,70 @@ ENTRY e {
   ROOT r = f32[4,8] add(s, io)
 })",
                     4);
+}
+
+TEST(SpmdPartitioner, ManualRegionsRunAsWritten) {
+  // JAX's shard_map: each device negates its rows and sums them with every other
+  // device's (an all-reduce written by hand), then the pieces make a whole again.
+  auto m = ir::parse_module(R"(HloModule manual, num_partitions=4
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY e {
+  x = f32[8,4] parameter(0), sharding={devices=[4,1]<=[4]}
+  s = f32[8,4] custom-call(x), custom_call_target="Sharding", sharding={devices=[4,1]<=[4]}
+  piece = f32[2,4] custom-call(s), custom_call_target="SPMDFullToShardShape", sharding={manual}
+  n = f32[2,4] negate(piece)
+  sum = f32[2,4] all-reduce(n), channel_id=1, replica_groups={{0,1,2,3}}, use_global_device_ids=true, to_apply=add
+  whole = f32[8,4] custom-call(sum), custom_call_target="SPMDShardToFullShape", sharding={devices=[4,1]<=[4]}
+  ROOT r = f32[8,4] add(whole, x)
+})");
+  spmd_partition(*m);
+  ir::verify_module(*m);
+  EXPECT_EQ(count(*m, Opcode::kCustomCall), 0) << ir::print_module(*m);
+  // The same computed without a manual region: the sum of every device's negated rows,
+  // repeated for each device's rows, plus x.
+  auto reference = ir::parse_module(R"(HloModule reference
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY e {
+  x = f32[8,4] parameter(0)
+  n = f32[8,4] negate(x)
+  blocks = f32[4,2,4] reshape(n)
+  z = f32[] constant(0)
+  sum = f32[2,4] reduce(blocks, z), dimensions={0}, to_apply=add
+  tiled = f32[4,2,4] broadcast(sum), dimensions={1,2}
+  whole = f32[8,4] reshape(tiled)
+  ROOT r = f32[8,4] add(whole, x)
+})");
+  std::mt19937_64 rng(5);
+  const std::vector<Literal> args = testing::tame_arguments(*reference->entry(), rng);
+  const Literal want = ir::evaluate(*reference, args);
+  std::vector<std::vector<Literal>> pieces(4);
+  for (int64_t d = 0; d < 4; ++d)
+    pieces[static_cast<size_t>(d)].push_back(ir::shard_literal(args[0], m->entry()->parameter(0)->sharding().value(), d));
+  const std::vector<Literal> results = ir::evaluate_spmd(*m, pieces, {1, 4});
+  EXPECT_EQ(testing::near(want, ir::unshard_literal(results, m->entry()->root()->sharding().value(), want.shape()), 1e-6),
+            "");
+  // A value of the region used outside it is an error naming the user.
+  auto bad = ir::parse_module(R"(HloModule bad, num_partitions=2
+ENTRY e {
+  x = f32[4] parameter(0), sharding={devices=[2]<=[2]}
+  s = f32[4] custom-call(x), custom_call_target="Sharding", sharding={devices=[2]<=[2]}
+  piece = f32[2] custom-call(s), custom_call_target="SPMDFullToShardShape", sharding={manual}
+  ROOT n = f32[2] negate(piece), sharding={replicated}
+})");
+  try {
+    spmd_partition(*bad);
+    FAIL() << "used a manual value outside its region";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("a value of a manual region is used outside it"), std::string::npos) << e.what();
+  }
 }
 
 TEST(SpmdPartitioner, UnevenSplitsPadTheLastPieces) {
