@@ -374,6 +374,29 @@ int run_executable(RunOptions options) {
   return 0;
 }
 
+// "partitioned over 4 devices: 1 all-reduce (4 KiB), 2 all-gather (96 KiB)": the
+// collectives the partitioner put in each device's program and the bytes of their results.
+std::string partition_summary(const ir::Module& module) {
+  std::map<std::string, std::pair<int64_t, int64_t>> collectives;  // count, result bytes
+  for (const auto& i : module.entry()->instructions()) {
+    if (!ir::is_collective(i->opcode())) continue;
+    int64_t bytes = i->shape().byte_size();
+    for (const ir::Shape& e : i->shape().is_tuple() ? i->shape().elements() : std::vector<ir::Shape>{})
+      bytes += e.byte_size();
+    auto& [count, total] = collectives[std::string(ir::opcode_name(i->opcode()))];
+    ++count;
+    total += bytes;
+  }
+  std::string out = fmt::format("partitioned over {} devices: ", module.num_partitions);
+  if (collectives.empty()) return out + "no collectives";
+  bool first = true;
+  for (const auto& [name, figures] : collectives) {
+    out += fmt::format("{}{} {} ({:.1f} KiB)", first ? "" : ", ", figures.first, name, figures.second / 1024.0);
+    first = false;
+  }
+  return out;
+}
+
 int run(const RunOptions& options) {
   if (options.file.ends_with(".pex") || options.file.ends_with(".s")) return run_executable(options);
   auto module = ir::parse_module_file(options.file);
@@ -402,6 +425,7 @@ int run(const RunOptions& options) {
            pod->chips());
     if (!options.timing_only) whole_args = device_arguments(*module->entry(), options, named, 0, 1);
     passes::spmd_partition(*module, spmd);
+    if (spmd > 1) fmt::print("{}\n", partition_summary(*module));
   }
 
   ir::EvalOptions eval;

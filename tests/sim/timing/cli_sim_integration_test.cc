@@ -307,6 +307,8 @@ TEST(CliSim, SpmdRunsGiveTheUnpartitionedResultOnEveryBackend) {
     Result r = podsim(run + " " + how);
     ASSERT_EQ(r.exit_code, 0) << r.output;
     EXPECT_EQ(output_lines(r.output), output_lines(whole.output)) << r.output;
+    // The 2x2 mesh MLP needs one all-reduce (the second layer's partial products).
+    EXPECT_NE(r.output.find("partitioned over 4 devices: 1 all-reduce ("), std::string::npos) << r.output;
   }
   Result too_many = podsim(run + " --backend sim --topology tiny:2x2 --partitions 8");
   EXPECT_NE(too_many.exit_code, 0);
