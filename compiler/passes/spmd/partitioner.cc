@@ -394,6 +394,7 @@ class Partitioner {
       std::optional<Held> h;
       if (i.opcode() == Opcode::kDot) h = partition_dot(i, want);
       if (!h && i.opcode() == Opcode::kReduce) h = partition_reduce(i, want);
+      if (!h && i.opcode() == Opcode::kGather) h = partition_row_gather(i);
       if (!h) h = partition_on_pieces(i, want);
       if (h) {
         held_[&i] = reshard(*h, want, i.shape());
@@ -586,6 +587,69 @@ class Partitioner {
       if (in_order) return c;
     }
     return std::nullopt;
+  }
+
+  // An embedding lookup in a table split by rows (Megatron's vocabulary-parallel
+  // embedding): each device looks up the indices that fall in its rows, zeros the
+  // others, and an all-reduce sums the devices' results (where that moves fewer bytes
+  // than gathering the table). The simple form only: rows
+  // gathered whole from a table whose first dimension alone is split, evenly; indices
+  // clamped to the table first, as gather clamps them.
+  std::optional<Held> partition_row_gather(const Instruction& i) {
+    const Instruction& table = *i.operand(0);
+    const Instruction& indices = *i.operand(1);
+    const ir::GatherDimNumbers& g = i.attrs().gather_dims;
+    const Tiling& t = *held_.at(&table).layout.array;
+    const Shape& ts = table.shape();
+    const Shape& is = indices.shape();
+    if (t.tiles(0) == 1 || t.pieces() != t.tiles(0) || ts.dim(0) % t.tiles(0) != 0) return std::nullopt;
+    if (g.collapsed_slice_dims != std::vector<int64_t>{0} || g.start_index_map != std::vector<int64_t>{0} ||
+        !g.operand_batching_dims.empty() || g.index_vector_dim != is.rank() || !ir::is_integral(is.type()))
+      return std::nullopt;
+    for (int64_t d = 1; d < ts.rank(); ++d)
+      if (i.attrs().gather_slice_sizes[static_cast<size_t>(d)] != ts.dim(d)) return std::nullopt;
+    // Worth it when the all-reduce of the result moves less than gathering the table.
+    const int64_t k = t.tiles(0);
+    if (2 * i.shape().byte_size() >= ts.byte_size() / k * (k - 1)) return std::nullopt;
+    const int64_t rows = ts.dim(0) / k;
+    Instruction* piece = held_.at(&table).hlo;
+    Instruction* idx = replicate(indices).hlo;
+    const Shape ishape(is.type(), is.dims());
+    auto scalar = [&](int64_t v) { return constant(ir::Literal::scalar(is.type(), v), "bound"); };
+    auto splat = [&](Instruction* x) {
+      Instruction* b = add(Opcode::kBroadcast, ishape, {x}, x->name());
+      b->attrs().dimensions = {};
+      return b;
+    };
+    // Global indices clamped into the table, then made local to this device's rows.
+    Instruction* low = splat(scalar(0));
+    Instruction* clamped = add(Opcode::kClamp, ishape, {low, idx, splat(scalar(ts.dim(0) - 1))}, "index");
+    std::vector<int64_t> first_rows;
+    for (int64_t p = 0; p < devices_; ++p) first_rows.push_back(t.position(p)[0] * rows);
+    Instruction* first = per_partition(first_rows);
+    if (is.type() != ir::PrimitiveType::kS32) first = add(Opcode::kConvert, Shape::scalar(is.type()), {first}, "first");
+    Instruction* local = add(Opcode::kSubtract, ishape, {clamped, splat(first)}, "local");
+    const Shape pred(ir::PrimitiveType::kPred, is.dims());
+    Instruction* above = add(Opcode::kCompare, pred, {local, low}, "mine");
+    above->attrs().direction = ir::ComparisonDirection::kGe;
+    Instruction* below = add(Opcode::kCompare, pred, {local, splat(scalar(rows))}, "mine");
+    below->attrs().direction = ir::ComparisonDirection::kLt;
+    Instruction* mine = add(Opcode::kAnd, pred, {above, below}, "mine");
+    Instruction* safe = add(Opcode::kClamp, ishape, {low, local, splat(scalar(rows - 1))}, "local");
+    Instruction* rows_found = clone(i, i.shape(), {piece, safe});
+    // Zero where the row is another device's.
+    Shape result(i.shape().type(), i.shape().dims());
+    std::vector<int64_t> batch;  // the result's dimensions that are the indices'
+    for (int64_t d = 0; d < result.rank(); ++d)
+      if (std::find(g.offset_dims.begin(), g.offset_dims.end(), d) == g.offset_dims.end()) batch.push_back(d);
+    Instruction* keep = add(Opcode::kBroadcast, Shape(ir::PrimitiveType::kPred, result.dims()), {mine}, "mine");
+    keep->attrs().dimensions = batch;
+    Instruction* zero = add(Opcode::kBroadcast, result, {constant(ir::Literal(Shape::scalar(result.type())), "zero")},
+                            "zero");
+    zero->attrs().dimensions = {};
+    Instruction* masked = add(Opcode::kSelect, result, {keep, rows_found, zero}, i.name());
+    return Held{all_reduce(masked, t.groups_along({0}), adder(result.type())),
+                Layout{Tiling::replicated(result.rank(), devices_), {}}};
   }
 
   // A reduce over split dimensions: each device reduces its piece, an all-reduce with

@@ -435,6 +435,24 @@ ENTRY e {
                     4);
 }
 
+TEST(SpmdPartitioner, LookupsInATableSplitByRowsSumTheDevicesRows) {
+  // A vocabulary-parallel embedding: 64 rows over 4 devices, 6 lookups (indices out of
+  // the table too: gather clamps them).
+  auto m = check_partitioned(R"(HloModule embed, num_partitions=4
+ENTRY e {
+  table = f32[64,8] parameter(0), sharding={devices=[4,1]<=[4]}
+  raw = s32[6] parameter(1)
+  scale = s32[] constant(11)
+  scales = s32[6] broadcast(scale), dimensions={}
+  ids = s32[6] multiply(raw, scales)
+  ROOT rows = f32[6,8] gather(table, ids), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1,8}
+})",
+                             4, 3, 1e-6, testing::tame_arguments);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(count(*m, Opcode::kAllGather), 0) << ir::print_module(*m);
+  EXPECT_EQ(count(*m, Opcode::kAllReduce), 1);
+}
+
 TEST(SpmdPartitioner, ManualRegionsRunAsWritten) {
   // JAX's shard_map: each device negates its rows and sums them with every other
   // device's (an all-reduce written by hand), then the pieces make a whole again.
