@@ -45,6 +45,13 @@ Tiling::Tiling(std::vector<int64_t> dims, std::vector<int64_t> devices)
   for (size_t at = 0; at < devices_.size(); at += static_cast<size_t>(r))
     std::sort(devices_.begin() + static_cast<std::ptrdiff_t>(at),
               devices_.begin() + static_cast<std::ptrdiff_t>(at) + r);
+  where_.assign(devices_.size(), -1);
+  for (size_t at = 0; at < devices_.size(); ++at) {
+    const int64_t device = devices_[at];
+    if (device < 0 || device >= static_cast<int64_t>(devices_.size()) || where_[static_cast<size_t>(device)] >= 0)
+      fail("internal: a tiling of {} devices names device {} (twice, or out of range)", devices_.size(), device);
+    where_[static_cast<size_t>(device)] = static_cast<int64_t>(at);
+  }
 }
 
 Tiling Tiling::replicated(int64_t rank, int64_t devices) {
@@ -125,24 +132,9 @@ std::optional<Tiling> Tiling::merge(const Tiling& other) const {
   }
   const int64_t pieces = product(dims);
   if (devices() % pieces != 0) return std::nullopt;
-  // Each device's position under both, from the device arrays.
-  auto positions = [&](const Tiling& t) {
-    std::vector<std::vector<int64_t>> at(devices_.size());
-    std::vector<int64_t> index(t.dims_.size(), 0);
-    for (int64_t device : t.devices_) {
-      at.at(static_cast<size_t>(device)) = index;
-      for (size_t k = index.size(); k-- > 0;) {
-        if (++index[k] < t.dims_[k]) break;
-        index[k] = 0;
-      }
-    }
-    return at;
-  };
-  const auto mine = positions(*this), theirs = positions(other);
   std::vector<std::vector<int64_t>> buckets(static_cast<size_t>(pieces));
   for (int64_t device = 0; device < devices(); ++device) {
-    const auto& a = mine[static_cast<size_t>(device)];
-    const auto& b = theirs[static_cast<size_t>(device)];
+    const std::vector<int64_t> a = position(device), b = other.position(device);
     int64_t linear = 0;
     for (int64_t d = 0; d < rank(); ++d) {
       const size_t k = static_cast<size_t>(d);
@@ -161,9 +153,8 @@ std::optional<Tiling> Tiling::merge(const Tiling& other) const {
 }
 
 std::vector<int64_t> Tiling::position(int64_t device) const {
-  auto it = std::find(devices_.begin(), devices_.end(), device);
-  if (it == devices_.end()) fail("internal: device {} is not in the tiling", device);
-  int64_t linear = it - devices_.begin();
+  if (device < 0 || device >= devices()) fail("internal: device {} is not in the tiling", device);
+  int64_t linear = where_[static_cast<size_t>(device)];
   std::vector<int64_t> index(dims_.size());
   for (size_t d = dims_.size(); d-- > 0;) {
     index[d] = linear % dims_[d];

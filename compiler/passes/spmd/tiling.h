@@ -57,6 +57,7 @@ class Tiling {
   Tiling(std::vector<int64_t> dims, std::vector<int64_t> devices);
   std::vector<int64_t> dims_;     // rank + 1
   std::vector<int64_t> devices_;  // row-major over dims_
+  std::vector<int64_t> where_;    // device id -> its index in devices_ (derived)
 };
 
 }  // namespace podsim::passes::spmd
