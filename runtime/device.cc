@@ -9,6 +9,7 @@
 
 #include "common/error.h"
 #include "runtime/backends/cpu/cpu_backend.h"
+#include "runtime/backends/opencl/opencl_backend.h"
 #include "runtime/backends/sim/sim_backend.h"
 #include "runtime/backends/spmd/spmd_backend.h"
 #include "runtime/collectives.h"
@@ -42,6 +43,7 @@ using BackendMap = std::map<std::string, Backend, std::less<>>;
 void add_builtin_backends(BackendMap& backends) {
   backends.emplace("CPU", Backend{[] { return make_cpu_client(); }, nullptr});
   backends.emplace("SIM", Backend{[] { return make_sim_client(); }, nullptr});
+  backends.emplace("OPENCL", Backend{[] { return make_opencl_client(); }, nullptr});
 }
 
 struct Registry {

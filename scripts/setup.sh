@@ -27,6 +27,9 @@ packages=(
   libgtest-dev libgmock-dev                 # tests (GoogleTest, GoogleMock matchers)
   libbenchmark-dev                          # benchmarks
   libsystemc-dev                            # the cycle-approximate timing model (SystemC 2.3)
+  ocl-icd-opencl-dev opencl-c-headers       # the OpenCL backend: ICD loader and headers
+  pocl-opencl-icd                           # OpenCL on the CPU, where there is no GPU (tests, CI)
+  libclblast-dev                            # the OpenCL backend: CLBlast's tuned GEMMs
   zlib1g-dev                                # reading gzip-compressed datasets
   python3-sklearn                           # the handwritten-digits dataset of `podsim train mlp`
   python3-numpy                             # test oracle (/usr/bin/python3)

@@ -1,0 +1,666 @@
+#include "compiler/opencl/kernel_source.h"
+
+#include <fmt/format.h>
+
+#include <bit>
+#include <map>
+#include <utility>
+
+#include "compiler/ir/module.h"
+
+namespace podsim::opencl {
+namespace {
+
+using ir::Instruction;
+using ir::Opcode;
+using ir::PrimitiveType;
+using ir::Shape;
+
+constexpr int64_t kWorkGroup = 256;
+// A reduce whose reduced extent is at least this takes a work-group per result element.
+constexpr int64_t kTreeReduceMin = kWorkGroup;
+
+bool is_16bit_float(PrimitiveType t) { return t == PrimitiveType::kF16 || t == PrimitiveType::kBF16; }
+
+// The value of a float of compute type rounded to t's precision.
+std::string rounded(PrimitiveType t, const std::string& expr) {
+  if (t == PrimitiveType::kBF16) return "podsim_round_bf16(" + expr + ")";
+  if (t == PrimitiveType::kF16) return "podsim_round_f16(" + expr + ")";
+  return expr;
+}
+
+std::string unsigned_of(PrimitiveType t) {
+  switch (t) {
+    case PrimitiveType::kS8: case PrimitiveType::kU8: return "uchar";
+    case PrimitiveType::kS16: case PrimitiveType::kU16: return "ushort";
+    case PrimitiveType::kS32: case PrimitiveType::kU32: return "uint";
+    default: return "ulong";
+  }
+}
+
+std::string scalar_literal(const ir::Literal& literal) {
+  const PrimitiveType t = literal.type();
+  if (t == PrimitiveType::kF64)
+    return fmt::format("as_double(0x{:x}ul)", std::bit_cast<uint64_t>(literal.get_as_double(0)));
+  if (ir::is_float(t))
+    return fmt::format("as_float(0x{:x}u)",
+                       std::bit_cast<uint32_t>(static_cast<float>(literal.get_as_double(0))));
+  if (t == PrimitiveType::kPred) return literal.get_as_int64(0) != 0 ? "(uchar)1" : "(uchar)0";
+  return fmt::format("(({})0x{:x}ul)", *compute_type(t), literal.get_as_uint64(0));
+}
+
+// Row-major strides of dims.
+std::vector<int64_t> strides_of(const std::vector<int64_t>& dims) {
+  std::vector<int64_t> s(dims.size(), 1);
+  for (size_t d = dims.size(); d-- > 1;) s[d - 1] = s[d] * dims[d];
+  return s;
+}
+
+std::string join(const std::vector<std::string>& v) {
+  std::string out;
+  for (const std::string& s : v) out += s + ",";
+  return out;
+}
+
+// Emits the statements computing instruction values at symbolic indices. Every value and
+// every composite index gets a const temporary, so expressions never grow.
+class Emitter {
+ public:
+  Emitter(std::map<const Instruction*, int> inputs, std::string& body, int& counter)
+      : inputs_(std::move(inputs)), body_(body), counter_(counter) {}
+
+  bool ok() const { return ok_; }
+
+  // The linear index of idx in a row-major array of dims, as an index temporary.
+  std::string linear(const std::vector<int64_t>& dims, const std::vector<std::string>& idx) {
+    if (dims.empty()) return "0";
+    std::string expr = idx[0];
+    for (size_t d = 1; d < dims.size(); ++d) expr = fmt::format("({})*{} + {}", expr, dims[d], idx[d]);
+    return dims.size() == 1 ? expr : temp("I", expr);
+  }
+
+  // The multi-index of linear index `lin` in a row-major array of dims.
+  std::vector<std::string> delinearize(const std::vector<int64_t>& dims, const std::string& lin) {
+    std::vector<std::string> idx(dims.size());
+    const std::vector<int64_t> s = strides_of(dims);
+    for (size_t d = 0; d < dims.size(); ++d) {
+      if (dims[d] == 1) {
+        idx[d] = std::string(1, '0');
+        continue;
+      }
+      std::string e = s[d] == 1 ? lin : fmt::format("({}) / {}", lin, s[d]);
+      if (d > 0) e = fmt::format("({}) % {}", e, dims[d]);
+      idx[d] = d == 0 && s[d] == 1 ? lin : temp("I", e);
+    }
+    return idx;
+  }
+
+  std::string temp(const std::string& type, const std::string& expr) {
+    std::string name = fmt::format("t{}", counter_++);
+    body_ += fmt::format("  const {} {} = {};\n", type, name, expr);
+    return name;
+  }
+
+  // The value of i (of compute type) at multi-index idx of i's shape.
+  std::string value(const Instruction* i, const std::vector<std::string>& idx) {
+    if (!ok_) return "0";
+    const std::string key = fmt::format("{}|{}", static_cast<const void*>(i), join(idx));
+    if (auto it = memo_.find(key); it != memo_.end()) return it->second;
+    std::string v = compute(i, idx);
+    if (!ok_) return "0";
+    memo_.emplace(key, v);
+    return v;
+  }
+
+  // The combination of two values of type t by a reducer's op; nullopt if unsupported.
+  std::optional<std::string> binary(Opcode op, PrimitiveType t, const std::string& x,
+                                    const std::string& y) {
+    const std::string c = *compute_type(t);
+    if (ir::is_float(t)) {
+      std::string e;
+      switch (op) {
+        case Opcode::kAdd: e = fmt::format("{} + {}", x, y); break;
+        case Opcode::kSubtract: e = fmt::format("{} - {}", x, y); break;
+        case Opcode::kMultiply: e = fmt::format("{} * {}", x, y); break;
+        case Opcode::kDivide: e = fmt::format("{} / {}", x, y); break;
+        case Opcode::kRemainder: e = fmt::format("fmod({}, {})", x, y); break;
+        case Opcode::kPower: e = fmt::format("pow({}, {})", x, y); break;
+        case Opcode::kAtan2: e = fmt::format("atan2({}, {})", x, y); break;
+        case Opcode::kMaximum: e = fmt::format("({0} >= {1} || isnan({0})) ? {0} : {1}", x, y); break;
+        case Opcode::kMinimum: e = fmt::format("({0} <= {1} || isnan({0})) ? {0} : {1}", x, y); break;
+        default: return std::nullopt;
+      }
+      return rounded(t, "(" + e + ")");
+    }
+    const std::string u = unsigned_of(t);
+    switch (op) {
+      case Opcode::kAdd:
+        return t == PrimitiveType::kPred ? std::nullopt
+                                          : std::optional(fmt::format("({})(({}){} + ({}){})", c, u, x, u, y));
+      case Opcode::kSubtract:
+        return t == PrimitiveType::kPred ? std::nullopt
+                                          : std::optional(fmt::format("({})(({}){} - ({}){})", c, u, x, u, y));
+      case Opcode::kMultiply:
+        return t == PrimitiveType::kPred ? std::nullopt
+                                          : std::optional(fmt::format("({})(({}){} * ({}){})", c, u, x, u, y));
+      case Opcode::kMaximum: return fmt::format("({0} > {1} ? {0} : {1})", x, y);
+      case Opcode::kMinimum: return fmt::format("({0} < {1} ? {0} : {1})", x, y);
+      case Opcode::kAnd: return fmt::format("({})({} & {})", c, x, y);
+      case Opcode::kOr: return fmt::format("({})({} | {})", c, x, y);
+      case Opcode::kXor: return fmt::format("({})({} ^ {})", c, x, y);
+      default: return std::nullopt;
+    }
+  }
+
+ private:
+  std::string fail_unsupported() {
+    ok_ = false;
+    return "0";
+  }
+
+  std::string compute(const Instruction* i, const std::vector<std::string>& idx) {
+    const Shape& shape = i->shape();
+    if (!shape.is_array() || (shape.has_layout() && !row_major(shape))) return fail_unsupported();
+    const PrimitiveType t = shape.type();
+    if (!compute_type(t)) return fail_unsupported();
+    const std::string c = *compute_type(t);
+    if (auto it = inputs_.find(i); it != inputs_.end())
+      return temp(c, load_expr(t, fmt::format("in{}", it->second), linear(shape.dims(), idx)));
+
+    // An operand's value at the same index (or at no index: a scalar operand of a
+    // select or clamp).
+    auto operand = [&](int64_t k) {
+      const Instruction* o = i->operand(k);
+      return o->shape().is_scalar() && !shape.is_scalar() ? value(o, {}) : value(o, idx);
+    };
+    const Opcode op = i->opcode();
+    switch (op) {
+      case Opcode::kConstant:
+        if (!shape.is_scalar()) return fail_unsupported();
+        return temp(c, scalar_literal(*i->attrs().literal));
+      case Opcode::kIota:
+        return temp(c, rounded(t, fmt::format("({})({})", c, idx[static_cast<size_t>(i->attrs().iota_dimension)])));
+      case Opcode::kBroadcast: {
+        std::vector<std::string> from;
+        for (int64_t d : i->attrs().dimensions) from.push_back(idx[static_cast<size_t>(d)]);
+        return value(i->operand(0), from);
+      }
+      case Opcode::kTranspose: {
+        std::vector<std::string> from(idx.size());
+        const auto& perm = i->attrs().dimensions;
+        for (size_t d = 0; d < perm.size(); ++d) from[static_cast<size_t>(perm[d])] = idx[d];
+        return value(i->operand(0), from);
+      }
+      case Opcode::kReshape:
+      case Opcode::kCopy:
+      case Opcode::kBitcast: {
+        const Shape& from_shape = i->operand(0)->shape();
+        if (from_shape.has_layout() && !row_major(from_shape)) return fail_unsupported();
+        if (op == Opcode::kBitcast && from_shape.type() != t) return fail_unsupported();
+        return value(i->operand(0), reshape_index(shape.dims(), from_shape.dims(), idx));
+      }
+      case Opcode::kSlice: {
+        std::vector<std::string> from(idx.size());
+        for (size_t d = 0; d < idx.size(); ++d) {
+          const ir::SliceDim& s = i->attrs().slice[d];
+          from[d] = s.start == 0 && s.stride == 1 ? idx[d]
+                                                  : temp("I", fmt::format("{} + ({})*{}", s.start, idx[d], s.stride));
+        }
+        return value(i->operand(0), from);
+      }
+      case Opcode::kReverse: {
+        std::vector<std::string> from = idx;
+        for (int64_t d : i->attrs().dimensions)
+          from[static_cast<size_t>(d)] = temp("I", fmt::format("{} - ({})", shape.dim(d) - 1, idx[static_cast<size_t>(d)]));
+        return value(i->operand(0), from);
+      }
+      case Opcode::kPad: return pad(i, idx);
+      case Opcode::kConcatenate: return concatenate(i, idx);
+      case Opcode::kConvert: return convert(i, value(i->operand(0), idx));
+      case Opcode::kBitcastConvert: return bitcast_convert(i, value(i->operand(0), idx));
+      case Opcode::kCompare: return compare(i, operand(0), operand(1));
+      case Opcode::kSelect: {
+        std::string p = operand(0), a = operand(1), b = operand(2);
+        return temp(c, fmt::format("{} ? {} : {}", p, a, b));
+      }
+      case Opcode::kClamp: {
+        std::string lo = operand(0), x = operand(1), hi = operand(2);
+        if (ir::is_float(t)) {
+          std::string m = temp(c, fmt::format("({0} >= {1} || isnan({0})) ? {0} : {1}", x, lo));
+          return temp(c, fmt::format("({0} <= {1} || isnan({0})) ? {0} : {1}", m, hi));
+        }
+        std::string r = temp(c, fmt::format("{0} < {1} ? {1} : {0}", x, lo));
+        return temp(c, fmt::format("{1} < {0} ? {1} : {0}", r, hi));
+      }
+      default: break;
+    }
+    if (!ir::is_elementwise(op)) return fail_unsupported();
+    if (i->operand_count() == 2) {
+      const std::string x = operand(0), y = operand(1);
+      std::optional<std::string> e = binary(op, t, x, y);
+      return e ? temp(c, *e) : fail_unsupported();
+    }
+    if (i->operand_count() != 1) return fail_unsupported();
+    std::optional<std::string> e = unary(op, t, operand(0));
+    return e ? temp(c, *e) : fail_unsupported();
+  }
+
+  static bool row_major(const Shape& s) {
+    const auto& m = s.layout().minor_to_major;
+    for (size_t k = 0; k < m.size(); ++k)
+      if (m[k] != static_cast<int64_t>(m.size() - 1 - k)) return false;
+    return true;
+  }
+
+  std::vector<std::string> reshape_index(const std::vector<int64_t>& to, const std::vector<int64_t>& from,
+                                         const std::vector<std::string>& idx) {
+    std::vector<int64_t> to_big, from_big;
+    std::vector<std::string> big_idx;
+    for (size_t d = 0; d < to.size(); ++d)
+      if (to[d] != 1) {
+        to_big.push_back(to[d]);
+        big_idx.push_back(idx[d]);
+      }
+    for (int64_t d : from)
+      if (d != 1) from_big.push_back(d);
+    if (to_big == from_big) {  // only unit dimensions come or go
+      std::vector<std::string> out;
+      size_t k = 0;
+      for (int64_t d : from) out.push_back(d == 1 ? "0" : big_idx[k++]);
+      return out;
+    }
+    return delinearize(from, linear(to, idx));
+  }
+
+  std::string pad(const Instruction* i, const std::vector<std::string>& idx) {
+    const std::vector<int64_t>& in_dims = i->operand(0)->shape().dims();
+    std::vector<std::string> from(idx.size());
+    std::string inside = "1";
+    for (size_t d = 0; d < idx.size(); ++d) {
+      const ir::PadDim& p = i->attrs().padding[d];
+      const int64_t step = p.interior + 1;
+      std::string shifted = temp("I", fmt::format("({}) - ({})", idx[d], p.low));
+      std::string cond = fmt::format("{0} >= 0 && {0} < {1}", shifted, (in_dims[d] - 1) * step + 1);
+      if (step > 1) cond += fmt::format(" && {} % {} == 0", shifted, step);
+      std::string ok = temp("int", cond);
+      inside += " && " + ok;
+      from[d] = temp("I", step > 1 ? fmt::format("{} ? {} / {} : 0", ok, shifted, step)
+                                   : fmt::format("{} ? {} : 0", ok, shifted));
+    }
+    const std::string c = *compute_type(i->shape().type());
+    std::string x = value(i->operand(0), from);
+    std::string fill = value(i->operand(1), {});
+    return temp(c, fmt::format("({}) ? {} : {}", inside, x, fill));
+  }
+
+  std::string concatenate(const Instruction* i, const std::vector<std::string>& idx) {
+    const size_t dim = static_cast<size_t>(i->attrs().dimensions.at(0));
+    const std::string c = *compute_type(i->shape().type());
+    std::string result;
+    int64_t offset = 0;
+    for (int64_t k = 0; k < i->operand_count(); ++k) {
+      const int64_t size = i->operand(k)->shape().dim(static_cast<int64_t>(dim));
+      std::vector<std::string> from = idx;
+      from[dim] = temp("I", fmt::format("clamp(({}) - {}, ({})0, ({}){})", idx[dim], offset, "I", "I",
+                                        std::max<int64_t>(size - 1, 0)));
+      std::string v = value(i->operand(k), from);
+      result = k == 0 ? v : temp(c, fmt::format("({}) < {} ? {} : {}", idx[dim], offset, result, v));
+      offset += size;
+    }
+    return result;
+  }
+
+  std::string convert(const Instruction* i, const std::string& x) {
+    const PrimitiveType from = i->operand(0)->shape().type(), to = i->shape().type();
+    const std::string c = *compute_type(to);
+    if (from == to) return x;
+    if (to == PrimitiveType::kPred) return temp(c, fmt::format("(uchar)({} != 0)", x));
+    if (is_16bit_float(to)) {
+      if (from == PrimitiveType::kF64 || ir::is_integral(from)) return fail_unsupported();
+      return temp(c, rounded(to, fmt::format("(float){}", x)));
+    }
+    if (to == PrimitiveType::kF32) return temp(c, fmt::format("convert_float({})", x));
+    if (to == PrimitiveType::kF64) return temp(c, fmt::format("convert_double({})", x));
+    if (ir::is_float(from)) return temp(c, fmt::format("convert_{}_sat_rtz({})", c, x));
+    return temp(c, fmt::format("({}){}", c, x));
+  }
+
+  std::string bitcast_convert(const Instruction* i, const std::string& x) {
+    const PrimitiveType from = i->operand(0)->shape().type(), to = i->shape().type();
+    if (ir::type_byte_size(from) != ir::type_byte_size(to) || is_16bit_float(from) || is_16bit_float(to) ||
+        from == PrimitiveType::kPred || to == PrimitiveType::kPred)
+      return fail_unsupported();
+    const std::string c = *compute_type(to);
+    if (ir::is_float(from) || ir::is_float(to)) return temp(c, fmt::format("as_{}({})", c, x));
+    return temp(c, fmt::format("({}){}", c, x));
+  }
+
+  std::string compare(const Instruction* i, const std::string& x, const std::string& y) {
+    if (i->attrs().comparison_type == ir::ComparisonType::kTotalOrder) return fail_unsupported();
+    const char* op = "==";
+    switch (i->attrs().direction) {
+      case ir::ComparisonDirection::kEq: op = "=="; break;
+      case ir::ComparisonDirection::kNe: op = "!="; break;
+      case ir::ComparisonDirection::kLt: op = "<"; break;
+      case ir::ComparisonDirection::kLe: op = "<="; break;
+      case ir::ComparisonDirection::kGt: op = ">"; break;
+      case ir::ComparisonDirection::kGe: op = ">="; break;
+    }
+    return temp("uchar", fmt::format("(uchar)({} {} {})", x, op, y));
+  }
+
+  std::optional<std::string> unary(Opcode op, PrimitiveType t, const std::string& x) {
+    const std::string c = *compute_type(t);
+    if (ir::is_float(t)) {
+      std::string e;
+      switch (op) {
+        case Opcode::kNegate: e = "-" + x; break;
+        case Opcode::kAbs: e = fmt::format("fabs({})", x); break;
+        case Opcode::kSign: e = fmt::format("(isnan({0}) || {0} == 0) ? {0} : copysign(({1})1, {0})", x, c); break;
+        case Opcode::kExp: e = fmt::format("exp({})", x); break;
+        case Opcode::kExpm1: e = fmt::format("expm1({})", x); break;
+        case Opcode::kLog: e = fmt::format("log({})", x); break;
+        case Opcode::kLog1p:
+          // Below the threshold log1p(x) rounds to x; some libraries flush subnormal x to 0.
+          e = fmt::format("fabs({0}) < ({1}){2} ? {0} : log1p({0})", x, c, c == "double" ? "1e-17" : "1e-8f");
+          break;
+        case Opcode::kSqrt: e = fmt::format("sqrt({})", x); break;
+        case Opcode::kRsqrt: e = fmt::format("({})1 / sqrt({})", c, x); break;
+        case Opcode::kCbrt: e = fmt::format("cbrt({})", x); break;
+        case Opcode::kTanh: e = (c == "double" ? "tanh(" : "podsim_tanh(") + x + ")"; break;
+        case Opcode::kLogistic: e = fmt::format("({0})1 / (({0})1 + exp(-{1}))", c, x); break;
+        case Opcode::kSin: e = fmt::format("sin({})", x); break;
+        case Opcode::kCos: e = fmt::format("cos({})", x); break;
+        case Opcode::kFloor: e = fmt::format("floor({})", x); break;
+        case Opcode::kCeil: e = fmt::format("ceil({})", x); break;
+        case Opcode::kRoundNearestAfz: e = fmt::format("round({})", x); break;
+        case Opcode::kRoundNearestEven: e = fmt::format("rint({})", x); break;
+        default: return std::nullopt;
+      }
+      return rounded(t, "(" + e + ")");
+    }
+    const std::string u = unsigned_of(t);
+    switch (op) {
+      case Opcode::kNot:
+        return t == PrimitiveType::kPred ? fmt::format("(uchar)({} ^ 1)", x) : fmt::format("({})~{}", c, x);
+      case Opcode::kNegate:
+        if (t == PrimitiveType::kPred) return std::nullopt;
+        return fmt::format("({})(-({}){})", c, u, x);
+      case Opcode::kAbs:
+        if (t == PrimitiveType::kPred) return std::nullopt;
+        if (ir::is_unsigned_int(t)) return x;
+        return fmt::format("{0} < 0 ? ({1})(-({2}){0}) : {0}", x, c, u);
+      case Opcode::kSign:
+        if (t == PrimitiveType::kPred) return std::nullopt;
+        if (ir::is_unsigned_int(t)) return fmt::format("({})({} != 0)", c, x);
+        return fmt::format("({0})(({1} > 0) - ({1} < 0))", c, x);
+      default: return std::nullopt;
+    }
+  }
+
+  std::map<const Instruction*, int> inputs_;
+  std::string& body_;
+  int& counter_;
+  std::map<std::string, std::string> memo_;
+  bool ok_ = true;
+};
+
+// Map from each distinct source instruction to its buffer argument number, in first-use
+// order: the fused computation's parameters (by number), or a stand-alone
+// instruction's operands.
+std::map<const Instruction*, int> bind_inputs(const Instruction& instruction,
+                                              std::vector<const Instruction*>& inputs) {
+  std::map<const Instruction*, int> map;
+  if (instruction.opcode() == Opcode::kFusion) {
+    const ir::Computation& fused = *instruction.called(0);
+    for (int64_t k = 0; k < instruction.operand_count(); ++k) {
+      map.emplace(fused.parameter(k), static_cast<int>(k));
+      inputs.push_back(instruction.operand(k));
+    }
+    return map;
+  }
+  for (const Instruction* o : instruction.operands())
+    if (map.emplace(o, static_cast<int>(inputs.size())).second) inputs.push_back(o);
+  return map;
+}
+
+std::string signature(const std::string& name, const std::vector<const Instruction*>& inputs,
+                      const Shape& out, const std::string& attributes = "") {
+  std::string args;
+  for (size_t k = 0; k < inputs.size(); ++k)
+    args += fmt::format("__global const {}* restrict in{}, ", *storage_type(inputs[k]->shape().type()), k);
+  return fmt::format("__kernel {}void {}({}__global {}* restrict out)", attributes, name, args,
+                     *storage_type(out.type()));
+}
+
+bool needs_fp64(const Instruction& instruction) {
+  auto f64 = [](const Shape& s) { return s.is_array() && s.type() == PrimitiveType::kF64; };
+  if (f64(instruction.shape())) return true;
+  for (const Instruction* o : instruction.operands())
+    if (f64(o->shape())) return true;
+  if (instruction.opcode() == Opcode::kFusion)
+    for (const auto& i : instruction.called(0)->instructions())
+      if (f64(i->shape())) return true;
+  return false;
+}
+
+std::optional<KernelSource> elementwise_kernel(const Instruction& instruction, const Instruction& root,
+                                               std::map<const Instruction*, int> inputs, KernelSource k) {
+  const Shape& out = instruction.shape();
+  const int64_t n = out.num_elements();
+  std::string body;
+  int counter = 0;
+  Emitter e(std::move(inputs), body, counter);
+  const std::vector<std::string> idx = e.delinearize(out.dims(), "i");
+  const std::string v = e.value(&root, idx);
+  if (!e.ok()) return std::nullopt;
+  const std::string index_type = n > INT32_MAX ? "long" : "int";
+  k.source = fmt::format(
+      "{} {{\n  typedef {} I;\n  const I i = (I)get_global_id(0);\n  if (i >= {}) return;\n{}  {}\n}}\n",
+      signature(k.name, k.inputs, out), index_type, n, body, store_stmt(out.type(), "out", "i", v));
+  k.local_size = kWorkGroup;
+  k.global_size = (n + kWorkGroup - 1) / kWorkGroup * kWorkGroup;
+  return k;
+}
+
+std::optional<KernelSource> reduce_kernel(const Instruction& instruction, const Instruction& reduce,
+                                          std::map<const Instruction*, int> inputs, KernelSource k) {
+  if (reduce.operand_count() != 2 || !reduce.shape().is_array()) return std::nullopt;
+  const ir::Computation& reducer = *reduce.called(0);
+  const Instruction* op = reducer.root();
+  if (reducer.parameter_count() != 2 || op->operand_count() != 2 ||
+      op->operand(0) != reducer.parameter(0) || op->operand(1) != reducer.parameter(1))
+    return std::nullopt;
+  const Instruction* input = reduce.operand(0);
+  const Shape& in_shape = input->shape();
+  const Shape& out = instruction.shape();
+  const PrimitiveType t = out.type();
+  if (!compute_type(t) || in_shape.type() != t) return std::nullopt;
+  const std::string c = *compute_type(t);
+  std::vector<bool> reduced(static_cast<size_t>(in_shape.rank()), false);
+  std::vector<int64_t> reduced_dims;
+  for (int64_t d : reduce.attrs().dimensions) reduced[static_cast<size_t>(d)] = true;
+  for (int64_t d = 0; d < in_shape.rank(); ++d)
+    if (reduced[static_cast<size_t>(d)]) reduced_dims.push_back(in_shape.dim(d));
+  int64_t rn = 1;
+  for (int64_t d : reduced_dims) rn *= d;
+  const int64_t n = out.num_elements();
+  const bool tree = rn >= kTreeReduceMin;
+  const std::string index_type = std::max(n, in_shape.num_elements()) > INT32_MAX ? "long" : "int";
+
+  int counter = 0;
+  std::string head, loop, tail;
+  Emitter outer(inputs, head, counter);
+  const std::vector<std::string> out_idx = outer.delinearize(out.dims(), "o");
+  // The input's value at reduced index r (emitted once per loop body: fresh memo).
+  Emitter inner(inputs, loop, counter);
+  std::vector<std::string> r_idx = inner.delinearize(reduced_dims, "r");
+  std::vector<std::string> in_idx;
+  for (size_t d = 0, ko = 0, kr = 0; d < reduced.size(); ++d) in_idx.push_back(reduced[d] ? r_idx[kr++] : out_idx[ko++]);
+  const std::string x = inner.value(input, in_idx);
+  Emitter last(inputs, tail, counter);
+  const std::string init = last.value(reduce.operand(1), {});
+  std::optional<std::string> fold = outer.binary(op->opcode(), t, "acc", x);
+  std::optional<std::string> final_fold = outer.binary(op->opcode(), t, init, tree ? "part[0]" : "acc");
+  std::optional<std::string> pair = outer.binary(op->opcode(), t, "part[l]", "part[l + s]");
+  if (!outer.ok() || !inner.ok() || !last.ok() || !fold || !final_fold || !pair) return std::nullopt;
+
+  if (tree) {
+    k.source = fmt::format(
+        "{sig} {{\n  typedef {I} I;\n  const I o = (I)get_group_id(0);\n  const int l = get_local_id(0);\n"
+        "  __local {c} part[{wg}];\n{head}"
+        "  {c} acc;\n  {{\n    const I r = l;\n{loop}    acc = {x};\n  }}\n"
+        "  for (I r = l + {wg}; r < {rn}; r += {wg}) {{\n{loop}    acc = {fold};\n  }}\n"
+        "  part[l] = acc;\n  barrier(CLK_LOCAL_MEM_FENCE);\n"
+        "  for (int s = {half}; s > 0; s >>= 1) {{\n    if (l < s) part[l] = {pair};\n"
+        "    barrier(CLK_LOCAL_MEM_FENCE);\n  }}\n"
+        "  if (l == 0) {{\n{tail}    {store}\n  }}\n}}\n",
+        fmt::arg("sig", signature(k.name, k.inputs, out,
+                                  fmt::format("__attribute__((reqd_work_group_size({}, 1, 1))) ", kWorkGroup))),
+        fmt::arg("I", index_type), fmt::arg("c", c), fmt::arg("wg", kWorkGroup), fmt::arg("head", head),
+        fmt::arg("loop", loop), fmt::arg("x", x), fmt::arg("fold", *fold), fmt::arg("rn", rn),
+        fmt::arg("half", kWorkGroup / 2), fmt::arg("pair", *pair), fmt::arg("tail", tail),
+        fmt::arg("store", store_stmt(t, "out", "o", *final_fold)));
+    k.local_size = kWorkGroup;
+    k.global_size = n * kWorkGroup;
+    return k;
+  }
+  // Sequential in index order from the init value, as the evaluator folds.
+  k.source = fmt::format(
+      "{sig} {{\n  typedef {I} I;\n  const I o = (I)get_global_id(0);\n  if (o >= {n}) return;\n{head}{tail}"
+      "  {c} acc = {init};\n  for (I r = 0; r < {rn}; ++r) {{\n{loop}    acc = {fold};\n  }}\n  {store}\n}}\n",
+      fmt::arg("sig", signature(k.name, k.inputs, out)), fmt::arg("I", index_type), fmt::arg("n", n),
+      fmt::arg("head", head), fmt::arg("tail", tail), fmt::arg("c", c), fmt::arg("init", init),
+      fmt::arg("rn", rn), fmt::arg("loop", loop), fmt::arg("fold", *fold),
+      fmt::arg("store", store_stmt(t, "out", "o", "acc")));
+  k.local_size = kWorkGroup;
+  k.global_size = (n + kWorkGroup - 1) / kWorkGroup * kWorkGroup;
+  return k;
+}
+
+}  // namespace
+
+std::optional<std::string> storage_type(PrimitiveType type) {
+  switch (type) {
+    case PrimitiveType::kPred: return "uchar";
+    case PrimitiveType::kS8: return "char";
+    case PrimitiveType::kS16: return "short";
+    case PrimitiveType::kS32: return "int";
+    case PrimitiveType::kS64: return "long";
+    case PrimitiveType::kU8: return "uchar";
+    case PrimitiveType::kU16: return "ushort";
+    case PrimitiveType::kU32: return "uint";
+    case PrimitiveType::kU64: return "ulong";
+    case PrimitiveType::kF16: return "half";
+    case PrimitiveType::kBF16: return "ushort";
+    case PrimitiveType::kF32: return "float";
+    case PrimitiveType::kF64: return "double";
+    default: return std::nullopt;
+  }
+}
+
+std::optional<std::string> compute_type(PrimitiveType type) {
+  if (is_16bit_float(type)) return "float";
+  return storage_type(type);
+}
+
+std::string load_expr(PrimitiveType type, const std::string& buffer, const std::string& index) {
+  if (type == PrimitiveType::kBF16) return fmt::format("as_float((uint){}[{}] << 16)", buffer, index);
+  if (type == PrimitiveType::kF16) return fmt::format("vload_half({}, {})", index, buffer);
+  return fmt::format("{}[{}]", buffer, index);
+}
+
+std::string store_stmt(PrimitiveType type, const std::string& buffer, const std::string& index,
+                       const std::string& value) {
+  if (type == PrimitiveType::kBF16) return fmt::format("{}[{}] = podsim_to_bf16({});", buffer, index, value);
+  if (type == PrimitiveType::kF16) return fmt::format("vstore_half_rte({}, {}, {});", value, index, buffer);
+  return fmt::format("{}[{}] = {};", buffer, index, value);
+}
+
+std::string prelude_source(bool fp64) {
+  std::string s = fp64 ? "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" : "";
+  s += R"(#pragma OPENCL FP_CONTRACT OFF
+ushort podsim_to_bf16(float f) {
+  uint u = as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)((u >> 16) | 0x40u);
+  return (ushort)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+float podsim_round_bf16(float f) { return as_float((uint)podsim_to_bf16(f) << 16); }
+float podsim_round_f16(float f) {
+  ushort h;
+  vstore_half_rte(f, 0, (__private half*)&h);
+  return vload_half(0, (__private const half*)&h);
+}
+float podsim_tanh(float x) {
+  const float c = fmin(fmax(x, -7.90531110763549805f), 7.90531110763549805f);
+  const float c2 = c * c;
+  float p = -2.76076847742355e-16f;
+  p = fma(p, c2, 2.00018790482477e-13f);
+  p = fma(p, c2, -8.60467152213735e-11f);
+  p = fma(p, c2, 5.12229709037114e-08f);
+  p = fma(p, c2, 1.48572235717979e-05f);
+  p = fma(p, c2, 6.37261928875436e-04f);
+  p = fma(p, c2, 4.89352455891786e-03f);
+  float q = 1.19825839466702e-06f;
+  q = fma(q, c2, 1.18534705686654e-04f);
+  q = fma(q, c2, 2.26843463243900e-03f);
+  q = fma(q, c2, 4.89352518554385e-03f);
+  const float r = (c * p) / q;
+  const float a = fabs(x);
+  return isnan(x) ? x : a < 0.0004f ? x : a >= 9.1f ? copysign(1.0f, x) : r;
+}
+)";
+  return s;
+}
+
+std::optional<KernelSource> make_kernel_source(const Instruction& instruction, const std::string& name) {
+  if (!instruction.shape().is_array() || !storage_type(instruction.shape().type())) return std::nullopt;
+  for (const Instruction* o : instruction.operands())
+    if (!o->shape().is_array() || !storage_type(o->shape().type())) return std::nullopt;
+  const Opcode op = instruction.opcode();
+  const Instruction* root = &instruction;
+  if (op == Opcode::kFusion) {
+    root = instruction.called(0)->root();
+  } else if (!ir::is_elementwise(op) && op != Opcode::kReduce && op != Opcode::kBroadcast &&
+             op != Opcode::kTranspose && op != Opcode::kReshape && op != Opcode::kSlice &&
+             op != Opcode::kPad && op != Opcode::kConcatenate && op != Opcode::kReverse &&
+             op != Opcode::kIota && op != Opcode::kCopy) {
+    return std::nullopt;
+  }
+  if (instruction.shape().num_elements() == 0) return std::nullopt;  // nothing to launch
+  KernelSource k;
+  k.name = name;
+  k.uses_fp64 = needs_fp64(instruction);
+  std::map<const Instruction*, int> inputs = bind_inputs(instruction, k.inputs);
+  if (root->opcode() == Opcode::kReduce) return reduce_kernel(instruction, *root, std::move(inputs), std::move(k));
+  return elementwise_kernel(instruction, *root, std::move(inputs), std::move(k));
+}
+
+KernelSource make_transpose_source(const Shape& from, const std::vector<int64_t>& permutation,
+                                   const std::string& name) {
+  std::vector<int64_t> to_dims;
+  for (int64_t d : permutation) to_dims.push_back(from.dim(d));
+  const Shape to(from.type(), to_dims);
+  const int64_t n = to.num_elements();
+  std::string body;
+  int counter = 0;
+  Emitter e({}, body, counter);
+  const std::vector<std::string> idx = e.delinearize(to_dims, "i");
+  std::vector<std::string> src(idx.size());
+  for (size_t d = 0; d < permutation.size(); ++d) src[static_cast<size_t>(permutation[d])] = idx[d];
+  const std::string lin = e.linear(from.dims(), src);
+  // Moves bits: an unsigned type of the element's width (no 16-bit float arithmetic).
+  const int width = ir::type_byte_size(from.type());
+  const std::string storage = width == 1 ? "uchar" : width == 2 ? "ushort" : width == 4 ? "uint" : "ulong";
+  KernelSource k;
+  k.name = name;
+  k.source = fmt::format(
+      "__kernel void {}(__global const {}* restrict in0, __global {}* restrict out) {{\n  typedef {} I;\n"
+      "  const I i = (I)get_global_id(0);\n  if (i >= {}) return;\n{}  out[i] = in0[{}];\n}}\n",
+      name, storage, storage, n > INT32_MAX ? "long" : "int", n, body, lin);
+  k.local_size = kWorkGroup;
+  k.global_size = (n + kWorkGroup - 1) / kWorkGroup * kWorkGroup;
+  return k;
+}
+
+}  // namespace podsim::opencl

@@ -1,0 +1,284 @@
+// The OpenCL target's driver: optimizes a copy of the module and turns its entry
+// computation into steps (see opencl_compiler.h).
+#include "compiler/opencl/opencl_compiler.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <numeric>
+#include <unordered_map>
+
+#include "common/error.h"
+#include "compiler/cpu/kernel.h"
+#include "compiler/ir/parser.h"
+#include "compiler/ir/printer.h"
+#include "compiler/ir/verifier.h"
+#include "compiler/opencl/kernel_source.h"
+#include "compiler/passes/pass.h"
+
+namespace podsim::opencl {
+namespace {
+
+using ir::Instruction;
+using ir::Opcode;
+using ir::PrimitiveType;
+
+bool gemm_type(PrimitiveType t) {
+  return t == PrimitiveType::kF32 || t == PrimitiveType::kF64 || t == PrimitiveType::kBF16 ||
+         t == PrimitiveType::kF16;
+}
+
+std::vector<int64_t> concat(std::vector<int64_t> a, const std::vector<int64_t>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+// The dimensions of a dot operand that are neither batch nor contracting, ascending.
+std::vector<int64_t> free_dims(int64_t rank, const std::vector<int64_t>& batch,
+                               const std::vector<int64_t>& contracting) {
+  std::vector<int64_t> out;
+  for (int64_t d = 0; d < rank; ++d)
+    if (std::find(batch.begin(), batch.end(), d) == batch.end() &&
+        std::find(contracting.begin(), contracting.end(), d) == contracting.end())
+      out.push_back(d);
+  return out;
+}
+
+int64_t product(const ir::Shape& shape, const std::vector<int64_t>& dims) {
+  int64_t p = 1;
+  for (int64_t d : dims) p *= shape.dim(d);
+  return p;
+}
+
+bool identity(const std::vector<int64_t>& order) {
+  for (size_t i = 0; i < order.size(); ++i)
+    if (order[i] != static_cast<int64_t>(i)) return false;
+  return true;
+}
+
+class Builder {
+ public:
+  Builder(std::vector<Step>& steps, std::vector<ir::Shape>& temps, std::string& source, bool& fp64,
+          ProgramStats& stats)
+      : steps_(steps), temps_(temps), source_(source), fp64_(fp64), stats_(stats) {}
+
+  BufferRef new_temp(const ir::Shape& shape) {
+    temps_.push_back(shape);
+    return {BufferRef::Kind::kTemp, static_cast<int32_t>(temps_.size() - 1)};
+  }
+
+  std::string kernel_name(const Instruction& i) {
+    std::string clean;
+    for (char ch : i.name()) clean += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+    return fmt::format("k{}_{}", kernels_++, clean.substr(0, 40));
+  }
+
+  void add_kernel(const KernelSource& k, const Instruction& i, std::vector<BufferRef> inputs,
+                  std::vector<BufferRef> outputs) {
+    source_ += k.source;
+    fp64_ = fp64_ || k.uses_fp64;
+    Step s;
+    s.kind = Step::Kind::kKernel;
+    s.instruction = &i;
+    s.launch.name = k.name;
+    s.launch.global = {k.global_size, 1, 1};
+    s.launch.local = {k.local_size, 1, 1};
+    s.inputs = std::move(inputs);
+    s.outputs = std::move(outputs);
+    steps_.push_back(std::move(s));
+    ++stats_.kernels;
+  }
+
+  // A dot as a GEMM step (after transposes of its operands where needed); false when
+  // the types or dimension numbers do not fit.
+  bool add_gemm(const Instruction& dot, BufferRef lhs, BufferRef rhs, BufferRef out) {
+    const ir::Shape& ls = dot.operand(0)->shape();
+    const ir::Shape& rs = dot.operand(1)->shape();
+    const ir::DotDimNumbers& dn = dot.attrs().dot_dims;
+    if (!gemm_type(ls.type()) || !gemm_type(rs.type()) || !gemm_type(dot.shape().type())) return false;
+    if (dn.lhs_batch.size() != dn.rhs_batch.size() || dn.lhs_contracting.size() != dn.rhs_contracting.size())
+      return false;
+    const std::vector<int64_t> lf = free_dims(ls.rank(), dn.lhs_batch, dn.lhs_contracting);
+    const std::vector<int64_t> rf = free_dims(rs.rank(), dn.rhs_batch, dn.rhs_contracting);
+    GemmShape g;
+    g.batch = product(ls, dn.lhs_batch);
+    g.m = product(ls, lf);
+    g.n = product(rs, rf);
+    g.k = product(ls, dn.lhs_contracting);
+    g.a_type = ls.type();
+    g.b_type = rs.type();
+    g.c_type = dot.shape().type();
+    if (g.k == 0) return false;
+    lhs = oriented(dot, lhs, ls, concat(concat(dn.lhs_batch, lf), dn.lhs_contracting),
+                   concat(concat(dn.lhs_batch, dn.lhs_contracting), lf), g.trans_a);
+    rhs = oriented(dot, rhs, rs, concat(concat(dn.rhs_batch, dn.rhs_contracting), rf),
+                   concat(concat(dn.rhs_batch, rf), dn.rhs_contracting), g.trans_b);
+    Step s;
+    s.kind = Step::Kind::kGemm;
+    s.instruction = &dot;
+    s.gemm = g;
+    for (size_t t = 0; t < kGemmTilings.size(); ++t) {
+      s.gemm_kernels.push_back(fmt::format("g{}_{}", kernels_++, t));
+      source_ += gemm_source(g, kGemmTilings[t], s.gemm_kernels.back());
+    }
+    fp64_ = fp64_ || ls.type() == PrimitiveType::kF64 || rs.type() == PrimitiveType::kF64 ||
+            dot.shape().type() == PrimitiveType::kF64;
+    s.inputs = {lhs, rhs};
+    s.outputs = {out};
+    steps_.push_back(std::move(s));
+    ++stats_.gemms;
+    return true;
+  }
+
+ private:
+  // operand in the `plain` dimension order (not transposed) or the `transposed` one;
+  // anything else is transposed into the plain order by a kernel first.
+  BufferRef oriented(const Instruction& dot, BufferRef operand, const ir::Shape& shape,
+                     const std::vector<int64_t>& plain, const std::vector<int64_t>& transposed,
+                     bool& trans) {
+    trans = false;
+    if (identity(plain)) return operand;
+    if (identity(transposed)) {
+      trans = true;
+      return operand;
+    }
+    KernelSource k = make_transpose_source(shape, plain, kernel_name(dot) + "_t");
+    std::vector<int64_t> dims;
+    for (int64_t d : plain) dims.push_back(shape.dim(d));
+    BufferRef out = new_temp(ir::Shape(shape.type(), dims));
+    add_kernel(k, dot, {operand}, {out});
+    return out;
+  }
+
+  std::vector<Step>& steps_;
+  std::vector<ir::Shape>& temps_;
+  std::string& source_;
+  bool& fp64_;
+  ProgramStats& stats_;
+  int kernels_ = 0;
+};
+
+bool empty_arrays(const ir::Shape& shape) {
+  for (const ir::Shape& leaf : cpu::leaf_shapes(shape))
+    if (leaf.num_elements() != 0) return false;
+  return true;
+}
+
+}  // namespace
+
+Program::Program(std::unique_ptr<ir::Module> module) : module_(std::move(module)) {
+  const ir::Computation* entry = module_->entry();
+  if (entry == nullptr) fail("module {} has no entry computation", module_->name());
+  std::unordered_map<const Instruction*, std::vector<BufferRef>> values;
+  for (const Instruction* p : entry->parameters()) {
+    std::vector<BufferRef>& leaves = values[p];
+    for (size_t k = 0; k < cpu::leaf_shapes(p->shape()).size(); ++k)
+      leaves.push_back({BufferRef::Kind::kArgument, static_cast<int32_t>(argument_leaves_++)});
+  }
+  std::string kernels;
+  Builder b(steps_, temps_, kernels, uses_fp64_, stats_);
+  auto leaves_of = [&](const Instruction* i) -> const std::vector<BufferRef>& {
+    auto it = values.find(i);
+    if (it == values.end()) fail("computation {}: {} is used before it is defined", entry->name(), i->name());
+    return it->second;
+  };
+  for (const auto& owned : entry->instructions()) {
+    const Instruction& i = *owned;
+    std::vector<BufferRef> out;
+    switch (i.opcode()) {
+      case Opcode::kParameter: continue;
+      case Opcode::kConstant:
+        if (!i.shape().is_array()) break;  // a tuple constant: evaluated on the host below
+        constants_.push_back(&*i.attrs().literal);
+        values[&i] = {{BufferRef::Kind::kConstant, static_cast<int32_t>(constants_.size() - 1)}};
+        continue;
+      case Opcode::kTuple:
+        for (const Instruction* o : i.operands())
+          for (const BufferRef& r : leaves_of(o)) out.push_back(r);
+        values[&i] = std::move(out);
+        continue;
+      case Opcode::kGetTupleElement: {
+        const ir::Shape& tuple = i.operand(0)->shape();
+        size_t first = 0;
+        for (int64_t e = 0; e < i.attrs().tuple_index; ++e) first += cpu::leaf_shapes(tuple.element(e)).size();
+        const std::vector<BufferRef>& all = leaves_of(i.operand(0));
+        const size_t n = cpu::leaf_shapes(i.shape()).size();
+        values[&i] = std::vector<BufferRef>(all.begin() + static_cast<std::ptrdiff_t>(first),
+                                            all.begin() + static_cast<std::ptrdiff_t>(first + n));
+        continue;
+      }
+      default:
+        if (cpu::is_byte_alias(i)) {
+          values[&i] = leaves_of(i.operand(0));
+          continue;
+        }
+        break;
+    }
+    std::vector<BufferRef> inputs;
+    for (const Instruction* o : i.operands())
+      for (const BufferRef& r : leaves_of(o)) inputs.push_back(r);
+    for (const ir::Shape& leaf : cpu::leaf_shapes(i.shape())) out.push_back(b.new_temp(leaf));
+    values[&i] = out;
+    if (empty_arrays(i.shape())) continue;  // nothing to compute
+    if (i.opcode() == Opcode::kDot && b.add_gemm(i, inputs[0], inputs[1], out[0])) continue;
+    if (i.opcode() != Opcode::kConstant && i.opcode() != Opcode::kDot) {
+      if (std::optional<KernelSource> k = make_kernel_source(i, b.kernel_name(i))) {
+        std::vector<BufferRef> args;
+        for (const Instruction* o : k->inputs) args.push_back(leaves_of(o).at(0));
+        b.add_kernel(*k, i, std::move(args), std::move(out));
+        continue;
+      }
+    }
+    Step s;
+    s.kind = Step::Kind::kHost;
+    s.instruction = &i;
+    s.host = i.opcode() == Opcode::kConstant ? cpu::make_evaluator_kernel(i) : cpu::make_kernel(i);
+    s.inputs = std::move(inputs);
+    s.outputs = std::move(out);
+    steps_.push_back(std::move(s));
+    ++stats_.host_steps;
+  }
+  const Instruction* root = entry->root();
+  if (root == nullptr) fail("computation {} has no root instruction", entry->name());
+  results_ = leaves_of(root);
+  if (root->shape().is_tuple()) {
+    for (const ir::Shape& e : root->shape().elements()) {
+      if (e.is_tuple()) fail("{}: the OpenCL target returns no nested tuples", module_->name());
+      result_shapes_.push_back(e);
+    }
+  } else {
+    result_shapes_.push_back(root->shape());
+  }
+  source_ = prelude_source(uses_fp64_) + kernels;
+}
+
+Program::~Program() = default;
+
+void run_host_step(const Step& step, std::span<const std::byte* const> inputs,
+                   std::span<std::byte* const> outputs) {
+  if (step.kind != Step::Kind::kHost || !step.host) fail("internal: run_host_step on a device step");
+  step.host->run(inputs, outputs);
+}
+
+std::string Program::serialize() const { return ir::print_module(*module_); }
+
+std::unique_ptr<Program> compile(const ir::Module& module, CompileOptions options) {
+  ir::verify_module(module);
+  std::unique_ptr<ir::Module> copy =
+      ir::parse_module(ir::print_module(module), "<opencl compile: " + module.name() + ">");
+  passes::make_async_collectives_to_sync()->run(*copy);
+  if (options.run_passes) {
+    passes::default_pipeline().run(*copy);
+    ir::verify_module(*copy, "<opencl compile: after the default pipeline>");
+  }
+  return std::make_unique<Program>(std::move(copy));
+}
+
+std::unique_ptr<Program> compile_serialized(std::string_view serialized) {
+  std::unique_ptr<ir::Module> module = ir::parse_module(serialized, "<serialized opencl executable>");
+  ir::verify_module(*module, "<serialized opencl executable>");
+  return std::make_unique<Program>(std::move(module));
+}
+
+}  // namespace podsim::opencl

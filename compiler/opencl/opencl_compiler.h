@@ -1,0 +1,122 @@
+// The OpenCL target: compiles an IR module into a Program - OpenCL C source for every
+// kernel plus the ordered steps that launch them - which runtime/backends/opencl runs on
+// an OpenCL device. The compiler itself calls no OpenCL API: a Program is plain data, so
+// it is built, tested and cached without a device.
+//
+// The module goes through the shared pass pipeline (simplification, fusion); then each
+// instruction of the entry computation becomes one step:
+//   * a fusion, or an unfused elementwise / index-remapping op or reduce: one generated
+//     kernel (kernel_source.h);
+//   * a dot on floating-point operands: a GEMM step (row-major [batch, M, K] x [batch,
+//     K, N], operands transposed in place where the dimension order allows, else by a
+//     transpose kernel first); the runtime runs it with the target's own kernel
+//     (gemm_source.h) or CLBlast, whichever it measured faster for that shape;
+//   * parameters, constants, tuples, get-tuple-element and byte-for-byte aliases
+//     (reshape, row-major copy and bitcast): no step, their buffers are reused;
+//   * everything else (gather, scatter, sort, windows, convolution, control flow,
+//     collectives, custom calls, ops without an OpenCL lowering yet): a host step, run
+//     by the CPU target's kernel for that instruction on data copied to and from the
+//     device.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "compiler/ir/literal.h"
+#include "compiler/ir/module.h"
+#include "compiler/opencl/gemm_source.h"
+
+namespace podsim::cpu {
+class Kernel;
+}
+
+namespace podsim::opencl {
+
+// Bumped whenever generated programs could change: part of every compile-cache key.
+inline constexpr std::string_view kCompilerVersion = "podsim-opencl-1";
+
+// One array buffer a step reads or writes.
+struct BufferRef {
+  enum class Kind : uint8_t { kArgument, kConstant, kTemp };
+  Kind kind = Kind::kTemp;
+  int32_t index = 0;  // argument leaf (every parameter's leaves in order), constant, or temp
+  bool operator==(const BufferRef&) const = default;
+};
+
+struct KernelLaunch {
+  std::string name;
+  std::array<int64_t, 3> global{1, 1, 1};
+  std::array<int64_t, 3> local{1, 1, 1};
+};
+
+struct Step {
+  enum class Kind : uint8_t { kKernel, kGemm, kHost };
+  Kind kind = Kind::kKernel;
+  const ir::Instruction* instruction = nullptr;  // what the step computes (or prepares)
+  KernelLaunch launch;                           // kKernel
+  GemmShape gemm;                                // kGemm: inputs {A, B}, outputs {C}
+  std::vector<std::string> gemm_kernels;         // kGemm: the own kernel per kGemmTilings entry
+  std::shared_ptr<const cpu::Kernel> host;       // kHost
+  std::vector<BufferRef> inputs;                 // kernel arguments, then outputs
+  std::vector<BufferRef> outputs;
+};
+
+struct CompileOptions {
+  bool run_passes = true;  // the default pipeline of compiler/passes
+};
+
+struct ProgramStats {
+  int64_t kernels = 0;
+  int64_t gemms = 0;
+  int64_t host_steps = 0;
+};
+
+class Program {
+ public:
+  explicit Program(std::unique_ptr<ir::Module> module);
+  ~Program();
+
+  const ir::Module& module() const { return *module_; }
+  // Every kernel's source, after the prelude; built with build_options().
+  const std::string& source() const { return source_; }
+  static std::string_view build_options() { return "-cl-fp32-correctly-rounded-divide-sqrt"; }
+  bool uses_fp64() const { return uses_fp64_; }
+  const std::vector<Step>& steps() const { return steps_; }
+  const std::vector<ir::Shape>& temps() const { return temps_; }
+  const std::vector<const ir::Literal*>& constants() const { return constants_; }
+  // The result leaves, and their shapes (a tuple root's elements; nested tuples are
+  // not supported as results).
+  const std::vector<BufferRef>& results() const { return results_; }
+  const std::vector<ir::Shape>& result_shapes() const { return result_shapes_; }
+  size_t argument_leaves() const { return argument_leaves_; }
+  const ProgramStats& stats() const { return stats_; }
+  // The optimized module's HLO text: compile_serialized() rebuilds the program from it.
+  std::string serialize() const;
+
+ private:
+  std::unique_ptr<ir::Module> module_;
+  std::string source_;
+  bool uses_fp64_ = false;
+  std::vector<Step> steps_;
+  std::vector<ir::Shape> temps_;
+  std::vector<const ir::Literal*> constants_;
+  std::vector<BufferRef> results_;
+  std::vector<ir::Shape> result_shapes_;
+  size_t argument_leaves_ = 0;
+  ProgramStats stats_;
+};
+
+// Runs a kHost step on host copies of its buffers: inputs[k] / outputs[k] hold step.inputs[k]
+// / step.outputs[k] (row-major, of the shapes the instruction declares).
+void run_host_step(const Step& step, std::span<const std::byte* const> inputs,
+                   std::span<std::byte* const> outputs);
+
+std::unique_ptr<Program> compile(const ir::Module& module, CompileOptions options = {});
+std::unique_ptr<Program> compile_serialized(std::string_view serialized);
+
+}  // namespace podsim::opencl

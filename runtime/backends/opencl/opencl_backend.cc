@@ -1,0 +1,495 @@
+#include "runtime/backends/opencl/opencl_backend.h"
+
+#include <clblast_c.h>
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <optional>
+
+#include "common/error.h"
+#include "compiler/opencl/opencl_compiler.h"
+#include "runtime/backends/opencl/opencl_device.h"
+#include "runtime/metrics.h"
+
+namespace podsim::runtime {
+namespace {
+
+using namespace opencl_backend;
+using podsim::opencl::BufferRef;
+using podsim::opencl::GemmShape;
+using podsim::opencl::Program;
+using podsim::opencl::Step;
+
+// GEMMs below this many flops take the default tiling of the own kernel, untimed.
+constexpr double kTimedGemmFlops = double(1 << 26);
+
+class OpenClBuffer final : public Buffer {
+ public:
+  OpenClBuffer(ir::Shape shape, OpenClDevice& device, std::shared_ptr<DeviceMemory> memory,
+               std::shared_ptr<Event> event)
+      : shape_(std::move(shape)), device_(device), memory_(std::move(memory)), event_(std::move(event)) {}
+
+  const ir::Shape& shape() const override { return shape_; }
+  Device& device() const override { return device_; }
+  const std::shared_ptr<Event>& ready_event() const override { return event_; }
+  const std::shared_ptr<DeviceMemory>& memory() const { return memory_; }
+
+  ir::Literal to_literal() const override {
+    event_->wait();
+    ScopedTimer timer("TransferFromDeviceTime");
+    ir::Literal out(shape_);
+    const size_t bytes = out.bytes().size();
+    metric_record("OutboundData", static_cast<double>(bytes), MetricUnit::kBytes);
+    if (bytes > 0)
+      check(clEnqueueReadBuffer(device_.queue(), memory_->mem(), CL_TRUE, 0, bytes, out.bytes().data(), 0, nullptr,
+                                nullptr),
+            fmt::format("reading {} bytes from {}", bytes, device_.describe()));
+    return out;
+  }
+
+ private:
+  ir::Shape shape_;
+  OpenClDevice& device_;
+  std::shared_ptr<DeviceMemory> memory_;
+  std::shared_ptr<Event> event_;
+};
+
+enum class GemmMode { kAuto, kOwn, kClBlast };
+
+GemmMode gemm_mode() {
+  const char* v = std::getenv("PODSIM_OPENCL_GEMM");
+  if (v == nullptr || *v == '\0' || std::string_view(v) == "auto") return GemmMode::kAuto;
+  if (std::string_view(v) == "own") return GemmMode::kOwn;
+  if (std::string_view(v) == "clblast") return GemmMode::kClBlast;
+  fail("PODSIM_OPENCL_GEMM={}: expected auto, own or clblast", v);
+}
+
+bool clblast_fits(const GemmShape& g) {
+  using ir::PrimitiveType;
+  return g.a_type == g.b_type && g.b_type == g.c_type &&
+         (g.a_type == PrimitiveType::kF32 || g.a_type == PrimitiveType::kF64);
+}
+
+// What a program needs on one device: the built program, its kernels and constants.
+struct DeviceProgram {
+  cl_program program = nullptr;
+  std::map<std::string, cl_kernel, std::less<>> kernels;
+  std::vector<std::shared_ptr<DeviceMemory>> constants;
+  ~DeviceProgram() {
+    for (auto& [name, k] : kernels) clReleaseKernel(k);
+    if (program != nullptr) clReleaseProgram(program);
+  }
+  cl_kernel kernel(const std::string& name) {
+    if (auto it = kernels.find(name); it != kernels.end()) return it->second;
+    cl_int err = CL_SUCCESS;
+    cl_kernel k = clCreateKernel(program, name.c_str(), &err);
+    check(err, "creating kernel " + name);
+    kernels.emplace(name, k);
+    return k;
+  }
+};
+
+class OpenClClient;
+
+class OpenClExecutable final : public Executable, public std::enable_shared_from_this<OpenClExecutable> {
+ public:
+  OpenClExecutable(std::unique_ptr<Program> program, OpenClClient& client);
+
+  const ir::Module& module() const override { return program_->module(); }
+  const ExecutableInfo& info() const override { return info_; }
+  std::string serialize() const override { return program_->serialize(); }
+  std::vector<std::shared_ptr<Buffer>> execute(std::span<const std::shared_ptr<Buffer>> arguments,
+                                               Device& device) override;
+
+ private:
+  // On the device's worker thread.
+  void run(OpenClDevice& device, const std::vector<std::shared_ptr<DeviceMemory>>& args,
+           const std::vector<std::shared_ptr<DeviceMemory>>& temps,
+           const std::vector<std::pair<BufferRef, std::shared_ptr<DeviceMemory>>>& copies);
+  DeviceProgram& device_program(OpenClDevice& device);
+  void run_gemm(OpenClDevice& device, DeviceProgram& dp, const Step& step, cl_mem a, cl_mem b, cl_mem c);
+  void launch_gemm(OpenClDevice& device, DeviceProgram& dp, const Step& step, int candidate, cl_mem a, cl_mem b,
+                   cl_mem c);
+  void run_host(OpenClDevice& device, const Step& step, const std::vector<cl_mem>& in,
+                const std::vector<cl_mem>& out);
+  size_t ref_bytes(const BufferRef& r) const;
+
+  std::unique_ptr<Program> program_;
+  OpenClClient& client_;
+  ExecutableInfo info_;
+  std::vector<ir::Shape> parameter_shapes_;
+  std::mutex mutex_;
+  std::map<int, std::unique_ptr<DeviceProgram>> per_device_;  // by device ordinal
+};
+
+class OpenClClient final : public Client {
+ public:
+  explicit OpenClClient(std::vector<DeviceInfo> infos) {
+    for (size_t i = 0; i < infos.size(); ++i) {
+      owned_.push_back(std::make_unique<OpenClDevice>(*this, static_cast<int>(i), std::move(infos[i])));
+      devices_.push_back(owned_.back().get());
+    }
+  }
+  DeviceKind kind() const override { return DeviceKind::kOpenCl; }
+  std::span<Device* const> devices() const override { return devices_; }
+  std::string target() const override { return fmt::format("opencl/{}", podsim::opencl::kCompilerVersion); }
+
+  std::shared_ptr<Executable> compile(const ir::Module& module) override {
+    ScopedTimer timer("CompileTime");
+    return std::make_shared<OpenClExecutable>(podsim::opencl::compile(module), *this);
+  }
+  std::shared_ptr<Executable> deserialize(std::string_view serialized) override {
+    return std::make_shared<OpenClExecutable>(podsim::opencl::compile_serialized(serialized), *this);
+  }
+
+  std::shared_ptr<Buffer> transfer_to_device(ir::Literal literal, Device& device) override {
+    OpenClDevice& d = as_opencl(device, "transfer_to_device");
+    if (!literal.shape().is_array())
+      fail("transfer_to_device: {} holds arrays only, got a {}", d.describe(), literal.shape().to_string(false));
+    auto memory = d.allocate(literal.bytes().size());
+    auto buffer = std::make_shared<OpenClBuffer>(literal.shape(), d, memory, Event::make());
+    auto host = std::make_shared<ir::Literal>(std::move(literal));
+    d.worker().enqueue([&d, buffer, host]() noexcept {
+      try {
+        ScopedTimer timer("TransferToDeviceTime");
+        const size_t bytes = host->bytes().size();
+        metric_record("InboundData", static_cast<double>(bytes), MetricUnit::kBytes);
+        if (bytes > 0)
+          check(clEnqueueWriteBuffer(d.queue(), buffer->memory()->mem(), CL_TRUE, 0, bytes, host->bytes().data(), 0,
+                                     nullptr, nullptr),
+                fmt::format("writing {} bytes to {}", bytes, d.describe()));
+        buffer->ready_event()->set_ready();
+      } catch (...) {
+        buffer->ready_event()->set_error(std::current_exception());
+      }
+    });
+    return buffer;
+  }
+
+  OpenClDevice& as_opencl(Device& device, std::string_view what) const {
+    for (const auto& d : owned_)
+      if (d.get() == &device) return *d;
+    fail("{}: {} is not a device of the OpenCL backend", what, device.name());
+  }
+
+  // The GEMM candidate chosen for a shape on a device (-1: not chosen yet).
+  std::optional<int> gemm_choice(int device, const std::string& key) {
+    std::lock_guard lock(mutex_);
+    auto it = gemm_choices_.find({device, key});
+    return it == gemm_choices_.end() ? std::nullopt : std::optional(it->second);
+  }
+  void set_gemm_choice(int device, const std::string& key, int candidate) {
+    std::lock_guard lock(mutex_);
+    gemm_choices_[{device, key}] = candidate;
+  }
+
+ private:
+  std::vector<std::unique_ptr<OpenClDevice>> owned_;
+  std::vector<Device*> devices_;
+  std::mutex mutex_;
+  std::map<std::pair<int, std::string>, int> gemm_choices_;
+};
+
+OpenClExecutable::OpenClExecutable(std::unique_ptr<Program> program, OpenClClient& client)
+    : program_(std::move(program)), client_(client) {
+  const ir::Module& m = program_->module();
+  for (const ir::Instruction* p : m.entry()->parameters()) {
+    if (!p->shape().is_array())
+      fail("{}: the OpenCL backend takes array parameters only; {} is a {}", m.name(), p->name(),
+           p->shape().to_string(false));
+    parameter_shapes_.push_back(p->shape());
+    info_.argument_bytes += p->shape().byte_size();
+  }
+  for (const ir::Shape& s : program_->result_shapes()) info_.output_bytes += s.byte_size();
+  for (const ir::Shape& s : program_->temps()) info_.intermediate_bytes += s.byte_size();
+  info_.program_bytes = static_cast<int64_t>(program_->source().size());
+}
+
+size_t OpenClExecutable::ref_bytes(const BufferRef& r) const {
+  switch (r.kind) {
+    case BufferRef::Kind::kArgument: return static_cast<size_t>(parameter_shapes_[static_cast<size_t>(r.index)].byte_size());
+    case BufferRef::Kind::kConstant: return program_->constants()[static_cast<size_t>(r.index)]->bytes().size();
+    case BufferRef::Kind::kTemp: return static_cast<size_t>(program_->temps()[static_cast<size_t>(r.index)].byte_size());
+  }
+  return 0;
+}
+
+std::vector<std::shared_ptr<Buffer>> OpenClExecutable::execute(std::span<const std::shared_ptr<Buffer>> arguments,
+                                                               Device& device) {
+  const ir::Module& m = program_->module();
+  OpenClDevice& d = client_.as_opencl(device, "execute " + m.name());
+  if (m.replica_count * m.num_partitions > 1)
+    fail("execute {}: the module has {} replicas x {} partitions; the OpenCL backend runs one device per module "
+         "(use PODSIM_SPMD=1 to partition it over the OpenCL devices)",
+         m.name(), m.replica_count, m.num_partitions);
+  if (arguments.size() != parameter_shapes_.size())
+    fail("execute {}: {} argument(s) given, the module takes {}", m.name(), arguments.size(),
+         parameter_shapes_.size());
+  std::vector<std::shared_ptr<OpenClBuffer>> args;
+  for (size_t i = 0; i < arguments.size(); ++i) {
+    auto b = std::dynamic_pointer_cast<OpenClBuffer>(arguments[i]);
+    if (b == nullptr || &b->device() != &device)
+      fail("execute {}: argument {} is on {}, not on {}", m.name(), i,
+           arguments[i] ? arguments[i]->device().name() : "<null>", d.describe());
+    if (!b->shape().compatible(parameter_shapes_[i]))
+      fail("execute {}: argument {} has shape {}, the parameter is {}", m.name(), i, b->shape().to_string(false),
+           parameter_shapes_[i].to_string(false));
+    args.push_back(std::move(b));
+  }
+  std::vector<std::shared_ptr<DeviceMemory>> temps;
+  for (const ir::Shape& s : program_->temps()) temps.push_back(d.allocate(static_cast<size_t>(s.byte_size())));
+  // Result buffers: a temporary the program writes is handed out as is (once); arguments,
+  // constants and repeated temporaries are copied into fresh memory.
+  std::vector<std::shared_ptr<Buffer>> outputs;
+  std::vector<std::shared_ptr<OpenClBuffer>> results;
+  std::vector<std::pair<BufferRef, std::shared_ptr<DeviceMemory>>> copies;
+  std::vector<bool> handed(temps.size(), false);
+  for (size_t k = 0; k < program_->results().size(); ++k) {
+    const BufferRef& r = program_->results()[k];
+    std::shared_ptr<DeviceMemory> memory;
+    if (r.kind == BufferRef::Kind::kTemp && !handed[static_cast<size_t>(r.index)]) {
+      handed[static_cast<size_t>(r.index)] = true;
+      memory = temps[static_cast<size_t>(r.index)];
+    } else {
+      memory = d.allocate(ref_bytes(r));
+      copies.emplace_back(r, memory);
+    }
+    results.push_back(std::make_shared<OpenClBuffer>(program_->result_shapes()[k], d, memory, Event::make()));
+    outputs.push_back(results.back());
+  }
+  d.worker().enqueue([this, self = shared_from_this(), &d, args, temps, copies, results]() noexcept {
+    try {
+      std::vector<std::shared_ptr<DeviceMemory>> arg_memory;
+      for (const auto& a : args) {
+        a->ready_event()->wait();
+        arg_memory.push_back(a->memory());
+      }
+      {
+        ScopedTimer timer("ExecuteTime");
+        run(d, arg_memory, temps, copies);
+      }
+      for (const auto& r : results) r->ready_event()->set_ready();
+    } catch (...) {
+      for (const auto& r : results) r->ready_event()->set_error(std::current_exception());
+    }
+  });
+  return outputs;
+}
+
+DeviceProgram& OpenClExecutable::device_program(OpenClDevice& device) {
+  std::lock_guard lock(mutex_);
+  std::unique_ptr<DeviceProgram>& slot = per_device_[device.ordinal()];
+  if (slot) return *slot;
+  if (program_->uses_fp64() && !device.info().fp64)
+    fail("{} computes in f64, which {} does not support (no cl_khr_fp64); run it on the CPU backend",
+         program_->module().name(), device.describe());
+  auto dp = std::make_unique<DeviceProgram>();
+  dp->program = device.build(program_->source(), Program::build_options(), program_->module().name());
+  for (const ir::Literal* c : program_->constants()) {
+    dp->constants.push_back(device.allocate(c->bytes().size()));
+    if (!c->bytes().empty())
+      check(clEnqueueWriteBuffer(device.queue(), dp->constants.back()->mem(), CL_TRUE, 0, c->bytes().size(),
+                                 c->bytes().data(), 0, nullptr, nullptr),
+            "writing a constant to " + device.describe());
+  }
+  slot = std::move(dp);
+  return *slot;
+}
+
+void OpenClExecutable::run(OpenClDevice& device, const std::vector<std::shared_ptr<DeviceMemory>>& args,
+                           const std::vector<std::shared_ptr<DeviceMemory>>& temps,
+                           const std::vector<std::pair<BufferRef, std::shared_ptr<DeviceMemory>>>& copies) {
+  DeviceProgram& dp = device_program(device);
+  auto mem = [&](const BufferRef& r) -> cl_mem {
+    switch (r.kind) {
+      case BufferRef::Kind::kArgument: return args[static_cast<size_t>(r.index)]->mem();
+      case BufferRef::Kind::kConstant: return dp.constants[static_cast<size_t>(r.index)]->mem();
+      case BufferRef::Kind::kTemp: return temps[static_cast<size_t>(r.index)]->mem();
+    }
+    return nullptr;
+  };
+  cl_command_queue queue = device.queue();
+  for (const Step& step : program_->steps()) {
+    std::vector<cl_mem> in, out;
+    for (const BufferRef& r : step.inputs) in.push_back(mem(r));
+    for (const BufferRef& r : step.outputs) out.push_back(mem(r));
+    switch (step.kind) {
+      case Step::Kind::kKernel: {
+        cl_kernel k = dp.kernel(step.launch.name);
+        cl_uint a = 0;
+        for (cl_mem& m : in) check(clSetKernelArg(k, a++, sizeof(cl_mem), &m), "setting a kernel argument");
+        for (cl_mem& m : out) check(clSetKernelArg(k, a++, sizeof(cl_mem), &m), "setting a kernel argument");
+        size_t global[3], local[3];
+        for (int d = 0; d < 3; ++d) {
+          global[d] = static_cast<size_t>(step.launch.global[static_cast<size_t>(d)]);
+          local[d] = static_cast<size_t>(step.launch.local[static_cast<size_t>(d)]);
+        }
+        check(clEnqueueNDRangeKernel(queue, k, 1, nullptr, global, local, 0, nullptr, nullptr),
+              fmt::format("launching {} ({}) on {}", step.launch.name, step.instruction->name(), device.describe()));
+        break;
+      }
+      case Step::Kind::kGemm: run_gemm(device, dp, step, in[0], in[1], out[0]); break;
+      case Step::Kind::kHost: run_host(device, step, in, out); break;
+    }
+  }
+  for (const auto& [from, to] : copies) {
+    const size_t bytes = ref_bytes(from);
+    if (bytes > 0)
+      check(clEnqueueCopyBuffer(queue, mem(from), to->mem(), 0, 0, bytes, 0, nullptr, nullptr),
+            "copying a result on " + device.describe());
+  }
+  check(clFinish(queue), "running " + program_->module().name() + " on " + device.describe());
+}
+
+void OpenClExecutable::run_host(OpenClDevice& device, const Step& step, const std::vector<cl_mem>& in,
+                                const std::vector<cl_mem>& out) {
+  const std::vector<ir::Shape> in_shapes = [&] {
+    std::vector<ir::Shape> shapes;
+    for (const BufferRef& r : step.inputs) {
+      switch (r.kind) {
+        case BufferRef::Kind::kArgument: shapes.push_back(parameter_shapes_[static_cast<size_t>(r.index)]); break;
+        case BufferRef::Kind::kConstant: shapes.push_back(program_->constants()[static_cast<size_t>(r.index)]->shape()); break;
+        case BufferRef::Kind::kTemp: shapes.push_back(program_->temps()[static_cast<size_t>(r.index)]); break;
+      }
+    }
+    return shapes;
+  }();
+  std::vector<ir::Literal> inputs, outputs;
+  std::vector<const std::byte*> in_ptrs;
+  std::vector<std::byte*> out_ptrs;
+  for (size_t k = 0; k < in.size(); ++k) {
+    inputs.emplace_back(in_shapes[k]);
+    if (!inputs.back().bytes().empty())
+      check(clEnqueueReadBuffer(device.queue(), in[k], CL_TRUE, 0, inputs.back().bytes().size(),
+                                inputs.back().bytes().data(), 0, nullptr, nullptr),
+            "reading an operand of " + step.instruction->name());
+    in_ptrs.push_back(inputs.back().bytes().data());
+  }
+  for (const BufferRef& r : step.outputs) {
+    outputs.emplace_back(program_->temps()[static_cast<size_t>(r.index)]);
+    out_ptrs.push_back(outputs.back().bytes().data());
+  }
+  podsim::opencl::run_host_step(step, in_ptrs, out_ptrs);
+  for (size_t k = 0; k < out.size(); ++k)
+    if (!outputs[k].bytes().empty())
+      check(clEnqueueWriteBuffer(device.queue(), out[k], CL_TRUE, 0, outputs[k].bytes().size(),
+                                 outputs[k].bytes().data(), 0, nullptr, nullptr),
+            "writing the result of " + step.instruction->name());
+}
+
+// Candidates 0..n-1: the own kernel's tilings; n: CLBlast.
+void OpenClExecutable::launch_gemm(OpenClDevice& device, DeviceProgram& dp, const Step& step, int candidate,
+                                   cl_mem a, cl_mem b, cl_mem c) {
+  const GemmShape& g = step.gemm;
+  const auto own = static_cast<int>(podsim::opencl::kGemmTilings.size());
+  cl_command_queue queue = device.queue();
+  if (candidate < own) {
+    cl_kernel k = dp.kernel(step.gemm_kernels[static_cast<size_t>(candidate)]);
+    check(clSetKernelArg(k, 0, sizeof(cl_mem), &a), "setting a GEMM argument");
+    check(clSetKernelArg(k, 1, sizeof(cl_mem), &b), "setting a GEMM argument");
+    check(clSetKernelArg(k, 2, sizeof(cl_mem), &c), "setting a GEMM argument");
+    const auto l = podsim::opencl::gemm_launch(g, podsim::opencl::kGemmTilings[static_cast<size_t>(candidate)]);
+    size_t global[3], local[3];
+    for (size_t d = 0; d < 3; ++d) {
+      global[d] = static_cast<size_t>(l.global[d]);
+      local[d] = static_cast<size_t>(l.local[d]);
+    }
+    check(clEnqueueNDRangeKernel(queue, k, 3, nullptr, global, local, 0, nullptr, nullptr),
+          fmt::format("launching the GEMM of {} on {}", step.instruction->name(), device.describe()));
+    return;
+  }
+  const auto ta = g.trans_a ? CLBlastTransposeYes : CLBlastTransposeNo;
+  const auto tb = g.trans_b ? CLBlastTransposeYes : CLBlastTransposeNo;
+  const size_t m = static_cast<size_t>(g.m), n = static_cast<size_t>(g.n), k = static_cast<size_t>(g.k);
+  const size_t lda = g.trans_a ? m : k, ldb = g.trans_b ? k : n;
+  CLBlastStatusCode status;
+  if (g.a_type == ir::PrimitiveType::kF32)
+    status = CLBlastSgemmStridedBatched(CLBlastLayoutRowMajor, ta, tb, m, n, k, 1.0f, a, 0, lda, m * k, b, 0, ldb,
+                                        k * n, 0.0f, c, 0, n, m * n, static_cast<size_t>(g.batch), &queue, nullptr);
+  else
+    status = CLBlastDgemmStridedBatched(CLBlastLayoutRowMajor, ta, tb, m, n, k, 1.0, a, 0, lda, m * k, b, 0, ldb,
+                                        k * n, 0.0, c, 0, n, m * n, static_cast<size_t>(g.batch), &queue, nullptr);
+  if (status != CLBlastSuccess)
+    fail("CLBlast GEMM of {} on {} failed with status {}; PODSIM_OPENCL_GEMM=own uses podsim's own kernel",
+         step.instruction->name(), device.describe(), static_cast<int>(status));
+}
+
+void OpenClExecutable::run_gemm(OpenClDevice& device, DeviceProgram& dp, const Step& step, cl_mem a, cl_mem b,
+                                cl_mem c) {
+  const GemmShape& g = step.gemm;
+  const auto own = static_cast<int>(podsim::opencl::kGemmTilings.size());
+  const GemmMode mode = gemm_mode();
+  if (mode == GemmMode::kClBlast && clblast_fits(g)) return launch_gemm(device, dp, step, own, a, b, c);
+  if (g.flops() < kTimedGemmFlops)
+    return launch_gemm(device, dp, step, podsim::opencl::default_gemm_tiling(g), a, b, c);
+  const std::string key = fmt::format("{} {}x{}x{}x{} {}{} {}{}{}", static_cast<int>(mode), g.batch, g.m, g.n, g.k,
+                                      g.trans_a, g.trans_b, ir::type_name(g.a_type), ir::type_name(g.b_type),
+                                      ir::type_name(g.c_type));
+  if (std::optional<int> chosen = client_.gemm_choice(device.ordinal(), key))
+    return launch_gemm(device, dp, step, *chosen, a, b, c);
+  // Time each candidate (after a run that builds and warms it) and keep the fastest; each
+  // run writes the same product into c.
+  int best = podsim::opencl::default_gemm_tiling(g);
+  double best_seconds = 0;
+  const int last = mode == GemmMode::kAuto && clblast_fits(g) ? own : own - 1;
+  for (int candidate = 0; candidate <= last; ++candidate) {
+    launch_gemm(device, dp, step, candidate, a, b, c);
+    check(clFinish(device.queue()), "timing a GEMM");
+    const auto start = std::chrono::steady_clock::now();
+    launch_gemm(device, dp, step, candidate, a, b, c);
+    check(clFinish(device.queue()), "timing a GEMM");
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (candidate == 0 || seconds < best_seconds) {
+      best = candidate;
+      best_seconds = seconds;
+    }
+  }
+  client_.set_gemm_choice(device.ordinal(), key, best);
+}
+
+}  // namespace
+
+std::unique_ptr<Client> make_opencl_client() {
+  std::vector<DeviceInfo> infos = find_devices();
+  if (infos.empty())
+    fail("PODSIM_DEVICE=OPENCL: no OpenCL platform or device was found. Install a driver's OpenCL ICD (a GPU "
+         "vendor's, or pocl-opencl-icd to run OpenCL on the CPU), or choose PODSIM_DEVICE=CPU or SIM");
+  if (const char* want = std::getenv("PODSIM_OPENCL_DEVICE"); want != nullptr && *want != '\0') {
+    const std::string w(want);
+    std::vector<DeviceInfo> kept;
+    char* end = nullptr;
+    const long index = std::strtol(want, &end, 10);
+    if (end != want && *end == '\0') {
+      if (index < 0 || index >= static_cast<long>(infos.size()))
+        fail("PODSIM_OPENCL_DEVICE={}: there are {} OpenCL device(s), numbered from 0", w, infos.size());
+      kept.push_back(infos[static_cast<size_t>(index)]);
+    } else {
+      for (const DeviceInfo& i : infos)
+        if (i.name.find(w) != std::string::npos || i.platform_name.find(w) != std::string::npos) {
+          kept.push_back(i);
+          break;
+        }
+      if (kept.empty()) {
+        std::string names;
+        for (const DeviceInfo& i : infos) names += "\n  " + i.name + " (" + i.platform_name + ")";
+        fail("PODSIM_OPENCL_DEVICE={}: no OpenCL device's or platform's name contains it; found:{}", w, names);
+      }
+    }
+    infos = std::move(kept);
+  }
+  return std::make_unique<OpenClClient>(std::move(infos));
+}
+
+std::vector<std::string> describe_opencl_devices() {
+  std::vector<std::string> lines;
+  for (const DeviceInfo& i : find_devices())
+    lines.push_back(fmt::format("{} ({}, {}): {:.1f} GiB, {} compute units at {} MHz, {}{}", i.name, i.platform_name,
+                                i.gpu ? "GPU" : "not a GPU", static_cast<double>(i.global_memory) / (1 << 30),
+                                i.compute_units, i.clock_mhz, i.version, i.fp64 ? ", fp64" : ""));
+  return lines;
+}
+
+}  // namespace podsim::runtime

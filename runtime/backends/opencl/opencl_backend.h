@@ -1,0 +1,34 @@
+// The OpenCL backend of the device interface: runs programs of the OpenCL compiler
+// (compiler/opencl) on every OpenCL device found, GPUs first. PODSIM_OPENCL_DEVICE=N
+// (an index into that list) or a name fragment ("H100", "pthread") keeps one device.
+//
+// Execution is asynchronous: execute() checks its arguments and returns the output
+// buffers at once; the device's worker thread waits for the arguments, enqueues the
+// program's kernels, GEMMs and transfers on the device's in-order queue (the queue
+// orders them: no host synchronization between kernels) and marks the outputs ready
+// when the queue has run them. Host steps (ops without an OpenCL lowering) copy their
+// operands to the host, run there and copy back.
+//
+// GEMMs: the target's own kernel in several tilings and CLBlast (f32, f64). For each
+// shape the first run times every candidate on the device and keeps the fastest
+// (PODSIM_OPENCL_GEMM=own|clblast forces one; shapes under 64 MFLOP take the own
+// kernel's default tiling without timing).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/device.h"
+
+namespace podsim::runtime {
+
+// An OpenCL client over the devices found (PODSIM_OPENCL_DEVICE applied). Throws a
+// podsim::Error saying what to install when there is no OpenCL platform or device.
+std::unique_ptr<Client> make_opencl_client();
+
+// One line per OpenCL device found (name, platform, memory, compute units), for
+// `podsim devices`; empty when there is no platform.
+std::vector<std::string> describe_opencl_devices();
+
+}  // namespace podsim::runtime
