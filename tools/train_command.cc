@@ -21,8 +21,9 @@ Command add_train_command(CLI::App& app) {
       ->required()
       ->check(CLI::IsMember({"mlp", "transformer"}));
   cmd->add_option("--device", options->device,
-                  "cpu (the host CPU backend) or sim (a simulated chip or pod)")
-      ->check(CLI::IsMember({"cpu", "sim"}))
+                  "cpu (the host CPU backend), sim (a simulated chip or pod) or opencl (the first "
+                  "OpenCL device: a GPU where there is one; PODSIM_OPENCL_DEVICE picks another)")
+      ->check(CLI::IsMember({"cpu", "sim", "opencl"}))
       ->capture_default_str();
   CLI::Option* topology = cmd->add_option(
       "--topology", options->topology,

@@ -30,9 +30,10 @@ struct GemmTiling {
   int threads() const { return (tile_m / reg_m) * (tile_n / reg_n); }
 };
 
-// Largest first: 128x128 (8x8 per work-item), 64x64 (4x4), 32x32 (2x2).
-inline constexpr std::array<GemmTiling, 3> kGemmTilings = {{
+// Largest first: 128x128 (8x8 per work-item), 128x64 (8x4), 64x64 (4x4), 32x32 (2x2).
+inline constexpr std::array<GemmTiling, 4> kGemmTilings = {{
     {128, 128, 16, 8, 8},
+    {128, 64, 16, 8, 4},
     {64, 64, 16, 4, 4},
     {32, 32, 16, 2, 2},
 }};
@@ -46,6 +47,10 @@ struct Launch3 {
   std::array<int64_t, 3> local{1, 1, 1};
 };
 Launch3 gemm_launch(const GemmShape& shape, const GemmTiling& tiling);
+
+// GEMMs below this many flops run in the default tiling, untimed (only that tiling's
+// kernel is generated); larger ones get every tiling, and the runtime times them.
+inline constexpr double kTimedGemmFlops = double(int64_t{1} << 26);
 
 // The tiling used when speeds were not measured: the largest whose tiles keep enough
 // work-groups busy.

@@ -118,8 +118,11 @@ class Builder {
     s.kind = Step::Kind::kGemm;
     s.instruction = &dot;
     s.gemm = g;
+    const int untimed = g.flops() < kTimedGemmFlops ? default_gemm_tiling(g) : -1;
     for (size_t t = 0; t < kGemmTilings.size(); ++t) {
-      s.gemm_kernels.push_back(fmt::format("g{}_{}", kernels_++, t));
+      s.gemm_kernels.emplace_back();
+      if (untimed >= 0 && static_cast<int>(t) != untimed) continue;
+      s.gemm_kernels.back() = fmt::format("g{}_{}", kernels_++, t);
       source_ += gemm_source(g, kGemmTilings[t], s.gemm_kernels.back());
     }
     fp64_ = fp64_ || ls.type() == PrimitiveType::kF64 || rs.type() == PrimitiveType::kF64 ||

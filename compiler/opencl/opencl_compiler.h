@@ -60,7 +60,9 @@ struct Step {
   const ir::Instruction* instruction = nullptr;  // what the step computes (or prepares)
   KernelLaunch launch;                           // kKernel
   GemmShape gemm;                                // kGemm: inputs {A, B}, outputs {C}
-  std::vector<std::string> gemm_kernels;         // kGemm: the own kernel per kGemmTilings entry
+  // kGemm: the own kernel per kGemmTilings entry ("" where not generated: see
+  // kTimedGemmFlops).
+  std::vector<std::string> gemm_kernels;
   std::shared_ptr<const cpu::Kernel> host;       // kHost
   std::vector<BufferRef> inputs;                 // kernel arguments, then outputs
   std::vector<BufferRef> outputs;

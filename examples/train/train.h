@@ -19,7 +19,7 @@
 namespace podsim::examples {
 
 struct TrainOptions {
-  std::string device = "cpu";  // "cpu" or "sim"
+  std::string device = "cpu";  // "cpu", "sim" or "opencl"
   // sim: a chip (preset or TOML file: one device) or a pod (v5e-8, v5e:2x2, TOML: one
   // replica per chip); default PODSIM_TOPOLOGY, else the v5e chip.
   std::string topology;

@@ -143,7 +143,15 @@ std::vector<runtime::Device*> training_devices(const TrainOptions& options) {
            options.replicas, runtime::sim_topology_from_env(), all.size());
     return {all.begin(), all.end()};
   }
-  fail("--device {}: expected cpu or sim", options.device);
+  if (options.device == "opencl") {
+    if (!options.topology.empty())
+      fail("--topology {} names a simulated chip or pod: add --device sim", options.topology);
+    if (options.replicas > 1)
+      fail("--replicas {}: the OpenCL backend trains one replica (its modules run on one device)",
+           options.replicas);
+    return {runtime::client("OPENCL").devices()[0]};
+  }
+  fail("--device {}: expected cpu, sim or opencl", options.device);
 }
 
 std::vector<Replica> make_replicas(const TrainOptions& options,

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <span>
@@ -21,7 +22,11 @@
 
 namespace podsim::testing::numpy_cases {
 
-inline std::string case_dir() { return PODSIM_BINARY_DIR "/tests/numpy_cases"; }
+// PODSIM_NUMPY_CASES overrides it (a test binary run away from its build tree).
+inline std::string case_dir() {
+  const char* dir = std::getenv("PODSIM_NUMPY_CASES");
+  return dir != nullptr && *dir != '\0' ? dir : PODSIM_BINARY_DIR "/tests/numpy_cases";
+}
 
 // Case names (file stems), sorted; empty when the cases were not generated.
 inline const std::vector<std::string>& all_cases() {

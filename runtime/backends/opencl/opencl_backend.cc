@@ -23,9 +23,6 @@ using podsim::opencl::GemmShape;
 using podsim::opencl::Program;
 using podsim::opencl::Step;
 
-// GEMMs below this many flops take the default tiling of the own kernel, untimed.
-constexpr double kTimedGemmFlops = double(1 << 26);
-
 class OpenClBuffer final : public Buffer {
  public:
   OpenClBuffer(ir::Shape shape, OpenClDevice& device, std::shared_ptr<DeviceMemory> memory,
@@ -59,12 +56,23 @@ class OpenClBuffer final : public Buffer {
 
 enum class GemmMode { kAuto, kOwn, kClBlast };
 
-GemmMode gemm_mode() {
+// PODSIM_OPENCL_GEMM: auto (default), own, own:T (tiling T of kGemmTilings), clblast.
+struct GemmChoice {
+  GemmMode mode = GemmMode::kAuto;
+  int tiling = -1;
+};
+
+GemmChoice gemm_mode() {
   const char* v = std::getenv("PODSIM_OPENCL_GEMM");
-  if (v == nullptr || *v == '\0' || std::string_view(v) == "auto") return GemmMode::kAuto;
-  if (std::string_view(v) == "own") return GemmMode::kOwn;
-  if (std::string_view(v) == "clblast") return GemmMode::kClBlast;
-  fail("PODSIM_OPENCL_GEMM={}: expected auto, own or clblast", v);
+  const std::string_view s = v == nullptr ? "" : v;
+  if (s.empty() || s == "auto") return {};
+  if (s == "own") return {GemmMode::kOwn, -1};
+  if (s == "clblast") return {GemmMode::kClBlast, -1};
+  if (s.size() == 5 && s.substr(0, 4) == "own:" && s[4] >= '0' &&
+      s[4] < static_cast<char>('0' + podsim::opencl::kGemmTilings.size()))
+    return {GemmMode::kOwn, s[4] - '0'};
+  fail("PODSIM_OPENCL_GEMM={}: expected auto, own, own:0 to own:{} or clblast", s,
+       podsim::opencl::kGemmTilings.size() - 1);
 }
 
 bool clblast_fits(const GemmShape& g) {
@@ -372,6 +380,8 @@ void OpenClExecutable::run_host(OpenClDevice& device, const Step& step, const st
     outputs.emplace_back(program_->temps()[static_cast<size_t>(r.index)]);
     out_ptrs.push_back(outputs.back().bytes().data());
   }
+  // As torch_xla's aten:: counters for CPU fallbacks: which ops left the device.
+  counter_add(fmt::format("OpenClHostOp::{}", ir::opcode_name(step.instruction->opcode())));
   podsim::opencl::run_host_step(step, in_ptrs, out_ptrs);
   for (size_t k = 0; k < out.size(); ++k)
     if (!outputs[k].bytes().empty())
@@ -421,13 +431,14 @@ void OpenClExecutable::run_gemm(OpenClDevice& device, DeviceProgram& dp, const S
                                 cl_mem c) {
   const GemmShape& g = step.gemm;
   const auto own = static_cast<int>(podsim::opencl::kGemmTilings.size());
-  const GemmMode mode = gemm_mode();
+  const auto [mode, tiling] = gemm_mode();
   if (mode == GemmMode::kClBlast && clblast_fits(g)) return launch_gemm(device, dp, step, own, a, b, c);
-  if (g.flops() < kTimedGemmFlops)
+  if (g.flops() < podsim::opencl::kTimedGemmFlops)
     return launch_gemm(device, dp, step, podsim::opencl::default_gemm_tiling(g), a, b, c);
   const std::string key = fmt::format("{} {}x{}x{}x{} {}{} {}{}{}", static_cast<int>(mode), g.batch, g.m, g.n, g.k,
                                       g.trans_a, g.trans_b, ir::type_name(g.a_type), ir::type_name(g.b_type),
                                       ir::type_name(g.c_type));
+  if (tiling >= 0) return launch_gemm(device, dp, step, tiling, a, b, c);
   if (std::optional<int> chosen = client_.gemm_choice(device.ordinal(), key))
     return launch_gemm(device, dp, step, *chosen, a, b, c);
   // Time each candidate (after a run that builds and warms it) and keep the fastest; each
@@ -436,13 +447,14 @@ void OpenClExecutable::run_gemm(OpenClDevice& device, DeviceProgram& dp, const S
   double best_seconds = 0;
   const int last = mode == GemmMode::kAuto && clblast_fits(g) ? own : own - 1;
   for (int candidate = 0; candidate <= last; ++candidate) {
+    if (candidate < own && step.gemm_kernels[static_cast<size_t>(candidate)].empty()) continue;
     launch_gemm(device, dp, step, candidate, a, b, c);
     check(clFinish(device.queue()), "timing a GEMM");
     const auto start = std::chrono::steady_clock::now();
     launch_gemm(device, dp, step, candidate, a, b, c);
     check(clFinish(device.queue()), "timing a GEMM");
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (candidate == 0 || seconds < best_seconds) {
+    if (best_seconds == 0 || seconds < best_seconds) {
       best = candidate;
       best_seconds = seconds;
     }
