@@ -7,7 +7,7 @@
 //     vs a plain copy kernel on the same device;
 //   * training steps (forward, backward, Adam; one compiled graph per step) of the
 //     digits MLP (64-128-10, batch 64) and of a wide MLP, vs the CPU backend.
-//   build/bin/bench/opencl_bench [--quick] [--peak-gflops G | --flops-per-cu-cycle F]
+//   build/bin/bench/opencl_bench [--quick] [--require-gpu] [--peak-gflops G | --flops-per-cu-cycle F]
 // F: FP32 flops per compute unit and cycle (256 on NVIDIA Ampere/Hopper SMs: 128 FMA lanes),
 // times the device's compute units and maximum clock.
 // --quick: PoCL-sized problems (GEMM 256/512/1024, 4M floats, a smaller wide MLP).
@@ -89,6 +89,7 @@ void gemm(rt::Client& opencl, rt::Device& device, int64_t n, double peak_gflops)
   const std::vector<std::string> modes = {"own", "clblast", "own:0", "own:1", "own:2", "own:3"};
   std::vector<double> gflops(modes.size());
   for (size_t m = 0; m < modes.size(); ++m) {
+    std::fprintf(stderr, "  ... gemm %lld %s\n", static_cast<long long>(n), modes[m].c_str());
     setenv("PODSIM_OPENCL_GEMM", modes[m].c_str(), 1);
     auto executable = opencl.compile(*module);
     std::vector<ir::Literal> result;
@@ -262,6 +263,7 @@ double mlp_step(rt::Device& device, std::vector<int64_t> widths, int64_t batch, 
 
 void training(rt::Device& opencl, rt::Device& cpu, const char* name, std::vector<int64_t> widths, int64_t batch,
               int steps) {
+  std::fprintf(stderr, "  ... %s training steps\n", name);
   const double o = mlp_step(opencl, widths, batch, steps);
   const double c = mlp_step(cpu, widths, batch, steps);
   std::string shape;
@@ -273,24 +275,35 @@ void training(rt::Device& opencl, rt::Device& cpu, const char* name, std::vector
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool quick = false;
+  bool quick = false, require_gpu = false;
   double peak = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--quick") {
       quick = true;
+    } else if (a == "--require-gpu") {
+      require_gpu = true;
     } else if (a == "--peak-gflops" && i + 1 < argc) {
       peak = std::atof(argv[++i]);
     } else if (a == "--flops-per-cu-cycle" && i + 1 < argc) {
       peak = peak_gflops(std::atof(argv[++i]));
     } else {
-      std::fprintf(stderr, "usage: opencl_bench [--quick] [--peak-gflops G | --flops-per-cu-cycle F]\n");
+      std::fprintf(stderr,
+                   "usage: opencl_bench [--quick] [--require-gpu] [--peak-gflops G | --flops-per-cu-cycle F]\n");
       return 2;
     }
   }
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // each figure as soon as it is measured, also into a pipe
   try {
     rt::Client& opencl = rt::client("OPENCL");
     rt::Device& device = *opencl.devices()[0];
+    cl_device_type type = 0;
+    if (cl_device_id d = first_device()) clGetDeviceInfo(d, CL_DEVICE_TYPE, sizeof(type), &type, nullptr);
+    if (require_gpu && (type & CL_DEVICE_TYPE_GPU) == 0) {
+      for (const std::string& line : rt::describe_opencl_devices()) std::fprintf(stderr, "  found: %s\n", line.c_str());
+      std::fprintf(stderr, "opencl_bench: --require-gpu: no OpenCL GPU was found (figures on these would not be GPU figures)\n");
+      return 1;
+    }
     std::printf("opencl_bench on %s%s\n", device.name().c_str(), quick ? " (--quick)" : "");
     if (peak > 0) std::printf("  FP32 peak taken as %.0f GFLOP/s\n", peak);
     for (const std::string& line : rt::describe_opencl_devices()) std::printf("  device: %s\n", line.c_str());
@@ -302,7 +315,7 @@ int main(int argc, char** argv) {
     if (quick)
       training(device, cpu, "wide MLP", {256, 512, 512, 10}, 128, 10);
     else
-      training(device, cpu, "wide MLP", {1024, 4096, 4096, 10}, 1024, 50);
+      training(device, cpu, "wide MLP", {1024, 4096, 4096, 10}, 1024, 20);
     for (const std::string& name : rt::counter_names())
       if (name.starts_with("OpenClHostOp::"))
         std::printf("  host steps: %s %lld\n", name.c_str(), static_cast<long long>(rt::counter_value(name)));

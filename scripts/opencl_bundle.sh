@@ -3,7 +3,8 @@
 # test (with its cases) into OUT.tar.xz, which runs on a machine with only a GPU driver's
 # OpenCL platform and the ICD loader (no podsim dependencies, no packages): stripped
 # binaries, every shared library they need beyond glibc, libstdc++ and libgcc (newer
-# ones stay compatible), and two scripts that point the loader at them:
+# ones stay compatible) including the ICD loader, and two scripts that point the dynamic
+# loader at them and the ICD loader at the machine's OpenCL drivers:
 #   bench.sh [ARGS]   opencl_bench ARGS
 #   test.sh [ARGS]    opencl_numpy_integration_test ARGS on the bundled cases
 #   scripts/opencl_bundle.sh [OUT]     (default build/opencl-bundle)
@@ -26,16 +27,29 @@ for b in "${binaries[@]}"; do
   done
 done
 cp -r "$root/build/tests/numpy_cases" "$out/numpy_cases"
+# The bundled ICD loader reads OCL_ICD_VENDORS: a folder of the machine's registered
+# platforms plus the NVIDIA driver's OpenCL library wherever the driver was mounted
+# (containers often put it under /usr/local/nvidia, outside /etc/OpenCL/vendors).
+cat > "$out/env.sh" <<'RUN'
+here="$(cd "$(dirname "$0")" && pwd)"
+mkdir -p "$here/vendors"
+cp /etc/OpenCL/vendors/*.icd "$here/vendors/" 2>/dev/null || true
+for lib in $(find /usr/local/nvidia /usr/lib /usr/lib64 /lib -name 'libnvidia-opencl.so.1' 2>/dev/null | head -1); do
+  echo "$lib" > "$here/vendors/nvidia-found.icd"
+done
+export OCL_ICD_VENDORS="$here/vendors"
+export LD_LIBRARY_PATH="$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+echo "OpenCL platforms registered: $(cat "$here"/vendors/*.icd 2>/dev/null | tr '\n' ' ')" >&2
+RUN
 cat > "$out/bench.sh" <<'RUN'
 #!/bin/sh
-here="$(cd "$(dirname "$0")" && pwd)"
-LD_LIBRARY_PATH="$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" exec "$here/opencl_bench" "$@"
+. "$(cd "$(dirname "$0")" && pwd)/env.sh"
+exec "$here/opencl_bench" "$@"
 RUN
 cat > "$out/test.sh" <<'RUN'
 #!/bin/sh
-here="$(cd "$(dirname "$0")" && pwd)"
-PODSIM_NUMPY_CASES="$here/numpy_cases" LD_LIBRARY_PATH="$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-  exec "$here/opencl_numpy_integration_test" "$@"
+. "$(cd "$(dirname "$0")" && pwd)/env.sh"
+PODSIM_NUMPY_CASES="$here/numpy_cases" exec "$here/opencl_numpy_integration_test" "$@"
 RUN
 chmod +x "$out/bench.sh" "$out/test.sh"
 tar -C "$(dirname "$out")" -cJf "$out.tar.xz" "$(basename "$out")"
