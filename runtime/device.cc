@@ -1,5 +1,6 @@
 #include "runtime/device.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <map>
@@ -25,16 +26,8 @@ struct Backend {
   std::unique_ptr<Client> client;  // created on first use
 };
 
-// Every value PODSIM_DEVICE may take, including backends a build may lack.
-struct KnownBackend {
-  std::string_view name;
-  std::string_view description;
-};
-constexpr KnownBackend kKnownBackends[] = {
-    {"CPU", "the host-CPU backend"},
-    {"SIM", "the simulated-chip backend"},
-    {"OPENCL", "the OpenCL backend"},
-};
+// Every value PODSIM_DEVICE may take.
+constexpr std::string_view kKnownBackends[] = {"CPU", "SIM", "OPENCL"};
 
 using BackendMap = std::map<std::string, Backend, std::less<>>;
 
@@ -73,23 +66,16 @@ std::string available_names(const BackendMap& backends) {
   return names;
 }
 
-// The backend of that name; unknown or unbuilt names are an error (without a prefix:
+// The backend of that name; unknown names are an error (without a prefix:
 // callers say where the name came from).
 Backend& find_locked(Registry& r, std::string_view name) {
   auto it = r.backends.find(name);
   if (it != r.backends.end()) return it->second;
-  for (const KnownBackend& known : kKnownBackends)
-    if (known.name == name)
-      fail("{} is not available yet; available: {}", known.description,
-           available_names(r.backends));
   std::string valid;
-  for (const KnownBackend& known : kKnownBackends)
-    valid += (valid.empty() ? "" : ", ") + std::string(known.name);
-  for (const auto& [registered, backend] : r.backends) {
-    bool listed = false;
-    for (const KnownBackend& known : kKnownBackends) listed = listed || known.name == registered;
-    if (!listed) valid += ", " + registered;
-  }
+  for (std::string_view known : kKnownBackends) valid += (valid.empty() ? "" : ", ") + std::string(known);
+  for (const auto& [registered, backend] : r.backends)
+    if (std::find(std::begin(kKnownBackends), std::end(kKnownBackends), registered) == std::end(kKnownBackends))
+      valid += ", " + registered;
   fail("not a known backend; valid values: {} (available: {})", valid, available_names(r.backends));
 }
 

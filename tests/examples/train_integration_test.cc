@@ -116,7 +116,7 @@ TEST(TrainOptions, UnknownDeviceIsAClearError) {
     train_mlp(options, log);
     FAIL() << "expected an error";
   } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()), "--device tpu: expected cpu or sim");
+    EXPECT_EQ(std::string(e.what()), "--device tpu: expected cpu, sim or opencl");
   }
 }
 

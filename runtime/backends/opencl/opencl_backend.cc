@@ -467,7 +467,7 @@ void OpenClExecutable::run_gemm(OpenClDevice& device, DeviceProgram& dp, const S
 std::unique_ptr<Client> make_opencl_client() {
   std::vector<DeviceInfo> infos = find_devices();
   if (infos.empty())
-    fail("PODSIM_DEVICE=OPENCL: no OpenCL platform or device was found. Install a driver's OpenCL ICD (a GPU "
+    fail("the OpenCL backend: no OpenCL platform or device was found. Install a driver's OpenCL ICD (a GPU "
          "vendor's, or pocl-opencl-icd to run OpenCL on the CPU), or choose PODSIM_DEVICE=CPU or SIM");
   if (const char* want = std::getenv("PODSIM_OPENCL_DEVICE"); want != nullptr && *want != '\0') {
     const std::string w(want);
