@@ -254,6 +254,63 @@ Program::Program(std::unique_ptr<ir::Module> module) : module_(std::move(module)
     result_shapes_.push_back(root->shape());
   }
   source_ = prelude_source(uses_fp64_) + kernels;
+  assign_slots();
+}
+
+void Program::assign_slots() {
+  constexpr size_t kNever = SIZE_MAX;
+  const size_t n = temps_.size();
+  std::vector<size_t> last_use(n, 0);
+  std::vector<bool> result(n, false);
+  for (const BufferRef& r : results_)
+    if (r.kind == BufferRef::Kind::kTemp) result[static_cast<size_t>(r.index)] = true;
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    for (const BufferRef& r : steps_[i].outputs) last_use[static_cast<size_t>(r.index)] = i;
+    for (const BufferRef& r : steps_[i].inputs)
+      if (r.kind == BufferRef::Kind::kTemp) last_use[static_cast<size_t>(r.index)] = i;
+  }
+  temp_slots_.assign(n, -1);
+  std::vector<size_t> free;  // slots free for the next step's outputs
+  auto take = [&](int64_t bytes) {
+    // Best fit among the free slots, else the largest free one grows, else a new slot.
+    size_t best = kNever;
+    bool fits = false;
+    for (size_t k = 0; k < free.size(); ++k) {
+      const int64_t have = slot_bytes_[free[k]];
+      if (have >= bytes) {
+        if (!fits || have < slot_bytes_[free[best]]) best = k;
+        fits = true;
+      } else if (!fits && (best == kNever || have > slot_bytes_[free[best]])) {
+        best = k;
+      }
+    }
+    if (best == kNever) {
+      slot_bytes_.push_back(bytes);
+      return static_cast<int32_t>(slot_bytes_.size() - 1);
+    }
+    const size_t slot = free[best];
+    free.erase(free.begin() + static_cast<std::ptrdiff_t>(best));
+    slot_bytes_[slot] = std::max(slot_bytes_[slot], bytes);
+    return static_cast<int32_t>(slot);
+  };
+  // Temporaries no step writes (outputs of instructions without work) still get memory.
+  for (size_t i = 0; i <= steps_.size(); ++i) {
+    const std::vector<BufferRef> none;
+    const std::vector<BufferRef>& outputs = i < steps_.size() ? steps_[i].outputs : none;
+    for (const BufferRef& r : outputs) temp_slots_[static_cast<size_t>(r.index)] = take(temps_[static_cast<size_t>(r.index)].byte_size());
+    if (i == steps_.size()) break;
+    std::vector<int32_t> done;
+    for (const auto* list : {&steps_[i].inputs, &steps_[i].outputs})
+      for (const BufferRef& r : *list)
+        if (r.kind == BufferRef::Kind::kTemp && last_use[static_cast<size_t>(r.index)] == i &&
+            !result[static_cast<size_t>(r.index)])
+          done.push_back(temp_slots_[static_cast<size_t>(r.index)]);
+    std::sort(done.begin(), done.end());
+    done.erase(std::unique(done.begin(), done.end()), done.end());
+    for (int32_t slot : done) free.push_back(static_cast<size_t>(slot));
+  }
+  for (size_t t = 0; t < n; ++t)
+    if (temp_slots_[t] < 0) temp_slots_[t] = take(temps_[t].byte_size());
 }
 
 Program::~Program() = default;

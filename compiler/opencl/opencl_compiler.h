@@ -90,6 +90,11 @@ class Program {
   bool uses_fp64() const { return uses_fp64_; }
   const std::vector<Step>& steps() const { return steps_; }
   const std::vector<ir::Shape>& temps() const { return temps_; }
+  // Device memory of the temporaries: temp t lives in slot temp_slot(t). Temporaries
+  // whose lives do not overlap share a slot (a slot is free again after the last step
+  // that reads it); each result has a slot of its own.
+  int32_t temp_slot(int32_t temp) const { return temp_slots_[static_cast<size_t>(temp)]; }
+  const std::vector<int64_t>& slot_bytes() const { return slot_bytes_; }
   const std::vector<const ir::Literal*>& constants() const { return constants_; }
   // The result leaves, and their shapes (a tuple root's elements; nested tuples are
   // not supported as results).
@@ -101,11 +106,15 @@ class Program {
   std::string serialize() const;
 
  private:
+  void assign_slots();
+
   std::unique_ptr<ir::Module> module_;
   std::string source_;
   bool uses_fp64_ = false;
   std::vector<Step> steps_;
   std::vector<ir::Shape> temps_;
+  std::vector<int32_t> temp_slots_;
+  std::vector<int64_t> slot_bytes_;
   std::vector<const ir::Literal*> constants_;
   std::vector<BufferRef> results_;
   std::vector<ir::Shape> result_shapes_;

@@ -115,7 +115,7 @@ class OpenClExecutable final : public Executable, public std::enable_shared_from
  private:
   // On the device's worker thread.
   void run(OpenClDevice& device, const std::vector<std::shared_ptr<DeviceMemory>>& args,
-           const std::vector<std::shared_ptr<DeviceMemory>>& temps,
+           const std::vector<std::shared_ptr<DeviceMemory>>& slots,
            const std::vector<std::pair<BufferRef, std::shared_ptr<DeviceMemory>>>& copies);
   DeviceProgram& device_program(OpenClDevice& device);
   void run_gemm(OpenClDevice& device, DeviceProgram& dp, const Step& step, cl_mem a, cl_mem b, cl_mem c);
@@ -212,7 +212,7 @@ OpenClExecutable::OpenClExecutable(std::unique_ptr<Program> program, OpenClClien
     info_.argument_bytes += p->shape().byte_size();
   }
   for (const ir::Shape& s : program_->result_shapes()) info_.output_bytes += s.byte_size();
-  for (const ir::Shape& s : program_->temps()) info_.intermediate_bytes += s.byte_size();
+  for (int64_t bytes : program_->slot_bytes()) info_.intermediate_bytes += bytes;
   info_.program_bytes = static_cast<int64_t>(program_->source().size());
 }
 
@@ -247,20 +247,21 @@ std::vector<std::shared_ptr<Buffer>> OpenClExecutable::execute(std::span<const s
            parameter_shapes_[i].to_string(false));
     args.push_back(std::move(b));
   }
-  std::vector<std::shared_ptr<DeviceMemory>> temps;
-  for (const ir::Shape& s : program_->temps()) temps.push_back(d.allocate(static_cast<size_t>(s.byte_size())));
-  // Result buffers: a temporary the program writes is handed out as is (once); arguments,
-  // constants and repeated temporaries are copied into fresh memory.
+  std::vector<std::shared_ptr<DeviceMemory>> slots;
+  for (int64_t bytes : program_->slot_bytes()) slots.push_back(d.allocate(static_cast<size_t>(bytes)));
+  // Result buffers: a temporary's slot is handed out as is (once; results have slots of
+  // their own); arguments, constants and repeated temporaries are copied into fresh memory.
   std::vector<std::shared_ptr<Buffer>> outputs;
   std::vector<std::shared_ptr<OpenClBuffer>> results;
   std::vector<std::pair<BufferRef, std::shared_ptr<DeviceMemory>>> copies;
-  std::vector<bool> handed(temps.size(), false);
+  std::vector<bool> handed(slots.size(), false);
   for (size_t k = 0; k < program_->results().size(); ++k) {
     const BufferRef& r = program_->results()[k];
     std::shared_ptr<DeviceMemory> memory;
-    if (r.kind == BufferRef::Kind::kTemp && !handed[static_cast<size_t>(r.index)]) {
-      handed[static_cast<size_t>(r.index)] = true;
-      memory = temps[static_cast<size_t>(r.index)];
+    const auto slot = r.kind == BufferRef::Kind::kTemp ? static_cast<size_t>(program_->temp_slot(r.index)) : 0;
+    if (r.kind == BufferRef::Kind::kTemp && !handed[slot]) {
+      handed[slot] = true;
+      memory = slots[slot];
     } else {
       memory = d.allocate(ref_bytes(r));
       copies.emplace_back(r, memory);
@@ -268,7 +269,7 @@ std::vector<std::shared_ptr<Buffer>> OpenClExecutable::execute(std::span<const s
     results.push_back(std::make_shared<OpenClBuffer>(program_->result_shapes()[k], d, memory, Event::make()));
     outputs.push_back(results.back());
   }
-  d.worker().enqueue([this, self = shared_from_this(), &d, args, temps, copies, results]() noexcept {
+  d.worker().enqueue([this, self = shared_from_this(), &d, args, slots, copies, results]() noexcept {
     try {
       std::vector<std::shared_ptr<DeviceMemory>> arg_memory;
       for (const auto& a : args) {
@@ -277,7 +278,7 @@ std::vector<std::shared_ptr<Buffer>> OpenClExecutable::execute(std::span<const s
       }
       {
         ScopedTimer timer("ExecuteTime");
-        run(d, arg_memory, temps, copies);
+        run(d, arg_memory, slots, copies);
       }
       for (const auto& r : results) r->ready_event()->set_ready();
     } catch (...) {
@@ -308,14 +309,14 @@ DeviceProgram& OpenClExecutable::device_program(OpenClDevice& device) {
 }
 
 void OpenClExecutable::run(OpenClDevice& device, const std::vector<std::shared_ptr<DeviceMemory>>& args,
-                           const std::vector<std::shared_ptr<DeviceMemory>>& temps,
+                           const std::vector<std::shared_ptr<DeviceMemory>>& slots,
                            const std::vector<std::pair<BufferRef, std::shared_ptr<DeviceMemory>>>& copies) {
   DeviceProgram& dp = device_program(device);
   auto mem = [&](const BufferRef& r) -> cl_mem {
     switch (r.kind) {
       case BufferRef::Kind::kArgument: return args[static_cast<size_t>(r.index)]->mem();
       case BufferRef::Kind::kConstant: return dp.constants[static_cast<size_t>(r.index)]->mem();
-      case BufferRef::Kind::kTemp: return temps[static_cast<size_t>(r.index)]->mem();
+      case BufferRef::Kind::kTemp: return slots[static_cast<size_t>(program_->temp_slot(r.index))]->mem();
     }
     return nullptr;
   };
