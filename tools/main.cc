@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
       podsim::tools::add_compile_command(app),
       podsim::tools::add_profile_command(app),
       podsim::tools::add_train_command(app),
+      podsim::tools::add_devices_command(app),
   };
 
   try {

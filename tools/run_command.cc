@@ -1,5 +1,5 @@
-// podsim run FILE.hlo --backend eval: run a module on inputs (random or from a
-// safetensors file) and print a summary of each output. With --topology, every chip of a
+// podsim run FILE.hlo --backend eval|cpu|opencl|sim-functional|sim: run a module on inputs
+// (random or from a safetensors file) and print a summary of each output. With --topology, every chip of a
 // pod runs the module (on the simulator) on its own inputs. podsim run FILE.pex / FILE.s
 // runs an executable (hand-written or compiled) on the simulated chip or pod it names.
 #include <fmt/core.h>
@@ -35,6 +35,7 @@
 #include "traces/summary.h"
 #include "topology/chip_config.h"
 #include "topology/pod_config.h"
+#include "runtime/device.h"
 #include "tools/commands.h"
 
 namespace podsim::tools {
@@ -251,6 +252,17 @@ DeviceBytes run_on_pod(const isa::Executable& exe, const DeviceBytes& parameters
 }
 
 // Compiles for the TPU target and runs the executable on the functional chip model.
+// The module on the first OpenCL device through the runtime: one literal per result leaf.
+std::vector<ir::Literal> run_opencl(const ir::Module& module, const std::vector<ir::Literal>& args) {
+  runtime::Client& client = runtime::client("OPENCL");
+  runtime::Device& device = *client.devices()[0];
+  std::vector<std::shared_ptr<runtime::Buffer>> buffers;
+  for (const ir::Literal& a : args) buffers.push_back(client.transfer_to_device(a, device));
+  std::vector<ir::Literal> out;
+  for (const auto& b : client.compile(module)->execute(buffers, device)) out.push_back(b->to_literal());
+  return out;
+}
+
 std::vector<ir::Literal> run_sim_functional(ir::Module& module, const std::vector<ir::Literal>& args,
                                             const RunOptions& options) {
   std::string report;  // the functional model has none
@@ -460,6 +472,8 @@ int run(const RunOptions& options) {
     fail("--timing-only needs --backend sim (it skips the data of a timed run)");
   if (options.timing_only && !options.output.empty())
     fail("--timing-only computes no outputs; drop --output, or run without --timing-only");
+  if (devices > 1 && options.backend == "opencl")
+    fail("--backend opencl runs one device; {} needs {}", options.file, devices);
   if (devices > 1 && options.backend.starts_with("sim") && !pod)
     fail("--backend {} runs one chip; several replicas need --topology (a simulated pod)", options.backend);
   // The simulated pod, where one runs it; --topology with the CPU only sets the replicas.
@@ -499,6 +513,8 @@ int run(const RunOptions& options) {
       std::vector<const ir::Literal*> pointers;
       for (const ir::Literal& a : args[0]) pointers.push_back(&a);
       flat = cpu::compile(*module)->run(pointers);
+    } else if (options.backend == "opencl") {
+      flat = run_opencl(*module, args[0]);
     } else if (options.backend == "sim") {
       flat = run_sim_timed(*module, options.timing_only ? std::vector<ir::Literal>{} : args[0], options, sim_report);
     } else {
@@ -550,9 +566,10 @@ Command add_run_command(CLI::App& app) {
   auto* backend = cmd->add_option("--backend", options->backend,
                   "Where to run: eval (the reference evaluator), cpu (the host-CPU target), sim-functional "
                   "(the TPU target on the functional chip model), sim (the same on the cycle-approximate timed "
-                  "chip model: prints a profile summary)")
+                  "chip model: prints a profile summary), opencl (the first OpenCL device: a GPU where there is "
+                  "one; PODSIM_OPENCL_DEVICE picks another)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"eval", "cpu", "sim-functional", "sim"}));
+      ->check(CLI::IsMember({"eval", "cpu", "sim-functional", "sim", "opencl"}));
   cmd->add_option("--topology", options->topology,
                   "Run on a simulated pod (v5e-8, v4:2x2x2, v5e-16x2, ...; `podsim topology list`): "
                   "every chip runs a replica of the module on its own inputs, or the executable "

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "compiler/ir/safetensors.h"
 #include "tests/tools/podsim_cli.h"
@@ -143,8 +144,11 @@ TEST_F(Cli, BackendsAgreeWithTheEvaluator) {
   // The CPU target computes in f32; the simulated chip rounds dot inputs to bf16
   // (DEFAULT precision), about 2^-8 relative per product, so its softmax outputs move
   // by up to a few percent of their range.
-  for (const auto& [backend, tolerance] :
-       {std::pair{std::string("cpu"), 1e-5}, {std::string("sim-functional"), 2e-2}}) {
+  // OpenCL computes as the CPU target does, up to summation order and libm ulps; it
+  // is left out only where `podsim devices` finds no OpenCL device at all.
+  std::vector<std::pair<std::string, double>> backends = {{"cpu", 1e-5}, {"sim-functional", 2e-2}};
+  if (podsim("devices").output.find("OPENCL:0") != std::string::npos) backends.emplace_back("opencl", 1e-5);
+  for (const auto& [backend, tolerance] : backends) {
     NamedLiterals got = outputs(backend);
     ASSERT_EQ(got.size(), eval.size()) << backend;
     for (size_t t = 0; t < eval.size(); ++t)
@@ -152,6 +156,13 @@ TEST_F(Cli, BackendsAgreeWithTheEvaluator) {
         EXPECT_NEAR(got[t].second.get_as_double(i), eval[t].second.get_as_double(i), tolerance)
             << backend << " " << i;
   }
+}
+
+TEST_F(Cli, DevicesListsEveryBackend) {
+  Result r = podsim("devices");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* line : {"CPU (the host", "  CPU:0 ", "SIM (simulated v5e", "  SIM:0 ", "OPENCL ("})
+    EXPECT_NE(r.output.find(line), std::string::npos) << line << "\n" << r.output;
 }
 
 TEST_F(Cli, RunsTheDemoModule) {

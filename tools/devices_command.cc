@@ -1,0 +1,46 @@
+// podsim devices: every backend's devices with their figures (CPU, the simulated chip or
+// pod of PODSIM_TOPOLOGY, every OpenCL device found), and why a backend is unavailable.
+#include <fmt/core.h>
+
+#include <thread>
+
+#include "common/error.h"
+#include "runtime/backends/opencl/opencl_backend.h"
+#include "runtime/backends/sim/sim_backend.h"
+#include "runtime/device.h"
+#include "tools/commands.h"
+
+namespace podsim::tools {
+namespace {
+
+std::string gib(int64_t bytes) {
+  return bytes > 0 ? fmt::format("{:.1f} GiB", static_cast<double>(bytes) / (int64_t{1} << 30)) : "no limit";
+}
+
+void list(const std::string& backend, const std::string& what) {
+  fmt::print("{} ({})\n", backend, what);
+  try {
+    runtime::Client& client = runtime::client(backend);
+    for (runtime::Device* d : client.devices())
+      fmt::print("  {:<10} memory {}\n", d->name(), gib(d->memory_stats().bytes_limit));
+  } catch (const Error& e) {
+    fmt::print("  unavailable: {}\n", e.what());
+  }
+}
+
+}  // namespace
+
+Command add_devices_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("devices", "List every backend's devices (PODSIM_DEVICE chooses the default)");
+  return {cmd, [] {
+            list("CPU", fmt::format("the host: {} hardware threads; PODSIM_CPU_DEVICES devices",
+                                    std::thread::hardware_concurrency()));
+            list("SIM", fmt::format("simulated {}; PODSIM_TOPOLOGY", runtime::sim_topology_from_env()));
+            list("OPENCL", "GPUs first; PODSIM_OPENCL_DEVICE keeps one");
+            const std::vector<std::string> found = runtime::describe_opencl_devices();
+            for (size_t i = 0; i < found.size(); ++i) fmt::print("  found {}: {}\n", i, found[i]);
+            return 0;
+          }};
+}
+
+}  // namespace podsim::tools
