@@ -215,6 +215,30 @@ class Emitter {
         return value(i->operand(0), from);
       }
       case Opcode::kPad: return pad(i, idx);
+      case Opcode::kGather: return gather(i, idx);
+      case Opcode::kDynamicSlice: {
+        const Shape& from = i->operand(0)->shape();
+        std::vector<std::string> at(idx.size());
+        for (size_t d = 0; d < idx.size(); ++d)
+          at[d] = temp("I", fmt::format("{} + {}", start_index(i->operand(static_cast<int64_t>(d) + 1),
+                                                              from.dim(static_cast<int64_t>(d)) - shape.dim(static_cast<int64_t>(d))),
+                                        idx[d]));
+        return value(i->operand(0), at);
+      }
+      case Opcode::kDynamicUpdateSlice: {
+        const Shape& update = i->operand(1)->shape();
+        std::vector<std::string> at(idx.size());
+        std::string inside = "1";
+        for (size_t d = 0; d < idx.size(); ++d) {
+          const auto dd = static_cast<int64_t>(d);
+          const std::string start = start_index(i->operand(dd + 2), shape.dim(dd) - update.dim(dd));
+          const std::string in = temp("int", fmt::format("{0} >= {1} && {0} < {1} + {2}", idx[d], start, update.dim(dd)));
+          inside += " && " + in;
+          at[d] = temp("I", fmt::format("{} ? {} - {} : 0", in, idx[d], start));
+        }
+        const std::string u = value(i->operand(1), at), o = value(i->operand(0), idx);
+        return temp(c, fmt::format("({}) ? {} : {}", inside, u, o));
+      }
       case Opcode::kConcatenate: return concatenate(i, idx);
       case Opcode::kConvert: return convert(i, value(i->operand(0), idx));
       case Opcode::kBitcastConvert: return bitcast_convert(i, value(i->operand(0), idx));
@@ -291,6 +315,49 @@ class Emitter {
     std::string x = value(i->operand(0), from);
     std::string fill = value(i->operand(1), {});
     return temp(c, fmt::format("({}) ? {} : {}", inside, x, fill));
+  }
+
+  // An index value (a scalar of any integer type) clamped to [0, max] as an index temporary;
+  // unsigned values beyond int64 saturate first, as the evaluator reads them.
+  std::string index_value(const Instruction* index, const std::vector<std::string>& at, int64_t max) {
+    std::string v = value(index, at);
+    if (index->shape().type() == PrimitiveType::kU64) v = fmt::format("min({}, (ulong)0x7fffffffffffffff)", v);
+    return temp("I", fmt::format("(I)clamp((long)({}), 0L, {}L)", v, std::max<int64_t>(max, 0)));
+  }
+  std::string start_index(const Instruction* index, int64_t max) { return index_value(index, {}, max); }
+
+  // XLA gather: result index -> batch index G (the dimensions that are not offset_dims)
+  // -> start vector read from the indices at G, clamped so the slice fits; plus the
+  // offsets (and batching dimensions) -> the operand element.
+  std::string gather(const Instruction* i, const std::vector<std::string>& idx) {
+    const ir::GatherDimNumbers& gd = i->attrs().gather_dims;
+    const std::vector<int64_t>& sizes = i->attrs().gather_slice_sizes;
+    const Shape& operand = i->operand(0)->shape();
+    const Shape& indices = i->operand(1)->shape();
+    std::vector<bool> is_offset(idx.size(), false), removed(static_cast<size_t>(operand.rank()), false);
+    for (int64_t d : gd.offset_dims) is_offset[static_cast<size_t>(d)] = true;
+    for (int64_t d : gd.collapsed_slice_dims) removed[static_cast<size_t>(d)] = true;
+    for (int64_t d : gd.operand_batching_dims) removed[static_cast<size_t>(d)] = true;
+    std::vector<std::string> g;  // batch index, in the indices' dimension order
+    for (size_t d = 0; d < idx.size(); ++d)
+      if (!is_offset[d]) g.push_back(idx[d]);
+    const auto ivd = static_cast<size_t>(gd.index_vector_dim);
+    auto batch_position = [&](int64_t d) { return static_cast<size_t>(d < gd.index_vector_dim ? d : d - 1); };
+    std::vector<std::string> start(static_cast<size_t>(operand.rank()), "0");
+    for (size_t k = 0; k < gd.start_index_map.size(); ++k) {
+      std::vector<std::string> at = g;
+      if (ivd < static_cast<size_t>(indices.rank())) at.insert(at.begin() + static_cast<std::ptrdiff_t>(ivd), std::to_string(k));
+      const auto d = gd.start_index_map[k];
+      start[static_cast<size_t>(d)] = index_value(i->operand(1), at, operand.dim(d) - sizes[static_cast<size_t>(d)]);
+    }
+    for (size_t b = 0; b < gd.operand_batching_dims.size(); ++b)
+      start[static_cast<size_t>(gd.operand_batching_dims[b])] = g[batch_position(gd.start_indices_batching_dims[b])];
+    for (size_t d = 0, k = 0; d < removed.size(); ++d) {
+      if (removed[d]) continue;
+      const std::string offset = idx[static_cast<size_t>(gd.offset_dims[k++])];
+      start[d] = start[d] == "0" ? offset : temp("I", fmt::format("{} + {}", start[d], offset));
+    }
+    return value(i->operand(0), start);
   }
 
   std::string concatenate(const Instruction* i, const std::vector<std::string>& idx) {
@@ -454,7 +521,9 @@ std::optional<KernelSource> elementwise_kernel(const Instruction& instruction, c
   const std::vector<std::string> idx = e.delinearize(out.dims(), "i");
   const std::string v = e.value(&root, idx);
   if (!e.ok()) return std::nullopt;
-  const std::string index_type = n > INT32_MAX ? "long" : "int";
+  int64_t largest = n;
+  for (const Instruction* in : k.inputs) largest = std::max(largest, in->shape().num_elements());
+  const std::string index_type = largest > INT32_MAX ? "long" : "int";
   k.source = fmt::format(
       "{} {{\n  typedef {} I;\n  const I i = (I)get_global_id(0);\n  if (i >= {}) return;\n{}  {}\n}}\n",
       signature(k.name, k.inputs, out), index_type, n, body, store_stmt(out.type(), "out", "i", v));
@@ -624,7 +693,8 @@ std::optional<KernelSource> make_kernel_source(const Instruction& instruction, c
   } else if (!ir::is_elementwise(op) && op != Opcode::kReduce && op != Opcode::kBroadcast &&
              op != Opcode::kTranspose && op != Opcode::kReshape && op != Opcode::kSlice &&
              op != Opcode::kPad && op != Opcode::kConcatenate && op != Opcode::kReverse &&
-             op != Opcode::kIota && op != Opcode::kCopy) {
+             op != Opcode::kIota && op != Opcode::kCopy && op != Opcode::kGather &&
+             op != Opcode::kDynamicSlice && op != Opcode::kDynamicUpdateSlice) {
     return std::nullopt;
   }
   if (instruction.shape().num_elements() == 0) return std::nullopt;  // nothing to launch

@@ -1,12 +1,13 @@
 // Internal to the OpenCL target: OpenCL C source for one instruction (a fusion, or an
-// unfused elementwise, index-remapping or reduce op), as one kernel whose arguments are
+// unfused elementwise, index-remapping, gather, dynamic-slice, dynamic-update-slice or
+// reduce op), as one kernel whose arguments are
 // the buffers of the instruction's array operands (each distinct operand once, in first-use
 // order) followed by the result buffer. Shapes are baked into the source as constants,
 // so a kernel is specific to its instruction's shapes.
 //
 // Layout of the work: an elementwise kernel computes one result element per work-item
-// (index math folds broadcasts, transposes, reshapes, slices, pads, concatenations and
-// reverses into the loads); a reduce computes one result element per work-group with a
+// (index math folds broadcasts, transposes, reshapes, slices, pads, concatenations,
+// reverses, gathers and dynamic slices into the loads); a reduce computes one result element per work-group with a
 // tree reduction in local memory when the reduced extent is large, else one per
 // work-item with a loop.
 //
