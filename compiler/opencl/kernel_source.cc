@@ -607,6 +607,73 @@ std::optional<KernelSource> reduce_kernel(const Instruction& instruction, const 
   return k;
 }
 
+// XLA convolution, directly: one result element per work-item, the dot product of the
+// input window (padded, base-dilated) with the kernel (window-dilated, maybe reversed)
+// over the input features of its feature group, as the evaluator computes it.
+std::optional<KernelSource> convolution_kernel(const Instruction& conv, KernelSource k) {
+  const Shape& lhs = conv.operand(0)->shape();
+  const Shape& rhs = conv.operand(1)->shape();
+  const Shape& out = conv.shape();
+  if (!ir::is_float(lhs.type()) || !ir::is_float(rhs.type()) || !ir::is_float(out.type())) return std::nullopt;
+  const ir::ConvDimNumbers& cd = conv.attrs().conv_dims;
+  const size_t spatial = cd.input_spatial.size();
+  const int64_t groups = conv.attrs().feature_group_count, batch_groups = conv.attrs().batch_group_count;
+  const int64_t kernel_in = rhs.dim(cd.kernel_input_feature), kernel_out = rhs.dim(cd.kernel_output_feature);
+  if (groups < 1 || batch_groups < 1 || kernel_out % groups != 0 || kernel_out % batch_groups != 0) return std::nullopt;
+  const bool f64 = lhs.type() == PrimitiveType::kF64 || rhs.type() == PrimitiveType::kF64 ||
+                   out.type() == PrimitiveType::kF64;
+  const std::vector<int64_t> ls = strides_of(lhs.dims()), rs = strides_of(rhs.dims());
+  const int64_t n = out.num_elements();
+  const int64_t largest = std::max({n, lhs.num_elements(), rhs.num_elements()});
+  std::string body;
+  int counter = 0;
+  Emitter e({}, body, counter);
+  const std::vector<std::string> idx = e.delinearize(out.dims(), "o");
+  const auto at = [&](int64_t d) { return idx[static_cast<size_t>(d)]; };
+  body += fmt::format("  const I f = {};\n  const I group = f / {};\n", at(cd.output_feature), kernel_out / groups);
+  body += fmt::format("  const I lbase = ((f / {}) * {} + {}) * {} + group * {};\n", kernel_out / batch_groups,
+                      out.dim(cd.output_batch), at(cd.output_batch), ls[static_cast<size_t>(cd.input_batch)],
+                      kernel_in * ls[static_cast<size_t>(cd.input_feature)]);
+  body += fmt::format("  const I rbase = f * {};\n  {} sum = 0;\n", rs[static_cast<size_t>(cd.kernel_output_feature)],
+                      f64 ? "double" : "float");
+  std::string lsum = "lbase", rsum = "rbase", close;
+  for (size_t sd = 0; sd < spatial; ++sd) {
+    ir::WindowDim w;
+    const int64_t size = rhs.dim(cd.kernel_spatial[sd]);
+    if (conv.attrs().window) w = conv.attrs().window->dims[sd];
+    const std::string pad(4 + 2 * sd, ' ');
+    body += fmt::format(
+        "{p}for (I k{s} = 0; k{s} < {size}; ++k{s}) {{\n"
+        "{p}  const I pos{s} = {o} * {stride} + k{s} * {rdil} - {low};\n"
+        "{p}  if (pos{s} < 0 || pos{s} % {ldil} != 0 || pos{s} / {ldil} >= {in}) continue;\n"
+        "{p}  const I l{s} = (pos{s} / {ldil}) * {lstride};\n"
+        "{p}  const I r{s} = ({rev}) * {rstride};\n",
+        fmt::arg("p", pad.substr(2)), fmt::arg("s", sd), fmt::arg("size", size), fmt::arg("o", at(cd.output_spatial[sd])),
+        fmt::arg("stride", w.stride), fmt::arg("rdil", w.rhs_dilation), fmt::arg("low", w.pad_low),
+        fmt::arg("ldil", w.lhs_dilation), fmt::arg("in", lhs.dim(cd.input_spatial[sd])),
+        fmt::arg("lstride", ls[static_cast<size_t>(cd.input_spatial[sd])]),
+        fmt::arg("rev", w.reversal ? fmt::format("{} - k{}", size - 1, sd) : fmt::format("k{}", sd)),
+        fmt::arg("rstride", rs[static_cast<size_t>(cd.kernel_spatial[sd])]));
+    lsum += fmt::format(" + l{}", sd);
+    rsum += fmt::format(" + r{}", sd);
+    close = pad.substr(2) + "}\n" + close;
+  }
+  const std::string pad(2 + 2 * spatial, ' ');
+  body += fmt::format("{p}for (I c = 0; c < {kin}; ++c)\n{p}  sum += ({acc})({l}) * ({acc})({r});\n{close}",
+                      fmt::arg("p", pad), fmt::arg("kin", kernel_in), fmt::arg("acc", f64 ? "double" : "float"),
+                      fmt::arg("l", load_expr(lhs.type(), "in0", fmt::format("{} + c * {}", lsum, ls[static_cast<size_t>(cd.input_feature)]))),
+                      fmt::arg("r", load_expr(rhs.type(), "in1", fmt::format("{} + c * {}", rsum, rs[static_cast<size_t>(cd.kernel_input_feature)]))),
+                      fmt::arg("close", close));
+  const std::string result = out.type() == PrimitiveType::kF64 ? "sum" : "(float)sum";
+  k.source = fmt::format("{} {{\n  typedef {} I;\n  const I o = (I)get_global_id(0);\n  if (o >= {}) return;\n{}  {}\n}}\n",
+                         signature(k.name, k.inputs, out), largest > INT32_MAX ? "long" : "int", n, body,
+                         store_stmt(out.type(), "out", "o", result));
+  k.uses_fp64 = f64;
+  k.local_size = kWorkGroup;
+  k.global_size = (n + kWorkGroup - 1) / kWorkGroup * kWorkGroup;
+  return k;
+}
+
 }  // namespace
 
 std::optional<std::string> storage_type(PrimitiveType type) {
@@ -694,7 +761,7 @@ std::optional<KernelSource> make_kernel_source(const Instruction& instruction, c
              op != Opcode::kTranspose && op != Opcode::kReshape && op != Opcode::kSlice &&
              op != Opcode::kPad && op != Opcode::kConcatenate && op != Opcode::kReverse &&
              op != Opcode::kIota && op != Opcode::kCopy && op != Opcode::kGather &&
-             op != Opcode::kDynamicSlice && op != Opcode::kDynamicUpdateSlice) {
+             op != Opcode::kDynamicSlice && op != Opcode::kDynamicUpdateSlice && op != Opcode::kConvolution) {
     return std::nullopt;
   }
   if (instruction.shape().num_elements() == 0) return std::nullopt;  // nothing to launch
@@ -702,6 +769,10 @@ std::optional<KernelSource> make_kernel_source(const Instruction& instruction, c
   k.name = name;
   k.uses_fp64 = needs_fp64(instruction);
   std::map<const Instruction*, int> inputs = bind_inputs(instruction, k.inputs);
+  if (op == Opcode::kConvolution) {
+    if (instruction.operand(0) == instruction.operand(1)) return std::nullopt;  // one buffer, two roles
+    return convolution_kernel(instruction, std::move(k));
+  }
   if (root->opcode() == Opcode::kReduce) return reduce_kernel(instruction, *root, std::move(inputs), std::move(k));
   return elementwise_kernel(instruction, *root, std::move(inputs), std::move(k));
 }

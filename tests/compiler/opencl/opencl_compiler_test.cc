@@ -94,6 +94,22 @@ lt {
   EXPECT_EQ(only_step(*p, Step::Kind::kHost).instruction->opcode(), ir::Opcode::kSort);
 }
 
+TEST(OpenClCompiler, ConvolutionsAndGathersAreKernels) {
+  auto p = compile_text(R"(HloModule m
+ENTRY e {
+  x = f32[2,8,8,4] parameter(0)
+  w = f32[3,3,2,6] parameter(1)
+  c = f32[2,8,8,6] convolution(x, w), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f, feature_group_count=2
+  t = f32[10,6] parameter(2)
+  i = s32[5] parameter(3)
+  g = f32[5,6] gather(t, i), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1,6}
+  ROOT r = (f32[2,8,8,6], f32[5,6]) tuple(c, g)
+})");
+  EXPECT_EQ(p->stats().host_steps, 0);
+  EXPECT_EQ(p->stats().kernels, 2);
+  EXPECT_EQ(p->stats().gemms, 0);
+}
+
 TEST(OpenClCompiler, LongReductionsTakeAWorkGroupTree) {
   const std::string text = R"(HloModule m
 add {
