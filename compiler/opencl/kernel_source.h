@@ -7,9 +7,9 @@
 //
 // Layout of the work: an elementwise kernel computes one result element per work-item
 // (index math folds broadcasts, transposes, reshapes, slices, pads, concatenations,
-// reverses, gathers and dynamic slices into the loads); a reduce computes one result element per work-group with a
-// tree reduction in local memory when the reduced extent is large, else one per
-// work-item with a loop; a convolution computes one result element per work-item,
+// reverses, gathers and dynamic slices into the loads); a reduce computes one result
+// element per work-group with a tree reduction in local memory when the reduced extent
+// is large, else one per work-item with a loop; a convolution computes one result element per work-item,
 // directly (window positions, then input features of the group).
 //
 // Numerics follow the reference evaluator: 16-bit floats are stored as 16 bits and
