@@ -511,6 +511,15 @@ bool needs_fp64(const Instruction& instruction) {
   return false;
 }
 
+// The root of a reducer `ROOT r = op(p0, p1)` on its two parameters; null otherwise.
+const Instruction* simple_reducer(const ir::Computation& reducer) {
+  const Instruction* op = reducer.root();
+  if (reducer.parameter_count() != 2 || op->operand_count() != 2 || op->operand(0) != reducer.parameter(0) ||
+      op->operand(1) != reducer.parameter(1))
+    return nullptr;
+  return op;
+}
+
 std::optional<KernelSource> elementwise_kernel(const Instruction& instruction, const Instruction& root,
                                                std::map<const Instruction*, int> inputs, KernelSource k) {
   const Shape& out = instruction.shape();
@@ -535,11 +544,8 @@ std::optional<KernelSource> elementwise_kernel(const Instruction& instruction, c
 std::optional<KernelSource> reduce_kernel(const Instruction& instruction, const Instruction& reduce,
                                           std::map<const Instruction*, int> inputs, KernelSource k) {
   if (reduce.operand_count() != 2 || !reduce.shape().is_array()) return std::nullopt;
-  const ir::Computation& reducer = *reduce.called(0);
-  const Instruction* op = reducer.root();
-  if (reducer.parameter_count() != 2 || op->operand_count() != 2 ||
-      op->operand(0) != reducer.parameter(0) || op->operand(1) != reducer.parameter(1))
-    return std::nullopt;
+  const Instruction* op = simple_reducer(*reduce.called(0));
+  if (op == nullptr) return std::nullopt;
   const Instruction* input = reduce.operand(0);
   const Shape& in_shape = input->shape();
   const Shape& out = instruction.shape();
@@ -674,6 +680,58 @@ std::optional<KernelSource> convolution_kernel(const Instruction& conv, KernelSo
   return k;
 }
 
+// reduce-window with one input and a reducer of one binary op: per result element, the
+// init value folded with the window's real input elements in row-major window order
+// (padding and base-dilation holes are skipped), as the evaluator folds them.
+std::optional<KernelSource> reduce_window_kernel(const Instruction& rw, KernelSource k) {
+  if (rw.operand_count() != 2 || !rw.shape().is_array() || !rw.attrs().window) return std::nullopt;
+  const Instruction* op = simple_reducer(*rw.called(0));
+  const Shape& in = rw.operand(0)->shape();
+  const Shape& out = rw.shape();
+  const PrimitiveType t = out.type();
+  if (op == nullptr || in.type() != t || rw.operand(0) == rw.operand(1)) return std::nullopt;
+  const std::string c = *compute_type(t);
+  const int64_t n = out.num_elements();
+  std::string head, loop, tail;
+  int counter = 0;
+  std::map<const Instruction*, int> inputs = {{rw.operand(0), 0}, {rw.operand(1), 1}};
+  Emitter outer(inputs, head, counter);
+  const std::vector<std::string> idx = outer.delinearize(out.dims(), "o");
+  Emitter inner(inputs, loop, counter);
+  std::vector<std::string> at;
+  std::string open, close;
+  for (size_t d = 0; d < idx.size(); ++d) {
+    const ir::WindowDim& w = rw.attrs().window->dims[d];
+    const std::string pad(2 + 2 * d, ' ');
+    open += fmt::format(
+        "{p}for (I k{d} = 0; k{d} < {size}; ++k{d}) {{\n"
+        "{p}  const I pos{d} = {o} * {stride} - {low} + k{d} * {rdil};\n"
+        "{p}  if (pos{d} < 0 || pos{d} > {last} || pos{d} % {ldil} != 0) continue;\n",
+        fmt::arg("p", pad), fmt::arg("d", d), fmt::arg("size", w.size), fmt::arg("o", idx[d]),
+        fmt::arg("stride", w.stride), fmt::arg("low", w.pad_low), fmt::arg("rdil", w.rhs_dilation),
+        fmt::arg("last", (in.dim(static_cast<int64_t>(d)) - 1) * w.lhs_dilation), fmt::arg("ldil", w.lhs_dilation));
+    at.push_back(w.lhs_dilation == 1 ? fmt::format("pos{}", d) : fmt::format("(pos{} / {})", d, w.lhs_dilation));
+    close = pad + "}\n" + close;
+  }
+  const std::string x = inner.value(rw.operand(0), at);
+  Emitter last(inputs, tail, counter);
+  const std::string init = last.value(rw.operand(1), {});
+  std::optional<std::string> fold = outer.binary(op->opcode(), t, "acc", x);
+  if (!outer.ok() || !inner.ok() || !last.ok() || !fold || in.num_elements() == 0) return std::nullopt;
+  const std::string pad(2 + 2 * idx.size(), ' ');
+  k.source = fmt::format(
+      "{sig} {{\n  typedef {I} I;\n  const I o = (I)get_global_id(0);\n  if (o >= {n}) return;\n{head}{tail}"
+      "  {c} acc = {init};\n{open}{loop}{p}acc = {fold};\n{close}  {store}\n}}\n",
+      fmt::arg("sig", signature(k.name, k.inputs, out)),
+      fmt::arg("I", std::max(n, in.num_elements()) > INT32_MAX ? "long" : "int"), fmt::arg("n", n),
+      fmt::arg("head", head), fmt::arg("tail", tail), fmt::arg("c", c), fmt::arg("init", init), fmt::arg("open", open),
+      fmt::arg("loop", loop), fmt::arg("p", pad), fmt::arg("fold", *fold), fmt::arg("close", close),
+      fmt::arg("store", store_stmt(t, "out", "o", "acc")));
+  k.local_size = kWorkGroup;
+  k.global_size = (n + kWorkGroup - 1) / kWorkGroup * kWorkGroup;
+  return k;
+}
+
 }  // namespace
 
 std::optional<std::string> storage_type(PrimitiveType type) {
@@ -761,7 +819,8 @@ std::optional<KernelSource> make_kernel_source(const Instruction& instruction, c
              op != Opcode::kTranspose && op != Opcode::kReshape && op != Opcode::kSlice &&
              op != Opcode::kPad && op != Opcode::kConcatenate && op != Opcode::kReverse &&
              op != Opcode::kIota && op != Opcode::kCopy && op != Opcode::kGather &&
-             op != Opcode::kDynamicSlice && op != Opcode::kDynamicUpdateSlice && op != Opcode::kConvolution) {
+             op != Opcode::kDynamicSlice && op != Opcode::kDynamicUpdateSlice && op != Opcode::kConvolution &&
+             op != Opcode::kReduceWindow) {
     return std::nullopt;
   }
   if (instruction.shape().num_elements() == 0) return std::nullopt;  // nothing to launch
@@ -769,6 +828,7 @@ std::optional<KernelSource> make_kernel_source(const Instruction& instruction, c
   k.name = name;
   k.uses_fp64 = needs_fp64(instruction);
   std::map<const Instruction*, int> inputs = bind_inputs(instruction, k.inputs);
+  if (op == Opcode::kReduceWindow) return reduce_window_kernel(instruction, std::move(k));
   if (op == Opcode::kConvolution) {
     if (instruction.operand(0) == instruction.operand(1)) return std::nullopt;  // one buffer, two roles
     return convolution_kernel(instruction, std::move(k));

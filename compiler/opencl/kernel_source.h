@@ -1,6 +1,6 @@
 // Internal to the OpenCL target: OpenCL C source for one instruction (a fusion, or an
 // unfused elementwise, index-remapping, gather, dynamic-slice, dynamic-update-slice,
-// reduce or floating-point convolution op), as one kernel whose arguments are
+// reduce, reduce-window or floating-point convolution op), as one kernel whose arguments are
 // the buffers of the instruction's array operands (each distinct operand once, in first-use
 // order) followed by the result buffer. Shapes are baked into the source as constants,
 // so a kernel is specific to its instruction's shapes.

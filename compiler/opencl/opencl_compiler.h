@@ -6,14 +6,15 @@
 // The module goes through the shared pass pipeline (simplification, fusion); then each
 // instruction of the entry computation becomes one step:
 //   * a fusion, or an unfused elementwise / index-remapping op, gather, dynamic slice or
-//     update, reduce or floating-point convolution: one generated kernel (kernel_source.h);
+//     update, reduce, reduce-window or floating-point convolution: one generated kernel
+//     (kernel_source.h);
 //   * a dot on floating-point operands: a GEMM step (row-major [batch, M, K] x [batch,
 //     K, N], operands transposed in place where the dimension order allows, else by a
 //     transpose kernel first); the runtime runs it with the target's own kernel
 //     (gemm_source.h) or CLBlast, whichever it measured faster for that shape;
 //   * parameters, constants, tuples, get-tuple-element and byte-for-byte aliases
 //     (reshape, row-major copy and bitcast): no step, their buffers are reused;
-//   * everything else (scatter, sort, windows, integer convolution, control flow,
+//   * everything else (scatter, sort, select-and-scatter, integer convolution, control flow,
 //     collectives, custom calls, ops without an OpenCL lowering yet): a host step, run
 //     by the CPU target's kernel for that instruction on data copied to and from the
 //     device.

@@ -94,8 +94,13 @@ lt {
   EXPECT_EQ(only_step(*p, Step::Kind::kHost).instruction->opcode(), ir::Opcode::kSort);
 }
 
-TEST(OpenClCompiler, ConvolutionsAndGathersAreKernels) {
+TEST(OpenClCompiler, ConvolutionsGathersAndWindowsAreKernels) {
   auto p = compile_text(R"(HloModule m
+max {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT m = f32[] maximum(a, b)
+}
 ENTRY e {
   x = f32[2,8,8,4] parameter(0)
   w = f32[3,3,2,6] parameter(1)
@@ -103,10 +108,12 @@ ENTRY e {
   t = f32[10,6] parameter(2)
   i = s32[5] parameter(3)
   g = f32[5,6] gather(t, i), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1,6}
-  ROOT r = (f32[2,8,8,6], f32[5,6]) tuple(c, g)
+  inf = f32[] constant(-inf)
+  pool = f32[2,4,4,6] reduce-window(c, inf), window={size=1x2x2x1 stride=1x2x2x1}, to_apply=max
+  ROOT r = (f32[2,4,4,6], f32[5,6]) tuple(pool, g)
 })");
   EXPECT_EQ(p->stats().host_steps, 0);
-  EXPECT_EQ(p->stats().kernels, 2);
+  EXPECT_EQ(p->stats().kernels, 3);
   EXPECT_EQ(p->stats().gemms, 0);
 }
 
