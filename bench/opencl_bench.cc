@@ -7,7 +7,8 @@
 //     vs a plain copy kernel on the same device;
 //   * training steps (forward, backward, Adam; one compiled graph per step) of the
 //     digits MLP (64-128-10, batch 64) and of a wide MLP, vs the CPU backend.
-//   build/bin/bench/opencl_bench [--quick] [--require-gpu] [--peak-gflops G | --flops-per-cu-cycle F]
+//   build/bin/bench/opencl_bench [--quick] [--require-gpu] [--peak-gflops G | --flops-per-cu-cycle
+//   F]
 // F: FP32 flops per compute unit and cycle (256 on NVIDIA Ampere/Hopper SMs: 128 FMA lanes),
 // times the device's compute units and maximum clock.
 // --quick: PoCL-sized problems (GEMM 256/512/1024, 4M floats, a smaller wide MLP).
@@ -44,7 +45,9 @@ namespace ir = podsim::ir;
 namespace nn = podsim::nn;
 namespace rt = podsim::runtime;
 
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
 
 ir::Literal random_f32(std::vector<int64_t> dims, uint32_t seed) {
   ir::Literal l(ir::Shape(ir::PrimitiveType::kF32, std::move(dims)));
@@ -57,7 +60,8 @@ ir::Literal random_f32(std::vector<int64_t> dims, uint32_t seed) {
 // Seconds per run of executable (after a warm-up run): runs are queued back to back
 // until at least min_seconds passed, then waited for.
 double time_runs(rt::Executable& executable, const std::vector<std::shared_ptr<rt::Buffer>>& args,
-                 rt::Device& device, double min_seconds, std::vector<ir::Literal>* result = nullptr) {
+                 rt::Device& device, double min_seconds,
+                 std::vector<ir::Literal>* result = nullptr) {
   auto outputs = executable.execute(args, device);
   for (const auto& o : outputs) o->ready_event()->wait();
   if (result != nullptr)
@@ -74,15 +78,17 @@ double time_runs(rt::Executable& executable, const std::vector<std::shared_ptr<r
 }
 
 void gemm(rt::Client& opencl, rt::Device& device, int64_t n, double peak_gflops) {
-  auto module = ir::parse_module(fmt::format(
-      "HloModule gemm\nENTRY e {{\n  a = f32[{0},{0}] parameter(0)\n  b = f32[{0},{0}] parameter(1)\n"
-      "  ROOT c = f32[{0},{0}] dot(a, b), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}\n}}\n",
-      n));
+  auto module =
+      ir::parse_module(fmt::format("HloModule gemm\nENTRY e {{\n  a = f32[{0},{0}] parameter(0)\n  "
+                                   "b = f32[{0},{0}] parameter(1)\n"
+                                   "  ROOT c = f32[{0},{0}] dot(a, b), lhs_contracting_dims={{1}}, "
+                                   "rhs_contracting_dims={{0}}\n}}\n",
+                                   n));
   ir::Literal a = random_f32({n, n}, 1), b = random_f32({n, n}, 2);
   std::vector<float> want(static_cast<size_t>(n * n));
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(n), static_cast<int>(n),
-              static_cast<int>(n), 1.0f, a.data<float>().data(), static_cast<int>(n), b.data<float>().data(),
-              static_cast<int>(n), 0.0f, want.data(), static_cast<int>(n));
+              static_cast<int>(n), 1.0f, a.data<float>().data(), static_cast<int>(n),
+              b.data<float>().data(), static_cast<int>(n), 0.0f, want.data(), static_cast<int>(n));
   std::vector<std::shared_ptr<rt::Buffer>> args = {opencl.transfer_to_device(a, device),
                                                    opencl.transfer_to_device(b, device)};
   // own: the fastest tiling as the backend times them; then each tiling forced.
@@ -94,22 +100,25 @@ void gemm(rt::Client& opencl, rt::Device& device, int64_t n, double peak_gflops)
     auto executable = opencl.compile(*module);
     std::vector<ir::Literal> result;
     const double s = time_runs(*executable, args, device, 0.5, &result);
-    gflops[m] = 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n) / s / 1e9;
+    gflops[m] =
+        2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n) / s / 1e9;
     double err = 0, scale = 0;
     auto got = result[0].data<float>();
     for (size_t i = 0; i < want.size(); ++i) {
       err = std::max(err, static_cast<double>(std::fabs(got[i] - want[i])));
       scale = std::max(scale, static_cast<double>(std::fabs(want[i])));
     }
-    if (err > 1e-4 * scale) std::printf("  WRONG: %s GEMM %lld differs from OpenBLAS by %g (scale %g)\n", modes[m].c_str(),
-                                        static_cast<long long>(n), err, scale);
+    if (err > 1e-4 * scale)
+      std::printf("  WRONG: %s GEMM %lld differs from OpenBLAS by %g (scale %g)\n",
+                  modes[m].c_str(), static_cast<long long>(n), err, scale);
   }
   unsetenv("PODSIM_OPENCL_GEMM");
-  std::printf("  gemm %5lld  own %9.1f GFLOP/s  clblast %9.1f GFLOP/s  own/clblast %.2fx", static_cast<long long>(n),
-              gflops[0], gflops[1], gflops[0] / gflops[1]);
+  std::printf("  gemm %5lld  own %9.1f GFLOP/s  clblast %9.1f GFLOP/s  own/clblast %.2fx",
+              static_cast<long long>(n), gflops[0], gflops[1], gflops[0] / gflops[1]);
   if (peak_gflops > 0) std::printf("  own %.1f%% of peak", 100 * gflops[0] / peak_gflops);
   std::printf("\n");
-  if (2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n) < podsim::opencl::kTimedGemmFlops)
+  if (2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n) <
+      podsim::opencl::kTimedGemmFlops)
     return;  // one tiling only: too small to time
   std::printf("        tilings");
   for (size_t t = 0; t < podsim::opencl::kGemmTilings.size(); ++t) {
@@ -129,7 +138,8 @@ cl_device_id first_device() {
   for (int want_gpu = 1; want_gpu >= 0 && chosen == nullptr; --want_gpu)
     for (cl_platform_id p : platforms) {
       cl_device_id d;
-      if (clGetDeviceIDs(p, want_gpu ? CL_DEVICE_TYPE_GPU : CL_DEVICE_TYPE_ALL, 1, &d, nullptr) == CL_SUCCESS) {
+      if (clGetDeviceIDs(p, want_gpu ? CL_DEVICE_TYPE_GPU : CL_DEVICE_TYPE_ALL, 1, &d, nullptr) ==
+          CL_SUCCESS) {
         chosen = d;
         break;
       }
@@ -210,14 +220,16 @@ ENTRY e {{
   ROOT o10 = f32[{0}] add(o9, x)
 }}
 )",
-                                                   n));
+                                             n));
   auto executable = opencl.compile(*module);
-  std::vector<std::shared_ptr<rt::Buffer>> args = {opencl.transfer_to_device(random_f32({n}, 3), device)};
+  std::vector<std::shared_ptr<rt::Buffer>> args = {
+      opencl.transfer_to_device(random_f32({n}, 3), device)};
   const double s = time_runs(*executable, args, device, 0.5);
   const double fused = 2.0 * static_cast<double>(n) * 4 / s / 1e9;
   const double copy = copy_bandwidth(n);
-  std::printf("  fused 10-op chain over %lld floats: %.1f GB/s; copy kernel %.1f GB/s; fused/copy %.1f%%\n",
-              static_cast<long long>(n), fused, copy, 100 * fused / copy);
+  std::printf(
+      "  fused 10-op chain over %lld floats: %.1f GB/s; copy kernel %.1f GB/s; fused/copy %.1f%%\n",
+      static_cast<long long>(n), fused, copy, 100 * fused / copy);
 }
 
 // Median seconds per training step over 5 segments after 3 warm-up steps.
@@ -251,7 +263,8 @@ double mlp_step(rt::Device& device, std::vector<int64_t> widths, int64_t batch, 
   mlp->to(device);
   podsim::optim::Adam opt(mlp->parameters(), {.lr = 1e-3});
   Tensor x = podsim::rand({batch, widths.front()}).to(device);
-  Tensor y = (podsim::rand({batch}) * static_cast<double>(widths.back())).to(podsim::kInt64).to(device);
+  Tensor y =
+      (podsim::rand({batch}) * static_cast<double>(widths.back())).to(podsim::kInt64).to(device);
   return step_seconds(
       [&] {
         nn::functional::cross_entropy((*mlp)(x), y).backward();
@@ -261,15 +274,16 @@ double mlp_step(rt::Device& device, std::vector<int64_t> widths, int64_t batch, 
       steps);
 }
 
-void training(rt::Device& opencl, rt::Device& cpu, const char* name, std::vector<int64_t> widths, int64_t batch,
-              int steps) {
+void training(rt::Device& opencl, rt::Device& cpu, const char* name, std::vector<int64_t> widths,
+              int64_t batch, int steps) {
   std::fprintf(stderr, "  ... %s training steps\n", name);
   const double o = mlp_step(opencl, widths, batch, steps);
   const double c = mlp_step(cpu, widths, batch, steps);
   std::string shape;
   for (int64_t w : widths) shape += (shape.empty() ? "" : "-") + std::to_string(w);
-  std::printf("  %-12s %-16s batch %4lld: opencl %8.3f ms/step  cpu %8.3f ms/step  cpu/opencl %.2fx\n", name,
-              shape.c_str(), static_cast<long long>(batch), 1e3 * o, 1e3 * c, c / o);
+  std::printf(
+      "  %-12s %-16s batch %4lld: opencl %8.3f ms/step  cpu %8.3f ms/step  cpu/opencl %.2fx\n",
+      name, shape.c_str(), static_cast<long long>(batch), 1e3 * o, 1e3 * c, c / o);
 }
 
 }  // namespace
@@ -289,25 +303,33 @@ int main(int argc, char** argv) {
       peak = peak_gflops(std::atof(argv[++i]));
     } else {
       std::fprintf(stderr,
-                   "usage: opencl_bench [--quick] [--require-gpu] [--peak-gflops G | --flops-per-cu-cycle F]\n");
+                   "usage: opencl_bench [--quick] [--require-gpu] [--peak-gflops G | "
+                   "--flops-per-cu-cycle F]\n");
       return 2;
     }
   }
-  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // each figure as soon as it is measured, also into a pipe
+  std::setvbuf(stdout, nullptr, _IOLBF,
+               0);  // each figure as soon as it is measured, also into a pipe
   try {
     rt::Client& opencl = rt::client("OPENCL");
     rt::Device& device = *opencl.devices()[0];
     cl_device_type type = 0;
-    if (cl_device_id d = first_device()) clGetDeviceInfo(d, CL_DEVICE_TYPE, sizeof(type), &type, nullptr);
+    if (cl_device_id d = first_device())
+      clGetDeviceInfo(d, CL_DEVICE_TYPE, sizeof(type), &type, nullptr);
     if (require_gpu && (type & CL_DEVICE_TYPE_GPU) == 0) {
-      for (const std::string& line : rt::describe_opencl_devices()) std::fprintf(stderr, "  found: %s\n", line.c_str());
-      std::fprintf(stderr, "opencl_bench: --require-gpu: no OpenCL GPU was found (figures on these would not be GPU figures)\n");
+      for (const std::string& line : rt::describe_opencl_devices())
+        std::fprintf(stderr, "  found: %s\n", line.c_str());
+      std::fprintf(stderr,
+                   "opencl_bench: --require-gpu: no OpenCL GPU was found (figures on these would "
+                   "not be GPU figures)\n");
       return 1;
     }
     std::printf("opencl_bench on %s%s\n", device.name().c_str(), quick ? " (--quick)" : "");
     if (peak > 0) std::printf("  FP32 peak taken as %.0f GFLOP/s\n", peak);
-    for (const std::string& line : rt::describe_opencl_devices()) std::printf("  device: %s\n", line.c_str());
-    for (int64_t n : quick ? std::vector<int64_t>{256, 512, 1024} : std::vector<int64_t>{1024, 2048, 4096})
+    for (const std::string& line : rt::describe_opencl_devices())
+      std::printf("  device: %s\n", line.c_str());
+    for (int64_t n :
+         quick ? std::vector<int64_t>{256, 512, 1024} : std::vector<int64_t>{1024, 2048, 4096})
       gemm(opencl, device, n, peak);
     elementwise(opencl, device, quick ? int64_t{1} << 22 : int64_t{1} << 26);
     rt::Device& cpu = *rt::client("CPU").devices()[0];
@@ -318,7 +340,8 @@ int main(int argc, char** argv) {
       training(device, cpu, "wide MLP", {1024, 4096, 4096, 10}, 1024, 20);
     for (const std::string& name : rt::counter_names())
       if (name.starts_with("OpenClHostOp::"))
-        std::printf("  host steps: %s %lld\n", name.c_str(), static_cast<long long>(rt::counter_value(name)));
+        std::printf("  host steps: %s %lld\n", name.c_str(),
+                    static_cast<long long>(rt::counter_value(name)));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "opencl_bench: %s\n", e.what());
     return 1;

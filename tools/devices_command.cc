@@ -14,7 +14,8 @@ namespace podsim::tools {
 namespace {
 
 std::string gib(int64_t bytes) {
-  return bytes > 0 ? fmt::format("{:.1f} GiB", static_cast<double>(bytes) / (int64_t{1} << 30)) : "no limit";
+  return bytes > 0 ? fmt::format("{:.1f} GiB", static_cast<double>(bytes) / (int64_t{1} << 30))
+                   : "no limit";
 }
 
 void list(const std::string& backend, const std::string& what) {
@@ -31,11 +32,13 @@ void list(const std::string& backend, const std::string& what) {
 }  // namespace
 
 Command add_devices_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("devices", "List every backend's devices (PODSIM_DEVICE chooses the default)");
+  auto* cmd = app.add_subcommand(
+      "devices", "List every backend's devices (PODSIM_DEVICE chooses the default)");
   return {cmd, [] {
             list("CPU", fmt::format("the host: {} hardware threads; PODSIM_CPU_DEVICES devices",
                                     std::thread::hardware_concurrency()));
-            list("SIM", fmt::format("simulated {}; PODSIM_TOPOLOGY", runtime::sim_topology_from_env()));
+            list("SIM",
+                 fmt::format("simulated {}; PODSIM_TOPOLOGY", runtime::sim_topology_from_env()));
             list("OPENCL", "GPUs first; PODSIM_OPENCL_DEVICE keeps one");
             const std::vector<std::string> found = runtime::describe_opencl_devices();
             for (size_t i = 0; i < found.size(); ++i) fmt::print("  found {}: {}\n", i, found[i]);

@@ -18,14 +18,14 @@ std::string gemm_source(const GemmShape& s, const GemmTiling& t, const std::stri
   const std::string c = f64 ? "double" : "float";
   // Global loads: A's and B's slabs are read along their contiguous dimension so that
   // neighbouring work-items read neighbouring addresses.
-  const std::string load_a =
-      s.trans_a ? "const int kk = l / TM, mm = l % TM;"  // A is K x M
-                : "const int mm = l / TK, kk = l % TK;";  // A is M x K
-  const std::string a_index = s.trans_a ? "(long)(k0 + kk) * M + (row0 + mm)" : "(long)(row0 + mm) * K + (k0 + kk)";
-  const std::string load_b =
-      s.trans_b ? "const int nn = l / TK, kk = l % TK;"  // B is N x K
-                : "const int kk = l / TN, nn = l % TN;";  // B is K x N
-  const std::string b_index = s.trans_b ? "(long)(col0 + nn) * K + (k0 + kk)" : "(long)(k0 + kk) * N + (col0 + nn)";
+  const std::string load_a = s.trans_a ? "const int kk = l / TM, mm = l % TM;"   // A is K x M
+                                       : "const int mm = l / TK, kk = l % TK;";  // A is M x K
+  const std::string a_index =
+      s.trans_a ? "(long)(k0 + kk) * M + (row0 + mm)" : "(long)(row0 + mm) * K + (k0 + kk)";
+  const std::string load_b = s.trans_b ? "const int nn = l / TK, kk = l % TK;"   // B is N x K
+                                       : "const int kk = l / TN, nn = l % TN;";  // B is K x N
+  const std::string b_index =
+      s.trans_b ? "(long)(col0 + nn) * K + (k0 + kk)" : "(long)(k0 + kk) * N + (col0 + nn)";
   return fmt::format(
       R"(#define TM {tm}
 #define TN {tn}
@@ -85,11 +85,12 @@ void {name}(__global const {sa}* restrict a, __global const {sb}* restrict b, __
 #undef N
 #undef K
 )",
-      fmt::arg("tm", t.tile_m), fmt::arg("tn", t.tile_n), fmt::arg("tk", t.tile_k), fmt::arg("rm", t.reg_m),
-      fmt::arg("rn", t.reg_n), fmt::arg("m", s.m), fmt::arg("n", s.n), fmt::arg("k", s.k), fmt::arg("name", name),
-      fmt::arg("sa", *storage_type(s.a_type)), fmt::arg("sb", *storage_type(s.b_type)),
-      fmt::arg("sc", *storage_type(s.c_type)), fmt::arg("c", c), fmt::arg("load_a", load_a),
-      fmt::arg("load_b", load_b), fmt::arg("la", load_expr(s.a_type, "a", "aoff + " + a_index)),
+      fmt::arg("tm", t.tile_m), fmt::arg("tn", t.tile_n), fmt::arg("tk", t.tile_k),
+      fmt::arg("rm", t.reg_m), fmt::arg("rn", t.reg_n), fmt::arg("m", s.m), fmt::arg("n", s.n),
+      fmt::arg("k", s.k), fmt::arg("name", name), fmt::arg("sa", *storage_type(s.a_type)),
+      fmt::arg("sb", *storage_type(s.b_type)), fmt::arg("sc", *storage_type(s.c_type)),
+      fmt::arg("c", c), fmt::arg("load_a", load_a), fmt::arg("load_b", load_b),
+      fmt::arg("la", load_expr(s.a_type, "a", "aoff + " + a_index)),
       fmt::arg("lb", load_expr(s.b_type, "b", "boff + " + b_index)),
       fmt::arg("store", store_stmt(s.c_type, "out", "coff + (long)row * N + col", "acc[i][j]")));
 }
@@ -105,7 +106,8 @@ int default_gemm_tiling(const GemmShape& s) {
   // At least ~64 work-groups keep a GPU's compute units fed; below that, smaller tiles.
   for (size_t i = 0; i + 1 < kGemmTilings.size(); ++i) {
     const GemmTiling& t = kGemmTilings[i];
-    if (ceil_div(s.m, t.tile_m) * ceil_div(s.n, t.tile_n) * s.batch >= 64) return static_cast<int>(i);
+    if (ceil_div(s.m, t.tile_m) * ceil_div(s.n, t.tile_n) * s.batch >= 64)
+      return static_cast<int>(i);
   }
   return static_cast<int>(kGemmTilings.size() - 1);
 }

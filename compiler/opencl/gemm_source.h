@@ -21,8 +21,10 @@ struct GemmShape {
   ir::PrimitiveType b_type = ir::PrimitiveType::kF32;
   ir::PrimitiveType c_type = ir::PrimitiveType::kF32;
 
-  double flops() const { return 2.0 * static_cast<double>(batch) * static_cast<double>(m) *
-                                static_cast<double>(n) * static_cast<double>(k); }
+  double flops() const {
+    return 2.0 * static_cast<double>(batch) * static_cast<double>(m) * static_cast<double>(n) *
+           static_cast<double>(k);
+  }
 };
 
 struct GemmTiling {

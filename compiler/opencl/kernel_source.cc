@@ -20,7 +20,9 @@ constexpr int64_t kWorkGroup = 256;
 // A reduce whose reduced extent is at least this takes a work-group per result element.
 constexpr int64_t kTreeReduceMin = kWorkGroup;
 
-bool is_16bit_float(PrimitiveType t) { return t == PrimitiveType::kF16 || t == PrimitiveType::kBF16; }
+bool is_16bit_float(PrimitiveType t) {
+  return t == PrimitiveType::kF16 || t == PrimitiveType::kBF16;
+}
 
 // The value of a float of compute type rounded to t's precision.
 std::string rounded(PrimitiveType t, const std::string& expr) {
@@ -31,10 +33,17 @@ std::string rounded(PrimitiveType t, const std::string& expr) {
 
 std::string unsigned_of(PrimitiveType t) {
   switch (t) {
-    case PrimitiveType::kS8: case PrimitiveType::kU8: return "uchar";
-    case PrimitiveType::kS16: case PrimitiveType::kU16: return "ushort";
-    case PrimitiveType::kS32: case PrimitiveType::kU32: return "uint";
-    default: return "ulong";
+    case PrimitiveType::kS8:
+    case PrimitiveType::kU8:
+      return "uchar";
+    case PrimitiveType::kS16:
+    case PrimitiveType::kU16:
+      return "ushort";
+    case PrimitiveType::kS32:
+    case PrimitiveType::kU32:
+      return "uint";
+    default:
+      return "ulong";
   }
 }
 
@@ -75,7 +84,8 @@ class Emitter {
   std::string linear(const std::vector<int64_t>& dims, const std::vector<std::string>& idx) {
     if (dims.empty()) return "0";
     std::string expr = idx[0];
-    for (size_t d = 1; d < dims.size(); ++d) expr = fmt::format("({})*{} + {}", expr, dims[d], idx[d]);
+    for (size_t d = 1; d < dims.size(); ++d)
+      expr = fmt::format("({})*{} + {}", expr, dims[d], idx[d]);
     return dims.size() == 1 ? expr : temp("I", expr);
   }
 
@@ -119,36 +129,64 @@ class Emitter {
     if (ir::is_float(t)) {
       std::string e;
       switch (op) {
-        case Opcode::kAdd: e = fmt::format("{} + {}", x, y); break;
-        case Opcode::kSubtract: e = fmt::format("{} - {}", x, y); break;
-        case Opcode::kMultiply: e = fmt::format("{} * {}", x, y); break;
-        case Opcode::kDivide: e = fmt::format("{} / {}", x, y); break;
-        case Opcode::kRemainder: e = fmt::format("fmod({}, {})", x, y); break;
-        case Opcode::kPower: e = fmt::format("pow({}, {})", x, y); break;
-        case Opcode::kAtan2: e = fmt::format("atan2({}, {})", x, y); break;
-        case Opcode::kMaximum: e = fmt::format("({0} >= {1} || isnan({0})) ? {0} : {1}", x, y); break;
-        case Opcode::kMinimum: e = fmt::format("({0} <= {1} || isnan({0})) ? {0} : {1}", x, y); break;
-        default: return std::nullopt;
+        case Opcode::kAdd:
+          e = fmt::format("{} + {}", x, y);
+          break;
+        case Opcode::kSubtract:
+          e = fmt::format("{} - {}", x, y);
+          break;
+        case Opcode::kMultiply:
+          e = fmt::format("{} * {}", x, y);
+          break;
+        case Opcode::kDivide:
+          e = fmt::format("{} / {}", x, y);
+          break;
+        case Opcode::kRemainder:
+          e = fmt::format("fmod({}, {})", x, y);
+          break;
+        case Opcode::kPower:
+          e = fmt::format("pow({}, {})", x, y);
+          break;
+        case Opcode::kAtan2:
+          e = fmt::format("atan2({}, {})", x, y);
+          break;
+        case Opcode::kMaximum:
+          e = fmt::format("({0} >= {1} || isnan({0})) ? {0} : {1}", x, y);
+          break;
+        case Opcode::kMinimum:
+          e = fmt::format("({0} <= {1} || isnan({0})) ? {0} : {1}", x, y);
+          break;
+        default:
+          return std::nullopt;
       }
       return rounded(t, "(" + e + ")");
     }
     const std::string u = unsigned_of(t);
     switch (op) {
       case Opcode::kAdd:
-        return t == PrimitiveType::kPred ? std::nullopt
-                                          : std::optional(fmt::format("({})(({}){} + ({}){})", c, u, x, u, y));
+        return t == PrimitiveType::kPred
+                   ? std::nullopt
+                   : std::optional(fmt::format("({})(({}){} + ({}){})", c, u, x, u, y));
       case Opcode::kSubtract:
-        return t == PrimitiveType::kPred ? std::nullopt
-                                          : std::optional(fmt::format("({})(({}){} - ({}){})", c, u, x, u, y));
+        return t == PrimitiveType::kPred
+                   ? std::nullopt
+                   : std::optional(fmt::format("({})(({}){} - ({}){})", c, u, x, u, y));
       case Opcode::kMultiply:
-        return t == PrimitiveType::kPred ? std::nullopt
-                                          : std::optional(fmt::format("({})(({}){} * ({}){})", c, u, x, u, y));
-      case Opcode::kMaximum: return fmt::format("({0} > {1} ? {0} : {1})", x, y);
-      case Opcode::kMinimum: return fmt::format("({0} < {1} ? {0} : {1})", x, y);
-      case Opcode::kAnd: return fmt::format("({})({} & {})", c, x, y);
-      case Opcode::kOr: return fmt::format("({})({} | {})", c, x, y);
-      case Opcode::kXor: return fmt::format("({})({} ^ {})", c, x, y);
-      default: return std::nullopt;
+        return t == PrimitiveType::kPred
+                   ? std::nullopt
+                   : std::optional(fmt::format("({})(({}){} * ({}){})", c, u, x, u, y));
+      case Opcode::kMaximum:
+        return fmt::format("({0} > {1} ? {0} : {1})", x, y);
+      case Opcode::kMinimum:
+        return fmt::format("({0} < {1} ? {0} : {1})", x, y);
+      case Opcode::kAnd:
+        return fmt::format("({})({} & {})", c, x, y);
+      case Opcode::kOr:
+        return fmt::format("({})({} | {})", c, x, y);
+      case Opcode::kXor:
+        return fmt::format("({})({} ^ {})", c, x, y);
+      default:
+        return std::nullopt;
     }
   }
 
@@ -179,7 +217,9 @@ class Emitter {
         if (!shape.is_scalar()) return fail_unsupported();
         return temp(c, scalar_literal(*i->attrs().literal));
       case Opcode::kIota:
-        return temp(c, rounded(t, fmt::format("({})({})", c, idx[static_cast<size_t>(i->attrs().iota_dimension)])));
+        return temp(c,
+                    rounded(t, fmt::format("({})({})", c,
+                                           idx[static_cast<size_t>(i->attrs().iota_dimension)])));
       case Opcode::kBroadcast: {
         std::vector<std::string> from;
         for (int64_t d : i->attrs().dimensions) from.push_back(idx[static_cast<size_t>(d)]);
@@ -203,25 +243,31 @@ class Emitter {
         std::vector<std::string> from(idx.size());
         for (size_t d = 0; d < idx.size(); ++d) {
           const ir::SliceDim& s = i->attrs().slice[d];
-          from[d] = s.start == 0 && s.stride == 1 ? idx[d]
-                                                  : temp("I", fmt::format("{} + ({})*{}", s.start, idx[d], s.stride));
+          from[d] = s.start == 0 && s.stride == 1
+                        ? idx[d]
+                        : temp("I", fmt::format("{} + ({})*{}", s.start, idx[d], s.stride));
         }
         return value(i->operand(0), from);
       }
       case Opcode::kReverse: {
         std::vector<std::string> from = idx;
         for (int64_t d : i->attrs().dimensions)
-          from[static_cast<size_t>(d)] = temp("I", fmt::format("{} - ({})", shape.dim(d) - 1, idx[static_cast<size_t>(d)]));
+          from[static_cast<size_t>(d)] =
+              temp("I", fmt::format("{} - ({})", shape.dim(d) - 1, idx[static_cast<size_t>(d)]));
         return value(i->operand(0), from);
       }
-      case Opcode::kPad: return pad(i, idx);
-      case Opcode::kGather: return gather(i, idx);
+      case Opcode::kPad:
+        return pad(i, idx);
+      case Opcode::kGather:
+        return gather(i, idx);
       case Opcode::kDynamicSlice: {
         const Shape& from = i->operand(0)->shape();
         std::vector<std::string> at(idx.size());
         for (size_t d = 0; d < idx.size(); ++d)
-          at[d] = temp("I", fmt::format("{} + {}", start_index(i->operand(static_cast<int64_t>(d) + 1),
-                                                              from.dim(static_cast<int64_t>(d)) - shape.dim(static_cast<int64_t>(d))),
+          at[d] = temp("I", fmt::format("{} + {}",
+                                        start_index(i->operand(static_cast<int64_t>(d) + 1),
+                                                    from.dim(static_cast<int64_t>(d)) -
+                                                        shape.dim(static_cast<int64_t>(d))),
                                         idx[d]));
         return value(i->operand(0), at);
       }
@@ -232,17 +278,22 @@ class Emitter {
         for (size_t d = 0; d < idx.size(); ++d) {
           const auto dd = static_cast<int64_t>(d);
           const std::string start = start_index(i->operand(dd + 2), shape.dim(dd) - update.dim(dd));
-          const std::string in = temp("int", fmt::format("{0} >= {1} && {0} < {1} + {2}", idx[d], start, update.dim(dd)));
+          const std::string in = temp(
+              "int", fmt::format("{0} >= {1} && {0} < {1} + {2}", idx[d], start, update.dim(dd)));
           inside += " && " + in;
           at[d] = temp("I", fmt::format("{} ? {} - {} : 0", in, idx[d], start));
         }
         const std::string u = value(i->operand(1), at), o = value(i->operand(0), idx);
         return temp(c, fmt::format("({}) ? {} : {}", inside, u, o));
       }
-      case Opcode::kConcatenate: return concatenate(i, idx);
-      case Opcode::kConvert: return convert(i, value(i->operand(0), idx));
-      case Opcode::kBitcastConvert: return bitcast_convert(i, value(i->operand(0), idx));
-      case Opcode::kCompare: return compare(i, operand(0), operand(1));
+      case Opcode::kConcatenate:
+        return concatenate(i, idx);
+      case Opcode::kConvert:
+        return convert(i, value(i->operand(0), idx));
+      case Opcode::kBitcastConvert:
+        return bitcast_convert(i, value(i->operand(0), idx));
+      case Opcode::kCompare:
+        return compare(i, operand(0), operand(1));
       case Opcode::kSelect: {
         std::string p = operand(0), a = operand(1), b = operand(2);
         return temp(c, fmt::format("{} ? {} : {}", p, a, b));
@@ -256,7 +307,8 @@ class Emitter {
         std::string r = temp(c, fmt::format("{0} < {1} ? {1} : {0}", x, lo));
         return temp(c, fmt::format("{1} < {0} ? {1} : {0}", r, hi));
       }
-      default: break;
+      default:
+        break;
     }
     if (!ir::is_elementwise(op)) return fail_unsupported();
     if (i->operand_count() == 2) {
@@ -276,7 +328,8 @@ class Emitter {
     return true;
   }
 
-  std::vector<std::string> reshape_index(const std::vector<int64_t>& to, const std::vector<int64_t>& from,
+  std::vector<std::string> reshape_index(const std::vector<int64_t>& to,
+                                         const std::vector<int64_t>& from,
                                          const std::vector<std::string>& idx) {
     std::vector<int64_t> to_big, from_big;
     std::vector<std::string> big_idx;
@@ -319,12 +372,16 @@ class Emitter {
 
   // An index value (a scalar of any integer type) clamped to [0, max] as an index temporary;
   // unsigned values beyond int64 saturate first, as the evaluator reads them.
-  std::string index_value(const Instruction* index, const std::vector<std::string>& at, int64_t max) {
+  std::string index_value(const Instruction* index, const std::vector<std::string>& at,
+                          int64_t max) {
     std::string v = value(index, at);
-    if (index->shape().type() == PrimitiveType::kU64) v = fmt::format("min({}, (ulong)0x7fffffffffffffff)", v);
+    if (index->shape().type() == PrimitiveType::kU64)
+      v = fmt::format("min({}, (ulong)0x7fffffffffffffff)", v);
     return temp("I", fmt::format("(I)clamp((long)({}), 0L, {}L)", v, std::max<int64_t>(max, 0)));
   }
-  std::string start_index(const Instruction* index, int64_t max) { return index_value(index, {}, max); }
+  std::string start_index(const Instruction* index, int64_t max) {
+    return index_value(index, {}, max);
+  }
 
   // XLA gather: result index -> batch index G (the dimensions that are not offset_dims)
   // -> start vector read from the indices at G, clamped so the slice fits; plus the
@@ -334,7 +391,8 @@ class Emitter {
     const std::vector<int64_t>& sizes = i->attrs().gather_slice_sizes;
     const Shape& operand = i->operand(0)->shape();
     const Shape& indices = i->operand(1)->shape();
-    std::vector<bool> is_offset(idx.size(), false), removed(static_cast<size_t>(operand.rank()), false);
+    std::vector<bool> is_offset(idx.size(), false),
+        removed(static_cast<size_t>(operand.rank()), false);
     for (int64_t d : gd.offset_dims) is_offset[static_cast<size_t>(d)] = true;
     for (int64_t d : gd.collapsed_slice_dims) removed[static_cast<size_t>(d)] = true;
     for (int64_t d : gd.operand_batching_dims) removed[static_cast<size_t>(d)] = true;
@@ -342,16 +400,21 @@ class Emitter {
     for (size_t d = 0; d < idx.size(); ++d)
       if (!is_offset[d]) g.push_back(idx[d]);
     const auto ivd = static_cast<size_t>(gd.index_vector_dim);
-    auto batch_position = [&](int64_t d) { return static_cast<size_t>(d < gd.index_vector_dim ? d : d - 1); };
+    auto batch_position = [&](int64_t d) {
+      return static_cast<size_t>(d < gd.index_vector_dim ? d : d - 1);
+    };
     std::vector<std::string> start(static_cast<size_t>(operand.rank()), "0");
     for (size_t k = 0; k < gd.start_index_map.size(); ++k) {
       std::vector<std::string> at = g;
-      if (ivd < static_cast<size_t>(indices.rank())) at.insert(at.begin() + static_cast<std::ptrdiff_t>(ivd), std::to_string(k));
+      if (ivd < static_cast<size_t>(indices.rank()))
+        at.insert(at.begin() + static_cast<std::ptrdiff_t>(ivd), std::to_string(k));
       const auto d = gd.start_index_map[k];
-      start[static_cast<size_t>(d)] = index_value(i->operand(1), at, operand.dim(d) - sizes[static_cast<size_t>(d)]);
+      start[static_cast<size_t>(d)] =
+          index_value(i->operand(1), at, operand.dim(d) - sizes[static_cast<size_t>(d)]);
     }
     for (size_t b = 0; b < gd.operand_batching_dims.size(); ++b)
-      start[static_cast<size_t>(gd.operand_batching_dims[b])] = g[batch_position(gd.start_indices_batching_dims[b])];
+      start[static_cast<size_t>(gd.operand_batching_dims[b])] =
+          g[batch_position(gd.start_indices_batching_dims[b])];
     for (size_t d = 0, k = 0; d < removed.size(); ++d) {
       if (removed[d]) continue;
       const std::string offset = idx[static_cast<size_t>(gd.offset_dims[k++])];
@@ -368,10 +431,11 @@ class Emitter {
     for (int64_t k = 0; k < i->operand_count(); ++k) {
       const int64_t size = i->operand(k)->shape().dim(static_cast<int64_t>(dim));
       std::vector<std::string> from = idx;
-      from[dim] = temp("I", fmt::format("clamp(({}) - {}, ({})0, ({}){})", idx[dim], offset, "I", "I",
-                                        std::max<int64_t>(size - 1, 0)));
+      from[dim] = temp("I", fmt::format("clamp(({}) - {}, ({})0, ({}){})", idx[dim], offset, "I",
+                                        "I", std::max<int64_t>(size - 1, 0)));
       std::string v = value(i->operand(k), from);
-      result = k == 0 ? v : temp(c, fmt::format("({}) < {} ? {} : {}", idx[dim], offset, result, v));
+      result =
+          k == 0 ? v : temp(c, fmt::format("({}) < {} ? {} : {}", idx[dim], offset, result, v));
       offset += size;
     }
     return result;
@@ -394,8 +458,8 @@ class Emitter {
 
   std::string bitcast_convert(const Instruction* i, const std::string& x) {
     const PrimitiveType from = i->operand(0)->shape().type(), to = i->shape().type();
-    if (ir::type_byte_size(from) != ir::type_byte_size(to) || is_16bit_float(from) || is_16bit_float(to) ||
-        from == PrimitiveType::kPred || to == PrimitiveType::kPred)
+    if (ir::type_byte_size(from) != ir::type_byte_size(to) || is_16bit_float(from) ||
+        is_16bit_float(to) || from == PrimitiveType::kPred || to == PrimitiveType::kPred)
       return fail_unsupported();
     const std::string c = *compute_type(to);
     if (ir::is_float(from) || ir::is_float(to)) return temp(c, fmt::format("as_{}({})", c, x));
@@ -406,12 +470,24 @@ class Emitter {
     if (i->attrs().comparison_type == ir::ComparisonType::kTotalOrder) return fail_unsupported();
     const char* op = "==";
     switch (i->attrs().direction) {
-      case ir::ComparisonDirection::kEq: op = "=="; break;
-      case ir::ComparisonDirection::kNe: op = "!="; break;
-      case ir::ComparisonDirection::kLt: op = "<"; break;
-      case ir::ComparisonDirection::kLe: op = "<="; break;
-      case ir::ComparisonDirection::kGt: op = ">"; break;
-      case ir::ComparisonDirection::kGe: op = ">="; break;
+      case ir::ComparisonDirection::kEq:
+        op = "==";
+        break;
+      case ir::ComparisonDirection::kNe:
+        op = "!=";
+        break;
+      case ir::ComparisonDirection::kLt:
+        op = "<";
+        break;
+      case ir::ComparisonDirection::kLe:
+        op = "<=";
+        break;
+      case ir::ComparisonDirection::kGt:
+        op = ">";
+        break;
+      case ir::ComparisonDirection::kGe:
+        op = ">=";
+        break;
     }
     return temp("uchar", fmt::format("(uchar)({} {} {})", x, op, y));
   }
@@ -421,35 +497,72 @@ class Emitter {
     if (ir::is_float(t)) {
       std::string e;
       switch (op) {
-        case Opcode::kNegate: e = "-" + x; break;
-        case Opcode::kAbs: e = fmt::format("fabs({})", x); break;
-        case Opcode::kSign: e = fmt::format("(isnan({0}) || {0} == 0) ? {0} : copysign(({1})1, {0})", x, c); break;
-        case Opcode::kExp: e = fmt::format("exp({})", x); break;
-        case Opcode::kExpm1: e = fmt::format("expm1({})", x); break;
-        case Opcode::kLog: e = fmt::format("log({})", x); break;
+        case Opcode::kNegate:
+          e = "-" + x;
+          break;
+        case Opcode::kAbs:
+          e = fmt::format("fabs({})", x);
+          break;
+        case Opcode::kSign:
+          e = fmt::format("(isnan({0}) || {0} == 0) ? {0} : copysign(({1})1, {0})", x, c);
+          break;
+        case Opcode::kExp:
+          e = fmt::format("exp({})", x);
+          break;
+        case Opcode::kExpm1:
+          e = fmt::format("expm1({})", x);
+          break;
+        case Opcode::kLog:
+          e = fmt::format("log({})", x);
+          break;
         case Opcode::kLog1p:
           // Below the threshold log1p(x) rounds to x; some libraries flush subnormal x to 0.
-          e = fmt::format("fabs({0}) < ({1}){2} ? {0} : log1p({0})", x, c, c == "double" ? "1e-17" : "1e-8f");
+          e = fmt::format("fabs({0}) < ({1}){2} ? {0} : log1p({0})", x, c,
+                          c == "double" ? "1e-17" : "1e-8f");
           break;
-        case Opcode::kSqrt: e = fmt::format("sqrt({})", x); break;
-        case Opcode::kRsqrt: e = fmt::format("({})1 / sqrt({})", c, x); break;
-        case Opcode::kCbrt: e = fmt::format("cbrt({})", x); break;
-        case Opcode::kTanh: e = (c == "double" ? "tanh(" : "podsim_tanh(") + x + ")"; break;
-        case Opcode::kLogistic: e = fmt::format("({0})1 / (({0})1 + exp(-{1}))", c, x); break;
-        case Opcode::kSin: e = fmt::format("sin({})", x); break;
-        case Opcode::kCos: e = fmt::format("cos({})", x); break;
-        case Opcode::kFloor: e = fmt::format("floor({})", x); break;
-        case Opcode::kCeil: e = fmt::format("ceil({})", x); break;
-        case Opcode::kRoundNearestAfz: e = fmt::format("round({})", x); break;
-        case Opcode::kRoundNearestEven: e = fmt::format("rint({})", x); break;
-        default: return std::nullopt;
+        case Opcode::kSqrt:
+          e = fmt::format("sqrt({})", x);
+          break;
+        case Opcode::kRsqrt:
+          e = fmt::format("({})1 / sqrt({})", c, x);
+          break;
+        case Opcode::kCbrt:
+          e = fmt::format("cbrt({})", x);
+          break;
+        case Opcode::kTanh:
+          e = (c == "double" ? "tanh(" : "podsim_tanh(") + x + ")";
+          break;
+        case Opcode::kLogistic:
+          e = fmt::format("({0})1 / (({0})1 + exp(-{1}))", c, x);
+          break;
+        case Opcode::kSin:
+          e = fmt::format("sin({})", x);
+          break;
+        case Opcode::kCos:
+          e = fmt::format("cos({})", x);
+          break;
+        case Opcode::kFloor:
+          e = fmt::format("floor({})", x);
+          break;
+        case Opcode::kCeil:
+          e = fmt::format("ceil({})", x);
+          break;
+        case Opcode::kRoundNearestAfz:
+          e = fmt::format("round({})", x);
+          break;
+        case Opcode::kRoundNearestEven:
+          e = fmt::format("rint({})", x);
+          break;
+        default:
+          return std::nullopt;
       }
       return rounded(t, "(" + e + ")");
     }
     const std::string u = unsigned_of(t);
     switch (op) {
       case Opcode::kNot:
-        return t == PrimitiveType::kPred ? fmt::format("(uchar)({} ^ 1)", x) : fmt::format("({})~{}", c, x);
+        return t == PrimitiveType::kPred ? fmt::format("(uchar)({} ^ 1)", x)
+                                         : fmt::format("({})~{}", c, x);
       case Opcode::kNegate:
         if (t == PrimitiveType::kPred) return std::nullopt;
         return fmt::format("({})(-({}){})", c, u, x);
@@ -461,7 +574,8 @@ class Emitter {
         if (t == PrimitiveType::kPred) return std::nullopt;
         if (ir::is_unsigned_int(t)) return fmt::format("({})({} != 0)", c, x);
         return fmt::format("({0})(({1} > 0) - ({1} < 0))", c, x);
-      default: return std::nullopt;
+      default:
+        return std::nullopt;
     }
   }
 
@@ -495,7 +609,8 @@ std::string signature(const std::string& name, const std::vector<const Instructi
                       const Shape& out, const std::string& attributes = "") {
   std::string args;
   for (size_t k = 0; k < inputs.size(); ++k)
-    args += fmt::format("__global const {}* restrict in{}, ", *storage_type(inputs[k]->shape().type()), k);
+    args += fmt::format("__global const {}* restrict in{}, ",
+                        *storage_type(inputs[k]->shape().type()), k);
   return fmt::format("__kernel {}void {}({}__global {}* restrict out)", attributes, name, args,
                      *storage_type(out.type()));
 }
@@ -514,14 +629,16 @@ bool needs_fp64(const Instruction& instruction) {
 // The root of a reducer `ROOT r = op(p0, p1)` on its two parameters; null otherwise.
 const Instruction* simple_reducer(const ir::Computation& reducer) {
   const Instruction* op = reducer.root();
-  if (reducer.parameter_count() != 2 || op->operand_count() != 2 || op->operand(0) != reducer.parameter(0) ||
-      op->operand(1) != reducer.parameter(1))
+  if (reducer.parameter_count() != 2 || op->operand_count() != 2 ||
+      op->operand(0) != reducer.parameter(0) || op->operand(1) != reducer.parameter(1))
     return nullptr;
   return op;
 }
 
-std::optional<KernelSource> elementwise_kernel(const Instruction& instruction, const Instruction& root,
-                                               std::map<const Instruction*, int> inputs, KernelSource k) {
+std::optional<KernelSource> elementwise_kernel(const Instruction& instruction,
+                                               const Instruction& root,
+                                               std::map<const Instruction*, int> inputs,
+                                               KernelSource k) {
   const Shape& out = instruction.shape();
   const int64_t n = out.num_elements();
   std::string body;
@@ -534,7 +651,8 @@ std::optional<KernelSource> elementwise_kernel(const Instruction& instruction, c
   for (const Instruction* in : k.inputs) largest = std::max(largest, in->shape().num_elements());
   const std::string index_type = largest > INT32_MAX ? "long" : "int";
   k.source = fmt::format(
-      "{} {{\n  typedef {} I;\n  const I i = (I)get_global_id(0);\n  if (i >= {}) return;\n{}  {}\n}}\n",
+      "{} {{\n  typedef {} I;\n  const I i = (I)get_global_id(0);\n  if (i >= {}) return;\n{}  "
+      "{}\n}}\n",
       signature(k.name, k.inputs, out), index_type, n, body, store_stmt(out.type(), "out", "i", v));
   k.local_size = kWorkGroup;
   k.global_size = (n + kWorkGroup - 1) / kWorkGroup * kWorkGroup;
@@ -542,7 +660,8 @@ std::optional<KernelSource> elementwise_kernel(const Instruction& instruction, c
 }
 
 std::optional<KernelSource> reduce_kernel(const Instruction& instruction, const Instruction& reduce,
-                                          std::map<const Instruction*, int> inputs, KernelSource k) {
+                                          std::map<const Instruction*, int> inputs,
+                                          KernelSource k) {
   if (reduce.operand_count() != 2 || !reduce.shape().is_array()) return std::nullopt;
   const Instruction* op = simple_reducer(*reduce.called(0));
   if (op == nullptr) return std::nullopt;
@@ -571,18 +690,22 @@ std::optional<KernelSource> reduce_kernel(const Instruction& instruction, const 
   Emitter inner(inputs, loop, counter);
   std::vector<std::string> r_idx = inner.delinearize(reduced_dims, "r");
   std::vector<std::string> in_idx;
-  for (size_t d = 0, ko = 0, kr = 0; d < reduced.size(); ++d) in_idx.push_back(reduced[d] ? r_idx[kr++] : out_idx[ko++]);
+  for (size_t d = 0, ko = 0, kr = 0; d < reduced.size(); ++d)
+    in_idx.push_back(reduced[d] ? r_idx[kr++] : out_idx[ko++]);
   const std::string x = inner.value(input, in_idx);
   Emitter last(inputs, tail, counter);
   const std::string init = last.value(reduce.operand(1), {});
   std::optional<std::string> fold = outer.binary(op->opcode(), t, "acc", x);
-  std::optional<std::string> final_fold = outer.binary(op->opcode(), t, init, tree ? "part[0]" : "acc");
+  std::optional<std::string> final_fold =
+      outer.binary(op->opcode(), t, init, tree ? "part[0]" : "acc");
   std::optional<std::string> pair = outer.binary(op->opcode(), t, "part[l]", "part[l + s]");
-  if (!outer.ok() || !inner.ok() || !last.ok() || !fold || !final_fold || !pair) return std::nullopt;
+  if (!outer.ok() || !inner.ok() || !last.ok() || !fold || !final_fold || !pair)
+    return std::nullopt;
 
   if (tree) {
     k.source = fmt::format(
-        "{sig} {{\n  typedef {I} I;\n  const I o = (I)get_group_id(0);\n  const int l = get_local_id(0);\n"
+        "{sig} {{\n  typedef {I} I;\n  const I o = (I)get_group_id(0);\n  const int l = "
+        "get_local_id(0);\n"
         "  __local {c} part[{wg}];\n{head}"
         "  {c} acc;\n  {{\n    const I r = l;\n{loop}    acc = {x};\n  }}\n"
         "  for (I r = l + {wg}; r < {rn}; r += {wg}) {{\n{loop}    acc = {fold};\n  }}\n"
@@ -591,22 +714,25 @@ std::optional<KernelSource> reduce_kernel(const Instruction& instruction, const 
         "    barrier(CLK_LOCAL_MEM_FENCE);\n  }}\n"
         "  if (l == 0) {{\n{tail}    {store}\n  }}\n}}\n",
         fmt::arg("sig", signature(k.name, k.inputs, out,
-                                  fmt::format("__attribute__((reqd_work_group_size({}, 1, 1))) ", kWorkGroup))),
-        fmt::arg("I", index_type), fmt::arg("c", c), fmt::arg("wg", kWorkGroup), fmt::arg("head", head),
-        fmt::arg("loop", loop), fmt::arg("x", x), fmt::arg("fold", *fold), fmt::arg("rn", rn),
-        fmt::arg("half", kWorkGroup / 2), fmt::arg("pair", *pair), fmt::arg("tail", tail),
-        fmt::arg("store", store_stmt(t, "out", "o", *final_fold)));
+                                  fmt::format("__attribute__((reqd_work_group_size({}, 1, 1))) ",
+                                              kWorkGroup))),
+        fmt::arg("I", index_type), fmt::arg("c", c), fmt::arg("wg", kWorkGroup),
+        fmt::arg("head", head), fmt::arg("loop", loop), fmt::arg("x", x), fmt::arg("fold", *fold),
+        fmt::arg("rn", rn), fmt::arg("half", kWorkGroup / 2), fmt::arg("pair", *pair),
+        fmt::arg("tail", tail), fmt::arg("store", store_stmt(t, "out", "o", *final_fold)));
     k.local_size = kWorkGroup;
     k.global_size = n * kWorkGroup;
     return k;
   }
   // Sequential in index order from the init value, as the evaluator folds.
   k.source = fmt::format(
-      "{sig} {{\n  typedef {I} I;\n  const I o = (I)get_global_id(0);\n  if (o >= {n}) return;\n{head}{tail}"
-      "  {c} acc = {init};\n  for (I r = 0; r < {rn}; ++r) {{\n{loop}    acc = {fold};\n  }}\n  {store}\n}}\n",
-      fmt::arg("sig", signature(k.name, k.inputs, out)), fmt::arg("I", index_type), fmt::arg("n", n),
-      fmt::arg("head", head), fmt::arg("tail", tail), fmt::arg("c", c), fmt::arg("init", init),
-      fmt::arg("rn", rn), fmt::arg("loop", loop), fmt::arg("fold", *fold),
+      "{sig} {{\n  typedef {I} I;\n  const I o = (I)get_global_id(0);\n  if (o >= {n}) "
+      "return;\n{head}{tail}"
+      "  {c} acc = {init};\n  for (I r = 0; r < {rn}; ++r) {{\n{loop}    acc = {fold};\n  }}\n  "
+      "{store}\n}}\n",
+      fmt::arg("sig", signature(k.name, k.inputs, out)), fmt::arg("I", index_type),
+      fmt::arg("n", n), fmt::arg("head", head), fmt::arg("tail", tail), fmt::arg("c", c),
+      fmt::arg("init", init), fmt::arg("rn", rn), fmt::arg("loop", loop), fmt::arg("fold", *fold),
       fmt::arg("store", store_stmt(t, "out", "o", "acc")));
   k.local_size = kWorkGroup;
   k.global_size = (n + kWorkGroup - 1) / kWorkGroup * kWorkGroup;
@@ -620,12 +746,16 @@ std::optional<KernelSource> convolution_kernel(const Instruction& conv, KernelSo
   const Shape& lhs = conv.operand(0)->shape();
   const Shape& rhs = conv.operand(1)->shape();
   const Shape& out = conv.shape();
-  if (!ir::is_float(lhs.type()) || !ir::is_float(rhs.type()) || !ir::is_float(out.type())) return std::nullopt;
+  if (!ir::is_float(lhs.type()) || !ir::is_float(rhs.type()) || !ir::is_float(out.type()))
+    return std::nullopt;
   const ir::ConvDimNumbers& cd = conv.attrs().conv_dims;
   const size_t spatial = cd.input_spatial.size();
-  const int64_t groups = conv.attrs().feature_group_count, batch_groups = conv.attrs().batch_group_count;
-  const int64_t kernel_in = rhs.dim(cd.kernel_input_feature), kernel_out = rhs.dim(cd.kernel_output_feature);
-  if (groups < 1 || batch_groups < 1 || kernel_out % groups != 0 || kernel_out % batch_groups != 0) return std::nullopt;
+  const int64_t groups = conv.attrs().feature_group_count,
+                batch_groups = conv.attrs().batch_group_count;
+  const int64_t kernel_in = rhs.dim(cd.kernel_input_feature),
+                kernel_out = rhs.dim(cd.kernel_output_feature);
+  if (groups < 1 || batch_groups < 1 || kernel_out % groups != 0 || kernel_out % batch_groups != 0)
+    return std::nullopt;
   const bool f64 = lhs.type() == PrimitiveType::kF64 || rhs.type() == PrimitiveType::kF64 ||
                    out.type() == PrimitiveType::kF64;
   const std::vector<int64_t> ls = strides_of(lhs.dims()), rs = strides_of(rhs.dims());
@@ -636,12 +766,14 @@ std::optional<KernelSource> convolution_kernel(const Instruction& conv, KernelSo
   Emitter e({}, body, counter);
   const std::vector<std::string> idx = e.delinearize(out.dims(), "o");
   const auto at = [&](int64_t d) { return idx[static_cast<size_t>(d)]; };
-  body += fmt::format("  const I f = {};\n  const I group = f / {};\n", at(cd.output_feature), kernel_out / groups);
-  body += fmt::format("  const I lbase = ((f / {}) * {} + {}) * {} + group * {};\n", kernel_out / batch_groups,
-                      out.dim(cd.output_batch), at(cd.output_batch), ls[static_cast<size_t>(cd.input_batch)],
+  body += fmt::format("  const I f = {};\n  const I group = f / {};\n", at(cd.output_feature),
+                      kernel_out / groups);
+  body += fmt::format("  const I lbase = ((f / {}) * {} + {}) * {} + group * {};\n",
+                      kernel_out / batch_groups, out.dim(cd.output_batch), at(cd.output_batch),
+                      ls[static_cast<size_t>(cd.input_batch)],
                       kernel_in * ls[static_cast<size_t>(cd.input_feature)]);
-  body += fmt::format("  const I rbase = f * {};\n  {} sum = 0;\n", rs[static_cast<size_t>(cd.kernel_output_feature)],
-                      f64 ? "double" : "float");
+  body += fmt::format("  const I rbase = f * {};\n  {} sum = 0;\n",
+                      rs[static_cast<size_t>(cd.kernel_output_feature)], f64 ? "double" : "float");
   std::string lsum = "lbase", rsum = "rbase", close;
   for (size_t sd = 0; sd < spatial; ++sd) {
     ir::WindowDim w;
@@ -654,26 +786,35 @@ std::optional<KernelSource> convolution_kernel(const Instruction& conv, KernelSo
         "{p}  if (pos{s} < 0 || pos{s} % {ldil} != 0 || pos{s} / {ldil} >= {in}) continue;\n"
         "{p}  const I l{s} = (pos{s} / {ldil}) * {lstride};\n"
         "{p}  const I r{s} = ({rev}) * {rstride};\n",
-        fmt::arg("p", pad.substr(2)), fmt::arg("s", sd), fmt::arg("size", size), fmt::arg("o", at(cd.output_spatial[sd])),
-        fmt::arg("stride", w.stride), fmt::arg("rdil", w.rhs_dilation), fmt::arg("low", w.pad_low),
+        fmt::arg("p", pad.substr(2)), fmt::arg("s", sd), fmt::arg("size", size),
+        fmt::arg("o", at(cd.output_spatial[sd])), fmt::arg("stride", w.stride),
+        fmt::arg("rdil", w.rhs_dilation), fmt::arg("low", w.pad_low),
         fmt::arg("ldil", w.lhs_dilation), fmt::arg("in", lhs.dim(cd.input_spatial[sd])),
         fmt::arg("lstride", ls[static_cast<size_t>(cd.input_spatial[sd])]),
-        fmt::arg("rev", w.reversal ? fmt::format("{} - k{}", size - 1, sd) : fmt::format("k{}", sd)),
+        fmt::arg("rev",
+                 w.reversal ? fmt::format("{} - k{}", size - 1, sd) : fmt::format("k{}", sd)),
         fmt::arg("rstride", rs[static_cast<size_t>(cd.kernel_spatial[sd])]));
     lsum += fmt::format(" + l{}", sd);
     rsum += fmt::format(" + r{}", sd);
     close = pad.substr(2) + "}\n" + close;
   }
   const std::string pad(2 + 2 * spatial, ' ');
-  body += fmt::format("{p}for (I c = 0; c < {kin}; ++c)\n{p}  sum += ({acc})({l}) * ({acc})({r});\n{close}",
-                      fmt::arg("p", pad), fmt::arg("kin", kernel_in), fmt::arg("acc", f64 ? "double" : "float"),
-                      fmt::arg("l", load_expr(lhs.type(), "in0", fmt::format("{} + c * {}", lsum, ls[static_cast<size_t>(cd.input_feature)]))),
-                      fmt::arg("r", load_expr(rhs.type(), "in1", fmt::format("{} + c * {}", rsum, rs[static_cast<size_t>(cd.kernel_input_feature)]))),
-                      fmt::arg("close", close));
+  body += fmt::format(
+      "{p}for (I c = 0; c < {kin}; ++c)\n{p}  sum += ({acc})({l}) * ({acc})({r});\n{close}",
+      fmt::arg("p", pad), fmt::arg("kin", kernel_in), fmt::arg("acc", f64 ? "double" : "float"),
+      fmt::arg("l", load_expr(lhs.type(), "in0",
+                              fmt::format("{} + c * {}", lsum,
+                                          ls[static_cast<size_t>(cd.input_feature)]))),
+      fmt::arg("r", load_expr(rhs.type(), "in1",
+                              fmt::format("{} + c * {}", rsum,
+                                          rs[static_cast<size_t>(cd.kernel_input_feature)]))),
+      fmt::arg("close", close));
   const std::string result = out.type() == PrimitiveType::kF64 ? "sum" : "(float)sum";
-  k.source = fmt::format("{} {{\n  typedef {} I;\n  const I o = (I)get_global_id(0);\n  if (o >= {}) return;\n{}  {}\n}}\n",
-                         signature(k.name, k.inputs, out), largest > INT32_MAX ? "long" : "int", n, body,
-                         store_stmt(out.type(), "out", "o", result));
+  k.source = fmt::format(
+      "{} {{\n  typedef {} I;\n  const I o = (I)get_global_id(0);\n  if (o >= {}) return;\n{}  "
+      "{}\n}}\n",
+      signature(k.name, k.inputs, out), largest > INT32_MAX ? "long" : "int", n, body,
+      store_stmt(out.type(), "out", "o", result));
   k.uses_fp64 = f64;
   k.local_size = kWorkGroup;
   k.global_size = (n + kWorkGroup - 1) / kWorkGroup * kWorkGroup;
@@ -709,24 +850,28 @@ std::optional<KernelSource> reduce_window_kernel(const Instruction& rw, KernelSo
         "{p}  if (pos{d} < 0 || pos{d} > {last} || pos{d} % {ldil} != 0) continue;\n",
         fmt::arg("p", pad), fmt::arg("d", d), fmt::arg("size", w.size), fmt::arg("o", idx[d]),
         fmt::arg("stride", w.stride), fmt::arg("low", w.pad_low), fmt::arg("rdil", w.rhs_dilation),
-        fmt::arg("last", (in.dim(static_cast<int64_t>(d)) - 1) * w.lhs_dilation), fmt::arg("ldil", w.lhs_dilation));
-    at.push_back(w.lhs_dilation == 1 ? fmt::format("pos{}", d) : fmt::format("(pos{} / {})", d, w.lhs_dilation));
+        fmt::arg("last", (in.dim(static_cast<int64_t>(d)) - 1) * w.lhs_dilation),
+        fmt::arg("ldil", w.lhs_dilation));
+    at.push_back(w.lhs_dilation == 1 ? fmt::format("pos{}", d)
+                                     : fmt::format("(pos{} / {})", d, w.lhs_dilation));
     close = pad + "}\n" + close;
   }
   const std::string x = inner.value(rw.operand(0), at);
   Emitter last(inputs, tail, counter);
   const std::string init = last.value(rw.operand(1), {});
   std::optional<std::string> fold = outer.binary(op->opcode(), t, "acc", x);
-  if (!outer.ok() || !inner.ok() || !last.ok() || !fold || in.num_elements() == 0) return std::nullopt;
+  if (!outer.ok() || !inner.ok() || !last.ok() || !fold || in.num_elements() == 0)
+    return std::nullopt;
   const std::string pad(2 + 2 * idx.size(), ' ');
   k.source = fmt::format(
-      "{sig} {{\n  typedef {I} I;\n  const I o = (I)get_global_id(0);\n  if (o >= {n}) return;\n{head}{tail}"
+      "{sig} {{\n  typedef {I} I;\n  const I o = (I)get_global_id(0);\n  if (o >= {n}) "
+      "return;\n{head}{tail}"
       "  {c} acc = {init};\n{open}{loop}{p}acc = {fold};\n{close}  {store}\n}}\n",
       fmt::arg("sig", signature(k.name, k.inputs, out)),
       fmt::arg("I", std::max(n, in.num_elements()) > INT32_MAX ? "long" : "int"), fmt::arg("n", n),
-      fmt::arg("head", head), fmt::arg("tail", tail), fmt::arg("c", c), fmt::arg("init", init), fmt::arg("open", open),
-      fmt::arg("loop", loop), fmt::arg("p", pad), fmt::arg("fold", *fold), fmt::arg("close", close),
-      fmt::arg("store", store_stmt(t, "out", "o", "acc")));
+      fmt::arg("head", head), fmt::arg("tail", tail), fmt::arg("c", c), fmt::arg("init", init),
+      fmt::arg("open", open), fmt::arg("loop", loop), fmt::arg("p", pad), fmt::arg("fold", *fold),
+      fmt::arg("close", close), fmt::arg("store", store_stmt(t, "out", "o", "acc")));
   k.local_size = kWorkGroup;
   k.global_size = (n + kWorkGroup - 1) / kWorkGroup * kWorkGroup;
   return k;
@@ -736,20 +881,34 @@ std::optional<KernelSource> reduce_window_kernel(const Instruction& rw, KernelSo
 
 std::optional<std::string> storage_type(PrimitiveType type) {
   switch (type) {
-    case PrimitiveType::kPred: return "uchar";
-    case PrimitiveType::kS8: return "char";
-    case PrimitiveType::kS16: return "short";
-    case PrimitiveType::kS32: return "int";
-    case PrimitiveType::kS64: return "long";
-    case PrimitiveType::kU8: return "uchar";
-    case PrimitiveType::kU16: return "ushort";
-    case PrimitiveType::kU32: return "uint";
-    case PrimitiveType::kU64: return "ulong";
-    case PrimitiveType::kF16: return "half";
-    case PrimitiveType::kBF16: return "ushort";
-    case PrimitiveType::kF32: return "float";
-    case PrimitiveType::kF64: return "double";
-    default: return std::nullopt;
+    case PrimitiveType::kPred:
+      return "uchar";
+    case PrimitiveType::kS8:
+      return "char";
+    case PrimitiveType::kS16:
+      return "short";
+    case PrimitiveType::kS32:
+      return "int";
+    case PrimitiveType::kS64:
+      return "long";
+    case PrimitiveType::kU8:
+      return "uchar";
+    case PrimitiveType::kU16:
+      return "ushort";
+    case PrimitiveType::kU32:
+      return "uint";
+    case PrimitiveType::kU64:
+      return "ulong";
+    case PrimitiveType::kF16:
+      return "half";
+    case PrimitiveType::kBF16:
+      return "ushort";
+    case PrimitiveType::kF32:
+      return "float";
+    case PrimitiveType::kF64:
+      return "double";
+    default:
+      return std::nullopt;
   }
 }
 
@@ -759,15 +918,18 @@ std::optional<std::string> compute_type(PrimitiveType type) {
 }
 
 std::string load_expr(PrimitiveType type, const std::string& buffer, const std::string& index) {
-  if (type == PrimitiveType::kBF16) return fmt::format("as_float((uint){}[{}] << 16)", buffer, index);
+  if (type == PrimitiveType::kBF16)
+    return fmt::format("as_float((uint){}[{}] << 16)", buffer, index);
   if (type == PrimitiveType::kF16) return fmt::format("vload_half({}, {})", index, buffer);
   return fmt::format("{}[{}]", buffer, index);
 }
 
 std::string store_stmt(PrimitiveType type, const std::string& buffer, const std::string& index,
                        const std::string& value) {
-  if (type == PrimitiveType::kBF16) return fmt::format("{}[{}] = podsim_to_bf16({});", buffer, index, value);
-  if (type == PrimitiveType::kF16) return fmt::format("vstore_half_rte({}, {}, {});", value, index, buffer);
+  if (type == PrimitiveType::kBF16)
+    return fmt::format("{}[{}] = podsim_to_bf16({});", buffer, index, value);
+  if (type == PrimitiveType::kF16)
+    return fmt::format("vstore_half_rte({}, {}, {});", value, index, buffer);
   return fmt::format("{}[{}] = {};", buffer, index, value);
 }
 
@@ -807,8 +969,10 @@ float podsim_tanh(float x) {
   return s;
 }
 
-std::optional<KernelSource> make_kernel_source(const Instruction& instruction, const std::string& name) {
-  if (!instruction.shape().is_array() || !storage_type(instruction.shape().type())) return std::nullopt;
+std::optional<KernelSource> make_kernel_source(const Instruction& instruction,
+                                               const std::string& name) {
+  if (!instruction.shape().is_array() || !storage_type(instruction.shape().type()))
+    return std::nullopt;
   for (const Instruction* o : instruction.operands())
     if (!o->shape().is_array() || !storage_type(o->shape().type())) return std::nullopt;
   const Opcode op = instruction.opcode();
@@ -819,8 +983,8 @@ std::optional<KernelSource> make_kernel_source(const Instruction& instruction, c
              op != Opcode::kTranspose && op != Opcode::kReshape && op != Opcode::kSlice &&
              op != Opcode::kPad && op != Opcode::kConcatenate && op != Opcode::kReverse &&
              op != Opcode::kIota && op != Opcode::kCopy && op != Opcode::kGather &&
-             op != Opcode::kDynamicSlice && op != Opcode::kDynamicUpdateSlice && op != Opcode::kConvolution &&
-             op != Opcode::kReduceWindow) {
+             op != Opcode::kDynamicSlice && op != Opcode::kDynamicUpdateSlice &&
+             op != Opcode::kConvolution && op != Opcode::kReduceWindow) {
     return std::nullopt;
   }
   if (instruction.shape().num_elements() == 0) return std::nullopt;  // nothing to launch
@@ -830,10 +994,12 @@ std::optional<KernelSource> make_kernel_source(const Instruction& instruction, c
   std::map<const Instruction*, int> inputs = bind_inputs(instruction, k.inputs);
   if (op == Opcode::kReduceWindow) return reduce_window_kernel(instruction, std::move(k));
   if (op == Opcode::kConvolution) {
-    if (instruction.operand(0) == instruction.operand(1)) return std::nullopt;  // one buffer, two roles
+    if (instruction.operand(0) == instruction.operand(1))
+      return std::nullopt;  // one buffer, two roles
     return convolution_kernel(instruction, std::move(k));
   }
-  if (root->opcode() == Opcode::kReduce) return reduce_kernel(instruction, *root, std::move(inputs), std::move(k));
+  if (root->opcode() == Opcode::kReduce)
+    return reduce_kernel(instruction, *root, std::move(inputs), std::move(k));
   return elementwise_kernel(instruction, *root, std::move(inputs), std::move(k));
 }
 
@@ -852,11 +1018,15 @@ KernelSource make_transpose_source(const Shape& from, const std::vector<int64_t>
   const std::string lin = e.linear(from.dims(), src);
   // Moves bits: an unsigned type of the element's width (no 16-bit float arithmetic).
   const int width = ir::type_byte_size(from.type());
-  const std::string storage = width == 1 ? "uchar" : width == 2 ? "ushort" : width == 4 ? "uint" : "ulong";
+  const std::string storage = width == 1   ? "uchar"
+                              : width == 2 ? "ushort"
+                              : width == 4 ? "uint"
+                                           : "ulong";
   KernelSource k;
   k.name = name;
   k.source = fmt::format(
-      "__kernel void {}(__global const {}* restrict in0, __global {}* restrict out) {{\n  typedef {} I;\n"
+      "__kernel void {}(__global const {}* restrict in0, __global {}* restrict out) {{\n  typedef "
+      "{} I;\n"
       "  const I i = (I)get_global_id(0);\n  if (i >= {}) return;\n{}  out[i] = in0[{}];\n}}\n",
       name, storage, storage, n > INT32_MAX ? "long" : "int", n, body, lin);
   k.local_size = kWorkGroup;

@@ -9,8 +9,8 @@
 // (index math folds broadcasts, transposes, reshapes, slices, pads, concatenations,
 // reverses, gathers and dynamic slices into the loads); a reduce computes one result
 // element per work-group with a tree reduction in local memory when the reduced extent
-// is large, else one per work-item with a loop; a convolution computes one result element per work-item,
-// directly (window positions, then input features of the group).
+// is large, else one per work-item with a loop; a convolution computes one result element per
+// work-item, directly (window positions, then input features of the group).
 //
 // Numerics follow the reference evaluator: 16-bit floats are stored as 16 bits and
 // computed in f32, rounded back after every op; f32 division and square root are

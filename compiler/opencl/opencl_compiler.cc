@@ -96,8 +96,10 @@ class Builder {
     const ir::Shape& ls = dot.operand(0)->shape();
     const ir::Shape& rs = dot.operand(1)->shape();
     const ir::DotDimNumbers& dn = dot.attrs().dot_dims;
-    if (!gemm_type(ls.type()) || !gemm_type(rs.type()) || !gemm_type(dot.shape().type())) return false;
-    if (dn.lhs_batch.size() != dn.rhs_batch.size() || dn.lhs_contracting.size() != dn.rhs_contracting.size())
+    if (!gemm_type(ls.type()) || !gemm_type(rs.type()) || !gemm_type(dot.shape().type()))
+      return false;
+    if (dn.lhs_batch.size() != dn.rhs_batch.size() ||
+        dn.lhs_contracting.size() != dn.rhs_contracting.size())
       return false;
     const std::vector<int64_t> lf = free_dims(ls.rank(), dn.lhs_batch, dn.lhs_contracting);
     const std::vector<int64_t> rf = free_dims(rs.rank(), dn.rhs_batch, dn.rhs_contracting);
@@ -183,14 +185,16 @@ Program::Program(std::unique_ptr<ir::Module> module) : module_(std::move(module)
   Builder b(steps_, temps_, kernels, uses_fp64_, stats_);
   auto leaves_of = [&](const Instruction* i) -> const std::vector<BufferRef>& {
     auto it = values.find(i);
-    if (it == values.end()) fail("computation {}: {} is used before it is defined", entry->name(), i->name());
+    if (it == values.end())
+      fail("computation {}: {} is used before it is defined", entry->name(), i->name());
     return it->second;
   };
   for (const auto& owned : entry->instructions()) {
     const Instruction& i = *owned;
     std::vector<BufferRef> out;
     switch (i.opcode()) {
-      case Opcode::kParameter: continue;
+      case Opcode::kParameter:
+        continue;
       case Opcode::kConstant:
         if (!i.shape().is_array()) break;  // a tuple constant: evaluated on the host below
         constants_.push_back(&*i.attrs().literal);
@@ -204,7 +208,8 @@ Program::Program(std::unique_ptr<ir::Module> module) : module_(std::move(module)
       case Opcode::kGetTupleElement: {
         const ir::Shape& tuple = i.operand(0)->shape();
         size_t first = 0;
-        for (int64_t e = 0; e < i.attrs().tuple_index; ++e) first += cpu::leaf_shapes(tuple.element(e)).size();
+        for (int64_t e = 0; e < i.attrs().tuple_index; ++e)
+          first += cpu::leaf_shapes(tuple.element(e)).size();
         const std::vector<BufferRef>& all = leaves_of(i.operand(0));
         const size_t n = cpu::leaf_shapes(i.shape()).size();
         values[&i] = std::vector<BufferRef>(all.begin() + static_cast<std::ptrdiff_t>(first),
@@ -297,7 +302,9 @@ void Program::assign_slots() {
   for (size_t i = 0; i <= steps_.size(); ++i) {
     const std::vector<BufferRef> none;
     const std::vector<BufferRef>& outputs = i < steps_.size() ? steps_[i].outputs : none;
-    for (const BufferRef& r : outputs) temp_slots_[static_cast<size_t>(r.index)] = take(temps_[static_cast<size_t>(r.index)].byte_size());
+    for (const BufferRef& r : outputs)
+      temp_slots_[static_cast<size_t>(r.index)] =
+          take(temps_[static_cast<size_t>(r.index)].byte_size());
     if (i == steps_.size()) break;
     std::vector<int32_t> done;
     for (const auto* list : {&steps_[i].inputs, &steps_[i].outputs})
@@ -317,7 +324,8 @@ Program::~Program() = default;
 
 void run_host_step(const Step& step, std::span<const std::byte* const> inputs,
                    std::span<std::byte* const> outputs) {
-  if (step.kind != Step::Kind::kHost || !step.host) fail("internal: run_host_step on a device step");
+  if (step.kind != Step::Kind::kHost || !step.host)
+    fail("internal: run_host_step on a device step");
   step.host->run(inputs, outputs);
 }
 
@@ -336,7 +344,8 @@ std::unique_ptr<Program> compile(const ir::Module& module, CompileOptions option
 }
 
 std::unique_ptr<Program> compile_serialized(std::string_view serialized) {
-  std::unique_ptr<ir::Module> module = ir::parse_module(serialized, "<serialized opencl executable>");
+  std::unique_ptr<ir::Module> module =
+      ir::parse_module(serialized, "<serialized opencl executable>");
   ir::verify_module(*module, "<serialized opencl executable>");
   return std::make_unique<Program>(std::move(module));
 }

@@ -64,8 +64,8 @@ struct Step {
   // kGemm: the own kernel per kGemmTilings entry ("" where not generated: see
   // kTimedGemmFlops).
   std::vector<std::string> gemm_kernels;
-  std::shared_ptr<const cpu::Kernel> host;       // kHost
-  std::vector<BufferRef> inputs;                 // kernel arguments, then outputs
+  std::shared_ptr<const cpu::Kernel> host;  // kHost
+  std::vector<BufferRef> inputs;            // kernel arguments, then outputs
   std::vector<BufferRef> outputs;
 };
 

@@ -40,7 +40,8 @@ TEST(TrainOnOpenCl, MlpReachesTheAccuracyOfTheCpu) {
   EXPECT_GE(*result.test_accuracy, 0.95) << log.str();
   EXPECT_NEAR(*result.test_accuracy, *cpu.test_accuracy, 0.01) << log.str() << cpu_log.str();
   EXPECT_NEAR(result.first_loss, cpu.first_loss, 1e-4 * cpu.first_loss);
-  EXPECT_NEAR(result.final_loss, cpu.final_loss, 0.02 * cpu.final_loss + 1e-3) << log.str() << cpu_log.str();
+  EXPECT_NEAR(result.final_loss, cpu.final_loss, 0.02 * cpu.final_loss + 1e-3)
+      << log.str() << cpu_log.str();
   EXPECT_EQ(result.compilations, 2) << log.str();
 }
 
@@ -54,7 +55,8 @@ TEST(TrainOnOpenCl, TransformerLossFallsAsOnTheCpu) {
   options.device = "opencl";
   const TrainResult result = train_transformer(options, log);
   EXPECT_LT(result.final_loss, result.first_loss - 0.5) << log.str();
-  EXPECT_NEAR(result.final_loss, cpu.final_loss, 0.02 * cpu.final_loss) << log.str() << cpu_log.str();
+  EXPECT_NEAR(result.final_loss, cpu.final_loss, 0.02 * cpu.final_loss)
+      << log.str() << cpu_log.str();
   EXPECT_EQ(result.compilations, 2) << log.str();
 }
 
@@ -69,7 +71,9 @@ TEST(TrainOnOpenCl, ReplicasAreAClearError) {
     train_mlp(options, log);
     FAIL() << "expected an error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("the OpenCL backend trains one replica"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("the OpenCL backend trains one replica"),
+              std::string::npos)
+        << e.what();
   }
 }
 

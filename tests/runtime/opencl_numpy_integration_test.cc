@@ -30,7 +30,9 @@ using ::podsim::testing::numpy_cases::tolerance_for;
 
 Bound bound_for(const Tolerance& t, const ir::Literal& want, double scale) {
   if (t.exact()) return nullptr;
-  return [t, &want, scale](int64_t i) { return ::podsim::testing::numpy_cases::allowed_error(t, want, i, scale); };
+  return [t, &want, scale](int64_t i) {
+    return ::podsim::testing::numpy_cases::allowed_error(t, want, i, scale);
+  };
 }
 
 // The OpenCL client, or null (with the reason) when this machine has no OpenCL platform.
@@ -55,20 +57,24 @@ TEST_P(OpenClNumpyOracleTest, MatchesEvaluatorAndNumpy) {
   SCOPED_TRACE("case files " + base + ".{hlo,safetensors}");
   const auto meta = ir::read_safetensors_metadata(base + ".safetensors");
   if (meta.count("replicas") || meta.count("partitions"))
-    GTEST_SKIP() << name << " runs on several replicas/partitions; an OpenCL module runs on one device";
+    GTEST_SKIP() << name
+                 << " runs on several replicas/partitions; an OpenCL module runs on one device";
   try {
     std::unique_ptr<ir::Module> module = ir::parse_module_file(base + ".hlo");
     ir::verify_module(*module, base + ".hlo");
     const ir::NamedLiterals tensors = ir::read_safetensors(base + ".safetensors");
-    std::vector<ir::Literal> args = ::podsim::testing::numpy_cases::copies(numbered(tensors, "arg"));
+    std::vector<ir::Literal> args =
+        ::podsim::testing::numpy_cases::copies(numbered(tensors, "arg"));
     const std::vector<const ir::Literal*> expected = numbered(tensors, "out");
     const ir::Literal reference = ir::evaluate(*module, args);
     const std::vector<const ir::Literal*> want = cpu::testing::leaves(reference);
     ASSERT_EQ(want.size(), expected.size()) << name;
     for (const ir::Instruction* p : module->entry()->parameters())
-      if (p->shape().is_tuple()) GTEST_SKIP() << name << ": tuple parameters are not supported on OpenCL yet";
+      if (p->shape().is_tuple())
+        GTEST_SKIP() << name << ": tuple parameters are not supported on OpenCL yet";
     for (const ir::Shape& e : module->entry()->root()->shape().elements())
-      if (e.is_tuple()) GTEST_SKIP() << name << ": nested tuple results are not supported on OpenCL yet";
+      if (e.is_tuple())
+        GTEST_SKIP() << name << ": nested tuple results are not supported on OpenCL yet";
     std::shared_ptr<Executable> executable = opencl->compile(*module);
     Device& device = *opencl->devices()[0];
     std::vector<std::shared_ptr<Buffer>> buffers;
@@ -91,7 +97,9 @@ TEST_P(OpenClNumpyOracleTest, MatchesEvaluatorAndNumpy) {
 
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(OpenClNumpyOracleTest);
 INSTANTIATE_TEST_SUITE_P(Cases, OpenClNumpyOracleTest, ::testing::ValuesIn(all_cases()),
-                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return info.param;
+                         });
 
 }  // namespace
 }  // namespace podsim::runtime

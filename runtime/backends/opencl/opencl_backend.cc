@@ -27,7 +27,10 @@ class OpenClBuffer final : public Buffer {
  public:
   OpenClBuffer(ir::Shape shape, OpenClDevice& device, std::shared_ptr<DeviceMemory> memory,
                std::shared_ptr<Event> event)
-      : shape_(std::move(shape)), device_(device), memory_(std::move(memory)), event_(std::move(event)) {}
+      : shape_(std::move(shape)),
+        device_(device),
+        memory_(std::move(memory)),
+        event_(std::move(event)) {}
 
   const ir::Shape& shape() const override { return shape_; }
   Device& device() const override { return device_; }
@@ -41,8 +44,8 @@ class OpenClBuffer final : public Buffer {
     const size_t bytes = out.bytes().size();
     metric_record("OutboundData", static_cast<double>(bytes), MetricUnit::kBytes);
     if (bytes > 0)
-      check(clEnqueueReadBuffer(device_.queue(), memory_->mem(), CL_TRUE, 0, bytes, out.bytes().data(), 0, nullptr,
-                                nullptr),
+      check(clEnqueueReadBuffer(device_.queue(), memory_->mem(), CL_TRUE, 0, bytes,
+                                out.bytes().data(), 0, nullptr, nullptr),
             fmt::format("reading {} bytes from {}", bytes, device_.describe()));
     return out;
   }
@@ -102,7 +105,8 @@ struct DeviceProgram {
 
 class OpenClClient;
 
-class OpenClExecutable final : public Executable, public std::enable_shared_from_this<OpenClExecutable> {
+class OpenClExecutable final : public Executable,
+                               public std::enable_shared_from_this<OpenClExecutable> {
  public:
   OpenClExecutable(std::unique_ptr<Program> program, OpenClClient& client);
 
@@ -118,9 +122,10 @@ class OpenClExecutable final : public Executable, public std::enable_shared_from
            const std::vector<std::shared_ptr<DeviceMemory>>& slots,
            const std::vector<std::pair<BufferRef, std::shared_ptr<DeviceMemory>>>& copies);
   DeviceProgram& device_program(OpenClDevice& device);
-  void run_gemm(OpenClDevice& device, DeviceProgram& dp, const Step& step, cl_mem a, cl_mem b, cl_mem c);
-  void launch_gemm(OpenClDevice& device, DeviceProgram& dp, const Step& step, int candidate, cl_mem a, cl_mem b,
-                   cl_mem c);
+  void run_gemm(OpenClDevice& device, DeviceProgram& dp, const Step& step, cl_mem a, cl_mem b,
+                cl_mem c);
+  void launch_gemm(OpenClDevice& device, DeviceProgram& dp, const Step& step, int candidate,
+                   cl_mem a, cl_mem b, cl_mem c);
   void run_host(OpenClDevice& device, const Step& step, const std::vector<cl_mem>& in,
                 const std::vector<cl_mem>& out);
   size_t ref_bytes(const BufferRef& r) const;
@@ -137,26 +142,31 @@ class OpenClClient final : public Client {
  public:
   explicit OpenClClient(std::vector<DeviceInfo> infos) {
     for (size_t i = 0; i < infos.size(); ++i) {
-      owned_.push_back(std::make_unique<OpenClDevice>(*this, static_cast<int>(i), std::move(infos[i])));
+      owned_.push_back(
+          std::make_unique<OpenClDevice>(*this, static_cast<int>(i), std::move(infos[i])));
       devices_.push_back(owned_.back().get());
     }
   }
   DeviceKind kind() const override { return DeviceKind::kOpenCl; }
   std::span<Device* const> devices() const override { return devices_; }
-  std::string target() const override { return fmt::format("opencl/{}", podsim::opencl::kCompilerVersion); }
+  std::string target() const override {
+    return fmt::format("opencl/{}", podsim::opencl::kCompilerVersion);
+  }
 
   std::shared_ptr<Executable> compile(const ir::Module& module) override {
     ScopedTimer timer("CompileTime");
     return std::make_shared<OpenClExecutable>(podsim::opencl::compile(module), *this);
   }
   std::shared_ptr<Executable> deserialize(std::string_view serialized) override {
-    return std::make_shared<OpenClExecutable>(podsim::opencl::compile_serialized(serialized), *this);
+    return std::make_shared<OpenClExecutable>(podsim::opencl::compile_serialized(serialized),
+                                              *this);
   }
 
   std::shared_ptr<Buffer> transfer_to_device(ir::Literal literal, Device& device) override {
     OpenClDevice& d = as_opencl(device, "transfer_to_device");
     if (!literal.shape().is_array())
-      fail("transfer_to_device: {} holds arrays only, got a {}", d.describe(), literal.shape().to_string(false));
+      fail("transfer_to_device: {} holds arrays only, got a {}", d.describe(),
+           literal.shape().to_string(false));
     auto memory = d.allocate(literal.bytes().size());
     auto buffer = std::make_shared<OpenClBuffer>(literal.shape(), d, memory, Event::make());
     auto host = std::make_shared<ir::Literal>(std::move(literal));
@@ -166,8 +176,8 @@ class OpenClClient final : public Client {
         const size_t bytes = host->bytes().size();
         metric_record("InboundData", static_cast<double>(bytes), MetricUnit::kBytes);
         if (bytes > 0)
-          check(clEnqueueWriteBuffer(d.queue(), buffer->memory()->mem(), CL_TRUE, 0, bytes, host->bytes().data(), 0,
-                                     nullptr, nullptr),
+          check(clEnqueueWriteBuffer(d.queue(), buffer->memory()->mem(), CL_TRUE, 0, bytes,
+                                     host->bytes().data(), 0, nullptr, nullptr),
                 fmt::format("writing {} bytes to {}", bytes, d.describe()));
         buffer->ready_event()->set_ready();
       } catch (...) {
@@ -218,21 +228,26 @@ OpenClExecutable::OpenClExecutable(std::unique_ptr<Program> program, OpenClClien
 
 size_t OpenClExecutable::ref_bytes(const BufferRef& r) const {
   switch (r.kind) {
-    case BufferRef::Kind::kArgument: return static_cast<size_t>(parameter_shapes_[static_cast<size_t>(r.index)].byte_size());
-    case BufferRef::Kind::kConstant: return program_->constants()[static_cast<size_t>(r.index)]->bytes().size();
-    case BufferRef::Kind::kTemp: return static_cast<size_t>(program_->temps()[static_cast<size_t>(r.index)].byte_size());
+    case BufferRef::Kind::kArgument:
+      return static_cast<size_t>(parameter_shapes_[static_cast<size_t>(r.index)].byte_size());
+    case BufferRef::Kind::kConstant:
+      return program_->constants()[static_cast<size_t>(r.index)]->bytes().size();
+    case BufferRef::Kind::kTemp:
+      return static_cast<size_t>(program_->temps()[static_cast<size_t>(r.index)].byte_size());
   }
   return 0;
 }
 
-std::vector<std::shared_ptr<Buffer>> OpenClExecutable::execute(std::span<const std::shared_ptr<Buffer>> arguments,
-                                                               Device& device) {
+std::vector<std::shared_ptr<Buffer>> OpenClExecutable::execute(
+    std::span<const std::shared_ptr<Buffer>> arguments, Device& device) {
   const ir::Module& m = program_->module();
   OpenClDevice& d = client_.as_opencl(device, "execute " + m.name());
   if (m.replica_count * m.num_partitions > 1)
-    fail("execute {}: the module has {} replicas x {} partitions; the OpenCL backend runs one device per module "
-         "(use PODSIM_SPMD=1 to partition it over the OpenCL devices)",
-         m.name(), m.replica_count, m.num_partitions);
+    fail(
+        "execute {}: the module has {} replicas x {} partitions; the OpenCL backend runs one "
+        "device per module "
+        "(use PODSIM_SPMD=1 to partition it over the OpenCL devices)",
+        m.name(), m.replica_count, m.num_partitions);
   if (arguments.size() != parameter_shapes_.size())
     fail("execute {}: {} argument(s) given, the module takes {}", m.name(), arguments.size(),
          parameter_shapes_.size());
@@ -243,12 +258,13 @@ std::vector<std::shared_ptr<Buffer>> OpenClExecutable::execute(std::span<const s
       fail("execute {}: argument {} is on {}, not on {}", m.name(), i,
            arguments[i] ? arguments[i]->device().name() : "<null>", d.describe());
     if (!b->shape().compatible(parameter_shapes_[i]))
-      fail("execute {}: argument {} has shape {}, the parameter is {}", m.name(), i, b->shape().to_string(false),
-           parameter_shapes_[i].to_string(false));
+      fail("execute {}: argument {} has shape {}, the parameter is {}", m.name(), i,
+           b->shape().to_string(false), parameter_shapes_[i].to_string(false));
     args.push_back(std::move(b));
   }
   std::vector<std::shared_ptr<DeviceMemory>> slots;
-  for (int64_t bytes : program_->slot_bytes()) slots.push_back(d.allocate(static_cast<size_t>(bytes)));
+  for (int64_t bytes : program_->slot_bytes())
+    slots.push_back(d.allocate(static_cast<size_t>(bytes)));
   // Result buffers: a temporary's slot is handed out as is (once; results have slots of
   // their own); arguments, constants and repeated temporaries are copied into fresh memory.
   std::vector<std::shared_ptr<Buffer>> outputs;
@@ -258,7 +274,8 @@ std::vector<std::shared_ptr<Buffer>> OpenClExecutable::execute(std::span<const s
   for (size_t k = 0; k < program_->results().size(); ++k) {
     const BufferRef& r = program_->results()[k];
     std::shared_ptr<DeviceMemory> memory;
-    const auto slot = r.kind == BufferRef::Kind::kTemp ? static_cast<size_t>(program_->temp_slot(r.index)) : 0;
+    const auto slot =
+        r.kind == BufferRef::Kind::kTemp ? static_cast<size_t>(program_->temp_slot(r.index)) : 0;
     if (r.kind == BufferRef::Kind::kTemp && !handed[slot]) {
       handed[slot] = true;
       memory = slots[slot];
@@ -266,25 +283,27 @@ std::vector<std::shared_ptr<Buffer>> OpenClExecutable::execute(std::span<const s
       memory = d.allocate(ref_bytes(r));
       copies.emplace_back(r, memory);
     }
-    results.push_back(std::make_shared<OpenClBuffer>(program_->result_shapes()[k], d, memory, Event::make()));
+    results.push_back(
+        std::make_shared<OpenClBuffer>(program_->result_shapes()[k], d, memory, Event::make()));
     outputs.push_back(results.back());
   }
-  d.worker().enqueue([this, self = shared_from_this(), &d, args, slots, copies, results]() noexcept {
-    try {
-      std::vector<std::shared_ptr<DeviceMemory>> arg_memory;
-      for (const auto& a : args) {
-        a->ready_event()->wait();
-        arg_memory.push_back(a->memory());
-      }
-      {
-        ScopedTimer timer("ExecuteTime");
-        run(d, arg_memory, slots, copies);
-      }
-      for (const auto& r : results) r->ready_event()->set_ready();
-    } catch (...) {
-      for (const auto& r : results) r->ready_event()->set_error(std::current_exception());
-    }
-  });
+  d.worker().enqueue(
+      [this, self = shared_from_this(), &d, args, slots, copies, results]() noexcept {
+        try {
+          std::vector<std::shared_ptr<DeviceMemory>> arg_memory;
+          for (const auto& a : args) {
+            a->ready_event()->wait();
+            arg_memory.push_back(a->memory());
+          }
+          {
+            ScopedTimer timer("ExecuteTime");
+            run(d, arg_memory, slots, copies);
+          }
+          for (const auto& r : results) r->ready_event()->set_ready();
+        } catch (...) {
+          for (const auto& r : results) r->ready_event()->set_error(std::current_exception());
+        }
+      });
   return outputs;
 }
 
@@ -293,30 +312,36 @@ DeviceProgram& OpenClExecutable::device_program(OpenClDevice& device) {
   std::unique_ptr<DeviceProgram>& slot = per_device_[device.ordinal()];
   if (slot) return *slot;
   if (program_->uses_fp64() && !device.info().fp64)
-    fail("{} computes in f64, which {} does not support (no cl_khr_fp64); run it on the CPU backend",
-         program_->module().name(), device.describe());
+    fail(
+        "{} computes in f64, which {} does not support (no cl_khr_fp64); run it on the CPU backend",
+        program_->module().name(), device.describe());
   auto dp = std::make_unique<DeviceProgram>();
-  dp->program = device.build(program_->source(), Program::build_options(), program_->module().name());
+  dp->program =
+      device.build(program_->source(), Program::build_options(), program_->module().name());
   for (const ir::Literal* c : program_->constants()) {
     dp->constants.push_back(device.allocate(c->bytes().size()));
     if (!c->bytes().empty())
-      check(clEnqueueWriteBuffer(device.queue(), dp->constants.back()->mem(), CL_TRUE, 0, c->bytes().size(),
-                                 c->bytes().data(), 0, nullptr, nullptr),
+      check(clEnqueueWriteBuffer(device.queue(), dp->constants.back()->mem(), CL_TRUE, 0,
+                                 c->bytes().size(), c->bytes().data(), 0, nullptr, nullptr),
             "writing a constant to " + device.describe());
   }
   slot = std::move(dp);
   return *slot;
 }
 
-void OpenClExecutable::run(OpenClDevice& device, const std::vector<std::shared_ptr<DeviceMemory>>& args,
-                           const std::vector<std::shared_ptr<DeviceMemory>>& slots,
-                           const std::vector<std::pair<BufferRef, std::shared_ptr<DeviceMemory>>>& copies) {
+void OpenClExecutable::run(
+    OpenClDevice& device, const std::vector<std::shared_ptr<DeviceMemory>>& args,
+    const std::vector<std::shared_ptr<DeviceMemory>>& slots,
+    const std::vector<std::pair<BufferRef, std::shared_ptr<DeviceMemory>>>& copies) {
   DeviceProgram& dp = device_program(device);
   auto mem = [&](const BufferRef& r) -> cl_mem {
     switch (r.kind) {
-      case BufferRef::Kind::kArgument: return args[static_cast<size_t>(r.index)]->mem();
-      case BufferRef::Kind::kConstant: return dp.constants[static_cast<size_t>(r.index)]->mem();
-      case BufferRef::Kind::kTemp: return slots[static_cast<size_t>(program_->temp_slot(r.index))]->mem();
+      case BufferRef::Kind::kArgument:
+        return args[static_cast<size_t>(r.index)]->mem();
+      case BufferRef::Kind::kConstant:
+        return dp.constants[static_cast<size_t>(r.index)]->mem();
+      case BufferRef::Kind::kTemp:
+        return slots[static_cast<size_t>(program_->temp_slot(r.index))]->mem();
     }
     return nullptr;
   };
@@ -329,19 +354,26 @@ void OpenClExecutable::run(OpenClDevice& device, const std::vector<std::shared_p
       case Step::Kind::kKernel: {
         cl_kernel k = dp.kernel(step.launch.name);
         cl_uint a = 0;
-        for (cl_mem& m : in) check(clSetKernelArg(k, a++, sizeof(cl_mem), &m), "setting a kernel argument");
-        for (cl_mem& m : out) check(clSetKernelArg(k, a++, sizeof(cl_mem), &m), "setting a kernel argument");
+        for (cl_mem& m : in)
+          check(clSetKernelArg(k, a++, sizeof(cl_mem), &m), "setting a kernel argument");
+        for (cl_mem& m : out)
+          check(clSetKernelArg(k, a++, sizeof(cl_mem), &m), "setting a kernel argument");
         size_t global[3], local[3];
         for (int d = 0; d < 3; ++d) {
           global[d] = static_cast<size_t>(step.launch.global[static_cast<size_t>(d)]);
           local[d] = static_cast<size_t>(step.launch.local[static_cast<size_t>(d)]);
         }
         check(clEnqueueNDRangeKernel(queue, k, 1, nullptr, global, local, 0, nullptr, nullptr),
-              fmt::format("launching {} ({}) on {}", step.launch.name, step.instruction->name(), device.describe()));
+              fmt::format("launching {} ({}) on {}", step.launch.name, step.instruction->name(),
+                          device.describe()));
         break;
       }
-      case Step::Kind::kGemm: run_gemm(device, dp, step, in[0], in[1], out[0]); break;
-      case Step::Kind::kHost: run_host(device, step, in, out); break;
+      case Step::Kind::kGemm:
+        run_gemm(device, dp, step, in[0], in[1], out[0]);
+        break;
+      case Step::Kind::kHost:
+        run_host(device, step, in, out);
+        break;
     }
   }
   for (const auto& [from, to] : copies) {
@@ -353,15 +385,21 @@ void OpenClExecutable::run(OpenClDevice& device, const std::vector<std::shared_p
   check(clFinish(queue), "running " + program_->module().name() + " on " + device.describe());
 }
 
-void OpenClExecutable::run_host(OpenClDevice& device, const Step& step, const std::vector<cl_mem>& in,
-                                const std::vector<cl_mem>& out) {
+void OpenClExecutable::run_host(OpenClDevice& device, const Step& step,
+                                const std::vector<cl_mem>& in, const std::vector<cl_mem>& out) {
   const std::vector<ir::Shape> in_shapes = [&] {
     std::vector<ir::Shape> shapes;
     for (const BufferRef& r : step.inputs) {
       switch (r.kind) {
-        case BufferRef::Kind::kArgument: shapes.push_back(parameter_shapes_[static_cast<size_t>(r.index)]); break;
-        case BufferRef::Kind::kConstant: shapes.push_back(program_->constants()[static_cast<size_t>(r.index)]->shape()); break;
-        case BufferRef::Kind::kTemp: shapes.push_back(program_->temps()[static_cast<size_t>(r.index)]); break;
+        case BufferRef::Kind::kArgument:
+          shapes.push_back(parameter_shapes_[static_cast<size_t>(r.index)]);
+          break;
+        case BufferRef::Kind::kConstant:
+          shapes.push_back(program_->constants()[static_cast<size_t>(r.index)]->shape());
+          break;
+        case BufferRef::Kind::kTemp:
+          shapes.push_back(program_->temps()[static_cast<size_t>(r.index)]);
+          break;
       }
     }
     return shapes;
@@ -392,8 +430,8 @@ void OpenClExecutable::run_host(OpenClDevice& device, const Step& step, const st
 }
 
 // Candidates 0..n-1: the own kernel's tilings; n: CLBlast.
-void OpenClExecutable::launch_gemm(OpenClDevice& device, DeviceProgram& dp, const Step& step, int candidate,
-                                   cl_mem a, cl_mem b, cl_mem c) {
+void OpenClExecutable::launch_gemm(OpenClDevice& device, DeviceProgram& dp, const Step& step,
+                                   int candidate, cl_mem a, cl_mem b, cl_mem c) {
   const GemmShape& g = step.gemm;
   const auto own = static_cast<int>(podsim::opencl::kGemmTilings.size());
   cl_command_queue queue = device.queue();
@@ -402,43 +440,51 @@ void OpenClExecutable::launch_gemm(OpenClDevice& device, DeviceProgram& dp, cons
     check(clSetKernelArg(k, 0, sizeof(cl_mem), &a), "setting a GEMM argument");
     check(clSetKernelArg(k, 1, sizeof(cl_mem), &b), "setting a GEMM argument");
     check(clSetKernelArg(k, 2, sizeof(cl_mem), &c), "setting a GEMM argument");
-    const auto l = podsim::opencl::gemm_launch(g, podsim::opencl::kGemmTilings[static_cast<size_t>(candidate)]);
+    const auto l = podsim::opencl::gemm_launch(
+        g, podsim::opencl::kGemmTilings[static_cast<size_t>(candidate)]);
     size_t global[3], local[3];
     for (size_t d = 0; d < 3; ++d) {
       global[d] = static_cast<size_t>(l.global[d]);
       local[d] = static_cast<size_t>(l.local[d]);
     }
-    check(clEnqueueNDRangeKernel(queue, k, 3, nullptr, global, local, 0, nullptr, nullptr),
-          fmt::format("launching the GEMM of {} on {}", step.instruction->name(), device.describe()));
+    check(
+        clEnqueueNDRangeKernel(queue, k, 3, nullptr, global, local, 0, nullptr, nullptr),
+        fmt::format("launching the GEMM of {} on {}", step.instruction->name(), device.describe()));
     return;
   }
   const auto ta = g.trans_a ? CLBlastTransposeYes : CLBlastTransposeNo;
   const auto tb = g.trans_b ? CLBlastTransposeYes : CLBlastTransposeNo;
-  const size_t m = static_cast<size_t>(g.m), n = static_cast<size_t>(g.n), k = static_cast<size_t>(g.k);
+  const size_t m = static_cast<size_t>(g.m), n = static_cast<size_t>(g.n),
+               k = static_cast<size_t>(g.k);
   const size_t lda = g.trans_a ? m : k, ldb = g.trans_b ? k : n;
   CLBlastStatusCode status;
   if (g.a_type == ir::PrimitiveType::kF32)
-    status = CLBlastSgemmStridedBatched(CLBlastLayoutRowMajor, ta, tb, m, n, k, 1.0f, a, 0, lda, m * k, b, 0, ldb,
-                                        k * n, 0.0f, c, 0, n, m * n, static_cast<size_t>(g.batch), &queue, nullptr);
+    status = CLBlastSgemmStridedBatched(CLBlastLayoutRowMajor, ta, tb, m, n, k, 1.0f, a, 0, lda,
+                                        m * k, b, 0, ldb, k * n, 0.0f, c, 0, n, m * n,
+                                        static_cast<size_t>(g.batch), &queue, nullptr);
   else
-    status = CLBlastDgemmStridedBatched(CLBlastLayoutRowMajor, ta, tb, m, n, k, 1.0, a, 0, lda, m * k, b, 0, ldb,
-                                        k * n, 0.0, c, 0, n, m * n, static_cast<size_t>(g.batch), &queue, nullptr);
+    status = CLBlastDgemmStridedBatched(CLBlastLayoutRowMajor, ta, tb, m, n, k, 1.0, a, 0, lda,
+                                        m * k, b, 0, ldb, k * n, 0.0, c, 0, n, m * n,
+                                        static_cast<size_t>(g.batch), &queue, nullptr);
   if (status != CLBlastSuccess)
-    fail("CLBlast GEMM of {} on {} failed with status {}; PODSIM_OPENCL_GEMM=own uses podsim's own kernel",
-         step.instruction->name(), device.describe(), static_cast<int>(status));
+    fail(
+        "CLBlast GEMM of {} on {} failed with status {}; PODSIM_OPENCL_GEMM=own uses podsim's own "
+        "kernel",
+        step.instruction->name(), device.describe(), static_cast<int>(status));
 }
 
-void OpenClExecutable::run_gemm(OpenClDevice& device, DeviceProgram& dp, const Step& step, cl_mem a, cl_mem b,
-                                cl_mem c) {
+void OpenClExecutable::run_gemm(OpenClDevice& device, DeviceProgram& dp, const Step& step, cl_mem a,
+                                cl_mem b, cl_mem c) {
   const GemmShape& g = step.gemm;
   const auto own = static_cast<int>(podsim::opencl::kGemmTilings.size());
   const auto [mode, tiling] = gemm_mode();
-  if (mode == GemmMode::kClBlast && clblast_fits(g)) return launch_gemm(device, dp, step, own, a, b, c);
+  if (mode == GemmMode::kClBlast && clblast_fits(g))
+    return launch_gemm(device, dp, step, own, a, b, c);
   if (g.flops() < podsim::opencl::kTimedGemmFlops)
     return launch_gemm(device, dp, step, podsim::opencl::default_gemm_tiling(g), a, b, c);
-  const std::string key = fmt::format("{} {}x{}x{}x{} {}{} {}{}{}", static_cast<int>(mode), g.batch, g.m, g.n, g.k,
-                                      g.trans_a, g.trans_b, ir::type_name(g.a_type), ir::type_name(g.b_type),
-                                      ir::type_name(g.c_type));
+  const std::string key = fmt::format("{} {}x{}x{}x{} {}{} {}{}{}", static_cast<int>(mode), g.batch,
+                                      g.m, g.n, g.k, g.trans_a, g.trans_b, ir::type_name(g.a_type),
+                                      ir::type_name(g.b_type), ir::type_name(g.c_type));
   if (tiling >= 0) return launch_gemm(device, dp, step, tiling, a, b, c);
   if (std::optional<int> chosen = client_.gemm_choice(device.ordinal(), key))
     return launch_gemm(device, dp, step, *chosen, a, b, c);
@@ -454,7 +500,8 @@ void OpenClExecutable::run_gemm(OpenClDevice& device, DeviceProgram& dp, const S
     const auto start = std::chrono::steady_clock::now();
     launch_gemm(device, dp, step, candidate, a, b, c);
     check(clFinish(device.queue()), "timing a GEMM");
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (best_seconds == 0 || seconds < best_seconds) {
       best = candidate;
       best_seconds = seconds;
@@ -468,8 +515,11 @@ void OpenClExecutable::run_gemm(OpenClDevice& device, DeviceProgram& dp, const S
 std::unique_ptr<Client> make_opencl_client() {
   std::vector<DeviceInfo> infos = find_devices();
   if (infos.empty())
-    fail("the OpenCL backend: no OpenCL platform or device was found. Install a driver's OpenCL ICD (a GPU "
-         "vendor's, or pocl-opencl-icd to run OpenCL on the CPU), or choose PODSIM_DEVICE=CPU or SIM");
+    fail(
+        "the OpenCL backend: no OpenCL platform or device was found. Install a driver's OpenCL ICD "
+        "(a GPU "
+        "vendor's, or pocl-opencl-icd to run OpenCL on the CPU), or choose PODSIM_DEVICE=CPU or "
+        "SIM");
   if (const char* want = std::getenv("PODSIM_OPENCL_DEVICE"); want != nullptr && *want != '\0') {
     const std::string w(want);
     std::vector<DeviceInfo> kept;
@@ -477,7 +527,8 @@ std::unique_ptr<Client> make_opencl_client() {
     const long index = std::strtol(want, &end, 10);
     if (end != want && *end == '\0') {
       if (index < 0 || index >= static_cast<long>(infos.size()))
-        fail("PODSIM_OPENCL_DEVICE={}: there are {} OpenCL device(s), numbered from 0", w, infos.size());
+        fail("PODSIM_OPENCL_DEVICE={}: there are {} OpenCL device(s), numbered from 0", w,
+             infos.size());
       kept.push_back(infos[static_cast<size_t>(index)]);
     } else {
       for (const DeviceInfo& i : infos)
@@ -488,7 +539,8 @@ std::unique_ptr<Client> make_opencl_client() {
       if (kept.empty()) {
         std::string names;
         for (const DeviceInfo& i : infos) names += "\n  " + i.name + " (" + i.platform_name + ")";
-        fail("PODSIM_OPENCL_DEVICE={}: no OpenCL device's or platform's name contains it; found:{}", w, names);
+        fail("PODSIM_OPENCL_DEVICE={}: no OpenCL device's or platform's name contains it; found:{}",
+             w, names);
       }
     }
     infos = std::move(kept);
@@ -499,9 +551,10 @@ std::unique_ptr<Client> make_opencl_client() {
 std::vector<std::string> describe_opencl_devices() {
   std::vector<std::string> lines;
   for (const DeviceInfo& i : find_devices())
-    lines.push_back(fmt::format("{} ({}, {}): {:.1f} GiB, {} compute units at {} MHz, {}{}", i.name, i.platform_name,
-                                i.gpu ? "GPU" : "not a GPU", static_cast<double>(i.global_memory) / (1 << 30),
-                                i.compute_units, i.clock_mhz, i.version, i.fp64 ? ", fp64" : ""));
+    lines.push_back(fmt::format("{} ({}, {}): {:.1f} GiB, {} compute units at {} MHz, {}{}", i.name,
+                                i.platform_name, i.gpu ? "GPU" : "not a GPU",
+                                static_cast<double>(i.global_memory) / (1 << 30), i.compute_units,
+                                i.clock_mhz, i.version, i.fp64 ? ", fp64" : ""));
   return lines;
 }
 

@@ -46,7 +46,8 @@ std::string build_log(cl_program program, cl_device_id device) {
   size_t size = 0;
   clGetProgramBuildInfo(program, device, CL_PROGRAM_BUILD_LOG, 0, nullptr, &size);
   std::string log(size, '\0');
-  if (size > 0) clGetProgramBuildInfo(program, device, CL_PROGRAM_BUILD_LOG, size, log.data(), nullptr);
+  if (size > 0)
+    clGetProgramBuildInfo(program, device, CL_PROGRAM_BUILD_LOG, size, log.data(), nullptr);
   while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
   return log;
 }
@@ -61,27 +62,48 @@ std::filesystem::path binary_cache_dir() {
 
 std::string_view error_name(cl_int err) {
   switch (err) {
-    case CL_DEVICE_NOT_FOUND: return "CL_DEVICE_NOT_FOUND";
-    case CL_DEVICE_NOT_AVAILABLE: return "CL_DEVICE_NOT_AVAILABLE";
-    case CL_COMPILER_NOT_AVAILABLE: return "CL_COMPILER_NOT_AVAILABLE";
-    case CL_MEM_OBJECT_ALLOCATION_FAILURE: return "CL_MEM_OBJECT_ALLOCATION_FAILURE";
-    case CL_OUT_OF_RESOURCES: return "CL_OUT_OF_RESOURCES";
-    case CL_OUT_OF_HOST_MEMORY: return "CL_OUT_OF_HOST_MEMORY";
-    case CL_BUILD_PROGRAM_FAILURE: return "CL_BUILD_PROGRAM_FAILURE";
-    case CL_INVALID_VALUE: return "CL_INVALID_VALUE";
-    case CL_INVALID_DEVICE: return "CL_INVALID_DEVICE";
-    case CL_INVALID_BINARY: return "CL_INVALID_BINARY";
-    case CL_INVALID_BUFFER_SIZE: return "CL_INVALID_BUFFER_SIZE";
-    case CL_INVALID_KERNEL_NAME: return "CL_INVALID_KERNEL_NAME";
-    case CL_INVALID_KERNEL_ARGS: return "CL_INVALID_KERNEL_ARGS";
-    case CL_INVALID_WORK_GROUP_SIZE: return "CL_INVALID_WORK_GROUP_SIZE";
-    case CL_INVALID_WORK_ITEM_SIZE: return "CL_INVALID_WORK_ITEM_SIZE";
-    case CL_INVALID_GLOBAL_WORK_SIZE: return "CL_INVALID_GLOBAL_WORK_SIZE";
-    case CL_INVALID_MEM_OBJECT: return "CL_INVALID_MEM_OBJECT";
-    case CL_INVALID_COMMAND_QUEUE: return "CL_INVALID_COMMAND_QUEUE";
-    case CL_INVALID_OPERATION: return "CL_INVALID_OPERATION";
-    case -1001: return "CL_PLATFORM_NOT_FOUND_KHR";
-    default: return "an OpenCL error";
+    case CL_DEVICE_NOT_FOUND:
+      return "CL_DEVICE_NOT_FOUND";
+    case CL_DEVICE_NOT_AVAILABLE:
+      return "CL_DEVICE_NOT_AVAILABLE";
+    case CL_COMPILER_NOT_AVAILABLE:
+      return "CL_COMPILER_NOT_AVAILABLE";
+    case CL_MEM_OBJECT_ALLOCATION_FAILURE:
+      return "CL_MEM_OBJECT_ALLOCATION_FAILURE";
+    case CL_OUT_OF_RESOURCES:
+      return "CL_OUT_OF_RESOURCES";
+    case CL_OUT_OF_HOST_MEMORY:
+      return "CL_OUT_OF_HOST_MEMORY";
+    case CL_BUILD_PROGRAM_FAILURE:
+      return "CL_BUILD_PROGRAM_FAILURE";
+    case CL_INVALID_VALUE:
+      return "CL_INVALID_VALUE";
+    case CL_INVALID_DEVICE:
+      return "CL_INVALID_DEVICE";
+    case CL_INVALID_BINARY:
+      return "CL_INVALID_BINARY";
+    case CL_INVALID_BUFFER_SIZE:
+      return "CL_INVALID_BUFFER_SIZE";
+    case CL_INVALID_KERNEL_NAME:
+      return "CL_INVALID_KERNEL_NAME";
+    case CL_INVALID_KERNEL_ARGS:
+      return "CL_INVALID_KERNEL_ARGS";
+    case CL_INVALID_WORK_GROUP_SIZE:
+      return "CL_INVALID_WORK_GROUP_SIZE";
+    case CL_INVALID_WORK_ITEM_SIZE:
+      return "CL_INVALID_WORK_ITEM_SIZE";
+    case CL_INVALID_GLOBAL_WORK_SIZE:
+      return "CL_INVALID_GLOBAL_WORK_SIZE";
+    case CL_INVALID_MEM_OBJECT:
+      return "CL_INVALID_MEM_OBJECT";
+    case CL_INVALID_COMMAND_QUEUE:
+      return "CL_INVALID_COMMAND_QUEUE";
+    case CL_INVALID_OPERATION:
+      return "CL_INVALID_OPERATION";
+    case -1001:
+      return "CL_PLATFORM_NOT_FOUND_KHR";
+    default:
+      return "an OpenCL error";
   }
 }
 
@@ -98,7 +120,8 @@ std::vector<DeviceInfo> find_devices() {
   std::vector<DeviceInfo> out;
   for (cl_platform_id p : platforms) {
     cl_uint count = 0;
-    if (clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 0, nullptr, &count) != CL_SUCCESS || count == 0) continue;
+    if (clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 0, nullptr, &count) != CL_SUCCESS || count == 0)
+      continue;
     std::vector<cl_device_id> ids(count);
     check(clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, count, ids.data(), nullptr), "clGetDeviceIDs");
     for (cl_device_id d : ids) {
@@ -112,14 +135,17 @@ std::vector<DeviceInfo> find_devices() {
       info.platform_name = platform_string(p, CL_PLATFORM_NAME);
       info.gpu = (device_value<cl_device_type>(d, CL_DEVICE_TYPE) & CL_DEVICE_TYPE_GPU) != 0;
       info.fp64 = device_string(d, CL_DEVICE_EXTENSIONS).find("cl_khr_fp64") != std::string::npos;
-      info.global_memory = static_cast<int64_t>(device_value<cl_ulong>(d, CL_DEVICE_GLOBAL_MEM_SIZE));
+      info.global_memory =
+          static_cast<int64_t>(device_value<cl_ulong>(d, CL_DEVICE_GLOBAL_MEM_SIZE));
       info.compute_units = device_value<cl_uint>(d, CL_DEVICE_MAX_COMPUTE_UNITS);
       info.clock_mhz = device_value<cl_uint>(d, CL_DEVICE_MAX_CLOCK_FREQUENCY);
-      info.max_work_group = static_cast<int64_t>(device_value<size_t>(d, CL_DEVICE_MAX_WORK_GROUP_SIZE));
+      info.max_work_group =
+          static_cast<int64_t>(device_value<size_t>(d, CL_DEVICE_MAX_WORK_GROUP_SIZE));
       out.push_back(std::move(info));
     }
   }
-  std::stable_sort(out.begin(), out.end(), [](const DeviceInfo& a, const DeviceInfo& b) { return a.gpu > b.gpu; });
+  std::stable_sort(out.begin(), out.end(),
+                   [](const DeviceInfo& a, const DeviceInfo& b) { return a.gpu > b.gpu; });
   return out;
 }
 
@@ -172,14 +198,17 @@ std::shared_ptr<DeviceMemory> OpenClDevice::allocate(size_t bytes) {
   if (mem == nullptr) {
     cl_int err = CL_SUCCESS;
     mem = clCreateBuffer(context_, CL_MEM_READ_WRITE, bytes, nullptr, &err);
-    if (err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_RESOURCES || err == CL_OUT_OF_HOST_MEMORY ||
-        err == CL_INVALID_BUFFER_SIZE)
-      fail("{} is out of memory: {} bytes requested with {} in use of {}; free tensors you no longer need, "
-           "or use smaller batches",
-           describe(), bytes, bytes_in_use_.load(), info_.global_memory);
+    if (err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_RESOURCES ||
+        err == CL_OUT_OF_HOST_MEMORY || err == CL_INVALID_BUFFER_SIZE)
+      fail(
+          "{} is out of memory: {} bytes requested with {} in use of {}; free tensors you no "
+          "longer need, "
+          "or use smaller batches",
+          describe(), bytes, bytes_in_use_.load(), info_.global_memory);
     check(err, fmt::format("allocating {} bytes on {}", bytes, describe()));
   }
-  const int64_t now = bytes_in_use_.fetch_add(static_cast<int64_t>(bytes)) + static_cast<int64_t>(bytes);
+  const int64_t now =
+      bytes_in_use_.fetch_add(static_cast<int64_t>(bytes)) + static_cast<int64_t>(bytes);
   int64_t peak = peak_bytes_.load(std::memory_order_relaxed);
   while (now > peak && !peak_bytes_.compare_exchange_weak(peak, now)) {
   }
@@ -197,7 +226,8 @@ void OpenClDevice::release(cl_mem mem, size_t bytes) {
   pool_.bytes += static_cast<int64_t>(bytes);
 }
 
-cl_program OpenClDevice::build(const std::string& source, std::string_view options, std::string_view what) {
+cl_program OpenClDevice::build(const std::string& source, std::string_view options,
+                               std::string_view what) {
   const std::string key_text = fmt::format("{}\n{}\n{}\n{}\n{}", info_.platform_name, info_.name,
                                            info_.driver_version, options, source);
   const std::filesystem::path dir = binary_cache_dir();
@@ -227,21 +257,27 @@ cl_program OpenClDevice::build(const std::string& source, std::string_view optio
   if (err != CL_SUCCESS) {
     const std::string log = build_log(program, info_.id);
     clReleaseProgram(program);
-    fail("OpenCL: building the kernels of {} on {} failed ({}). Build log:\n{}\n"
-         "This is a bug in podsim's OpenCL code generation or in the device's compiler; set "
-         "PODSIM_DEVICE=CPU to run on the host meanwhile",
-         what, describe(), error_name(err), log);
+    fail(
+        "OpenCL: building the kernels of {} on {} failed ({}). Build log:\n{}\n"
+        "This is a bug in podsim's OpenCL code generation or in the device's compiler; set "
+        "PODSIM_DEVICE=CPU to run on the host meanwhile",
+        what, describe(), error_name(err), log);
   }
   if (!file.empty()) {
     size_t size = 0;
-    if (clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, sizeof(size), &size, nullptr) == CL_SUCCESS && size > 0) {
+    if (clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, sizeof(size), &size, nullptr) ==
+            CL_SUCCESS &&
+        size > 0) {
       std::string binary(size, '\0');
       auto* data = reinterpret_cast<unsigned char*>(binary.data());
-      if (clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof(data), &data, nullptr) == CL_SUCCESS) {
+      if (clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof(data), &data, nullptr) ==
+          CL_SUCCESS) {
         std::error_code ec;
         std::filesystem::create_directories(dir, ec);
-        const std::filesystem::path tmp = file.string() + fmt::format(".tmp{}", static_cast<const void*>(this));
-        std::ofstream(tmp, std::ios::binary).write(binary.data(), static_cast<std::streamsize>(binary.size()));
+        const std::filesystem::path tmp =
+            file.string() + fmt::format(".tmp{}", static_cast<const void*>(this));
+        std::ofstream(tmp, std::ios::binary)
+            .write(binary.data(), static_cast<std::streamsize>(binary.size()));
         std::filesystem::rename(tmp, file, ec);
       }
     }

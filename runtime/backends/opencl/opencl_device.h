@@ -43,7 +43,8 @@ std::vector<DeviceInfo> find_devices();
 // Device memory with its size; returns to its device's pool when released.
 class DeviceMemory {
  public:
-  DeviceMemory(class OpenClDevice& device, cl_mem mem, size_t bytes) : device_(device), mem_(mem), bytes_(bytes) {}
+  DeviceMemory(class OpenClDevice& device, cl_mem mem, size_t bytes)
+      : device_(device), mem_(mem), bytes_(bytes) {}
   ~DeviceMemory();
   DeviceMemory(const DeviceMemory&) = delete;
   DeviceMemory& operator=(const DeviceMemory&) = delete;
@@ -98,7 +99,7 @@ class OpenClDevice final : public Device {
   int ordinal_;
   DeviceInfo info_;
   Handles handles_;
-  cl_context context_ = nullptr;     // handles_.context
+  cl_context context_ = nullptr;      // handles_.context
   cl_command_queue queue_ = nullptr;  // handles_.queue
   Pool pool_;
   std::atomic<int64_t> bytes_in_use_{0};

@@ -2,12 +2,13 @@
 // generated kernels, GEMMs or host steps, how dot operands are oriented, which
 // reductions take a work-group tree, and how temporaries share device memory. What the
 // programs compute is checked on a device by opencl_numpy_integration_test.
+#include "compiler/opencl/opencl_compiler.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
 
 #include "compiler/ir/parser.h"
-#include "compiler/opencl/opencl_compiler.h"
 
 namespace podsim::opencl {
 namespace {
@@ -132,7 +133,8 @@ ENTRY e {
   auto with = [&](int rows, int cols) {
     std::string t = text;
     for (auto [key, value] : {std::pair{"ROWS", rows}, std::pair{"COLS", cols}})
-      for (size_t at; (at = t.find(key)) != std::string::npos;) t.replace(at, 4, std::to_string(value));
+      for (size_t at; (at = t.find(key)) != std::string::npos;)
+        t.replace(at, 4, std::to_string(value));
     return compile_text(t);
   };
   auto tree = with(4, 1000);
