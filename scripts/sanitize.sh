@@ -48,7 +48,7 @@ cmake -S . -B "$build" -G Ninja \
 # TOML, executables, assembler text, profiles) and the models that run it.
 # compiler/{passes,cpu,tpu} and runtime/ are left out for time: their ~50 binaries and the
 # runtime library would more than double this job's build on 2 cores.
-asan_dirs=(compiler/ir topology isa sim/functional sim/pod traces)
+asan_dirs=(compiler/ir compiler/opencl topology isa sim/functional sim/pod traces)
 # Tests that run the SystemC timing model get UBSan only. Debian's SystemC 2.3.4 tells ASan
 # about its coroutine switches only in part: a switch back to the main coroutine announces
 # an empty stack, and the switch away from a process that ends (sc_cor_pkg_qt::abort) is
