@@ -19,6 +19,7 @@
 #include "common/error.h"
 #include "runtime/hash.h"
 #include "runtime/metrics.h"
+#include "tests/runtime/scoped_env.h"
 
 namespace podsim::runtime {
 namespace {
@@ -65,27 +66,7 @@ class FakeClient final : public Client {
   std::string target_;
 };
 
-// Sets (or unsets) an environment variable for a scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, std::optional<std::string> value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value)
-      ::setenv(name, value->c_str(), 1);
-    else
-      ::unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (old_)
-      ::setenv(name_, old_->c_str(), 1);
-    else
-      ::unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using ::podsim::test_env::ScopedEnv;
 
 Hash128 graph(uint64_t n) { return {n * 0x9e3779b97f4a7c15ull, n}; }
 

@@ -15,6 +15,7 @@
 #include "compiler/ir/parser.h"
 #include "runtime/metrics.h"
 #include "runtime/tensor.h"
+#include "tests/runtime/scoped_env.h"
 
 namespace podsim {
 namespace {
@@ -37,17 +38,7 @@ std::string read_file(const std::filesystem::path& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-// Sets an environment variable for one test.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() { unsetenv(name_); }
-
- private:
-  const char* name_;
-};
+using ::podsim::test_env::ScopedEnv;
 
 std::filesystem::path temp_file(const std::string& name) {
   auto dir = std::filesystem::path(PODSIM_BINARY_DIR) / "tests" / "runtime_debug";

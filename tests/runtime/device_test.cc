@@ -23,6 +23,7 @@
 #include "runtime/compile_cache.h"
 #include "runtime/device_internal.h"
 #include "runtime/metrics.h"
+#include "tests/runtime/scoped_env.h"
 
 namespace podsim::runtime {
 namespace {
@@ -30,26 +31,7 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, std::optional<std::string> value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value)
-      ::setenv(name, value->c_str(), 1);
-    else
-      ::unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (old_)
-      ::setenv(name_, old_->c_str(), 1);
-    else
-      ::unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using ::podsim::test_env::ScopedEnv;
 
 std::string error_of(const std::function<void()>& f) {
   try {
@@ -220,8 +202,10 @@ TEST_F(RegistryTest, AnOpenClDeviceNobodyHasIsAClearError) {
   ScopedEnv pick("PODSIM_OPENCL_DEVICE", "no-such-device");
   const std::string error = error_of([] { default_client(); });
   if (error.find("no OpenCL platform") != std::string::npos) GTEST_SKIP() << error;
-  EXPECT_THAT(error, StartsWith("PODSIM_OPENCL_DEVICE=no-such-device: no OpenCL device's or platform's name "
-                                "contains it; found:"));
+  EXPECT_THAT(
+      error,
+      StartsWith("PODSIM_OPENCL_DEVICE=no-such-device: no OpenCL device's or platform's name "
+                 "contains it; found:"));
 }
 
 TEST_F(RegistryTest, UnknownBackendListsTheValidValues) {

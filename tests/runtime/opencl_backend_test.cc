@@ -1,0 +1,148 @@
+// The OpenCL backend through the device interface, on the first OpenCL device (PoCL on
+// the CPU where there is no GPU): program binaries cached on disk and rebuilt when the
+// cache holds something else, the GEMM choices giving the same products, memory
+// accounting, and the errors a user can hit (out of device memory, a kernel that fails
+// to build, a bad PODSIM_OPENCL_GEMM). Skipped, saying why, without an OpenCL platform.
+#include "runtime/backends/opencl/opencl_backend.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "common/error.h"
+#include "compiler/ir/parser.h"
+#include "runtime/backends/opencl/opencl_device.h"
+#include "tests/runtime/scoped_env.h"
+
+namespace podsim::runtime {
+namespace {
+
+using ::podsim::test_env::ScopedEnv;
+using ::testing::HasSubstr;
+
+class OpenClBackend : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    try {
+      client_ = make_opencl_client();
+    } catch (const Error& e) {
+      GTEST_SKIP() << e.what();
+    }
+  }
+
+  // Runs `text` on a fresh client's device 0 with arguments 0, 1, 2, ... per element.
+  static std::vector<ir::Literal> run(Client& client, const std::string& text) {
+    auto module = ir::parse_module(text);
+    Device& device = *client.devices()[0];
+    std::vector<std::shared_ptr<Buffer>> args;
+    for (const ir::Instruction* p : module->entry()->parameters()) {
+      ir::Literal l(p->shape());
+      for (int64_t i = 0; i < l.num_elements(); ++i)
+        l.set_from_double(i, static_cast<double>(i % 7) - 3);
+      args.push_back(client.transfer_to_device(std::move(l), device));
+    }
+    std::vector<ir::Literal> out;
+    for (const auto& b : client.compile(*module)->execute(args, device))
+      out.push_back(b->to_literal());
+    return out;
+  }
+
+  std::unique_ptr<Client> client_;
+};
+
+constexpr const char* kScaled = R"(HloModule scaled
+ENTRY e {
+  x = f32[100] parameter(0)
+  two = f32[] constant(2)
+  b = f32[100] broadcast(two), dimensions={}
+  ROOT y = f32[100] multiply(x, b)
+})";
+
+TEST_F(OpenClBackend, ProgramBinariesAreCachedAndRebuiltWhenTheCacheIsForeign) {
+  const auto dir = std::filesystem::path(PODSIM_BINARY_DIR) / "tests" / "opencl_binary_cache";
+  std::filesystem::remove_all(dir);
+  ScopedEnv cache("PODSIM_CACHE_DIR", dir.string());
+  const std::vector<ir::Literal> first = run(*client_, kScaled);
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir / "opencl"))
+    files.push_back(e.path());
+  ASSERT_EQ(files.size(), 1u);
+  // A new client (as a new process) builds from the cached binary: same result, no new file.
+  EXPECT_EQ(run(*make_opencl_client(), kScaled)[0], first[0]);
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir / "opencl"), {}), 1);
+  // A file that is not a binary for this device is rebuilt from source.
+  std::ofstream(files[0], std::ios::binary | std::ios::trunc) << "not a program binary";
+  EXPECT_EQ(run(*make_opencl_client(), kScaled)[0], first[0]);
+  EXPECT_GT(std::filesystem::file_size(files[0]), 20u);
+  for (int64_t i = 0; i < 100; ++i)
+    EXPECT_EQ(first[0].get_as_double(i), 2.0 * (static_cast<double>(i % 7) - 3));
+}
+
+TEST_F(OpenClBackend, EveryGemmChoiceGivesTheSameProduct) {
+  // 2 x 256^3 flops: above the size where the backend times its candidates.
+  constexpr const char* kDot = R"(HloModule dot
+ENTRY e {
+  a = f32[256,256] parameter(0)
+  b = f32[256,256] parameter(1)
+  ROOT c = f32[256,256] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+})";
+  const ir::Literal timed = run(*client_, kDot)[0];
+  for (const char* choice : {"own", "own:0", "own:1", "own:2", "own:3", "clblast"}) {
+    ScopedEnv gemm("PODSIM_OPENCL_GEMM", std::string(choice));
+    const ir::Literal got = run(*client_, kDot)[0];
+    // Integers from -3 to 3: every product and partial sum is exact in f32.
+    EXPECT_EQ(got, timed) << choice;
+  }
+  ScopedEnv bad("PODSIM_OPENCL_GEMM", std::string("fastest"));
+  EXPECT_THAT([&] { run(*client_, kDot); }, ::testing::Throws<Error>());
+}
+
+TEST_F(OpenClBackend, BuffersCountAgainstTheDeviceMemory) {
+  Device& device = *client_->devices()[0];
+  const int64_t before = device.memory_stats().bytes_in_use;
+  {
+    auto buffer = client_->transfer_to_device(
+        ir::Literal(ir::Shape(ir::PrimitiveType::kF32, {1024})), device);
+    buffer->ready_event()->wait();
+    EXPECT_EQ(device.memory_stats().bytes_in_use, before + 4096);
+    EXPECT_GE(device.memory_stats().peak_bytes_in_use, before + 4096);
+  }
+  EXPECT_EQ(device.memory_stats().bytes_in_use, before);
+}
+
+TEST_F(OpenClBackend, RunningOutOfDeviceMemoryNamesTheDevice) {
+  // 64 GiB of zeros: more than this device holds.
+  constexpr const char* kHuge = R"(HloModule huge
+ENTRY e {
+  z = f32[] constant(0)
+  ROOT b = f32[17179869184] broadcast(z), dimensions={}
+})";
+  Device& device = *client_->devices()[0];
+  if (device.memory_stats().bytes_limit > (int64_t{64} << 30))
+    GTEST_SKIP() << "this device holds 64 GiB";
+  try {
+    run(*client_, kHuge);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("OPENCL:0 ("));
+    EXPECT_THAT(e.what(), HasSubstr("is out of memory: 68719476736 bytes requested"));
+  }
+}
+
+TEST_F(OpenClBackend, AKernelThatFailsToBuildShowsTheBuildLog) {
+  auto& device = dynamic_cast<opencl_backend::OpenClDevice&>(*client_->devices()[0]);
+  try {
+    device.build("__kernel void broken(__global float* x) { x[0] = undeclared_name; }", "",
+                 "broken.hlo");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("building the kernels of broken.hlo on OPENCL:0 ("));
+    EXPECT_THAT(e.what(), HasSubstr("Build log:"));
+    EXPECT_THAT(e.what(), HasSubstr("undeclared_name"));
+  }
+}
+
+}  // namespace
+}  // namespace podsim::runtime
