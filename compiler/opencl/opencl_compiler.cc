@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <deque>
 #include <numeric>
 #include <unordered_map>
 
@@ -57,11 +58,26 @@ bool identity(const std::vector<int64_t>& order) {
   return true;
 }
 
+// What the plans of one program share while they are built.
+struct Shared {
+  std::deque<Plan>& plans;
+  std::vector<const ir::Literal*>& constants;
+  std::string& source;  // the kernels so far
+  bool& fp64;
+  ProgramStats& stats;
+  int kernels = 0;  // names kernels uniquely across plans
+};
+
+// Builds the steps of one plan.
 class Builder {
  public:
-  Builder(std::vector<Step>& steps, std::vector<ir::Shape>& temps, std::string& source, bool& fp64,
-          ProgramStats& stats)
-      : steps_(steps), temps_(temps), source_(source), fp64_(fp64), stats_(stats) {}
+  Builder(Plan& plan, Shared& shared)
+      : steps_(plan.steps),
+        temps_(plan.temps),
+        source_(shared.source),
+        fp64_(shared.fp64),
+        stats_(shared.stats),
+        kernels_(shared.kernels) {}
 
   BufferRef new_temp(const ir::Shape& shape) {
     temps_.push_back(shape);
@@ -89,6 +105,8 @@ class Builder {
     steps_.push_back(std::move(s));
     ++stats_.kernels;
   }
+
+  void add_step(Step s) { steps_.push_back(std::move(s)); }
 
   // A dot as a GEMM step (after transposes of its operands where needed); false when
   // the types or dimension numbers do not fit.
@@ -161,7 +179,7 @@ class Builder {
   std::string& source_;
   bool& fp64_;
   ProgramStats& stats_;
-  int kernels_ = 0;
+  int& kernels_;
 };
 
 bool empty_arrays(const ir::Shape& shape) {
@@ -170,26 +188,33 @@ bool empty_arrays(const ir::Shape& shape) {
   return true;
 }
 
-}  // namespace
+void assign_slots(Plan& plan);
 
-Program::Program(std::unique_ptr<ir::Module> module) : module_(std::move(module)) {
-  const ir::Computation* entry = module_->entry();
-  if (entry == nullptr) fail("module {} has no entry computation", module_->name());
+// Builds the plan of computation (and those of the computations it calls) into
+// shared.plans; returns its index. Control flow nested deeper than kMaxPlanDepth runs on
+// the host (a computation that calls itself).
+constexpr int kMaxPlanDepth = 32;
+
+int build_plan(const ir::Computation& computation, Shared& shared, int depth) {
+  const int index = static_cast<int>(shared.plans.size());
+  Plan& plan = shared.plans.emplace_back();  // a deque: stays put while callees are added
+  plan.computation = computation.name();
   std::unordered_map<const Instruction*, std::vector<BufferRef>> values;
-  for (const Instruction* p : entry->parameters()) {
+  for (const Instruction* p : computation.parameters()) {
     std::vector<BufferRef>& leaves = values[p];
-    for (size_t k = 0; k < cpu::leaf_shapes(p->shape()).size(); ++k)
-      leaves.push_back({BufferRef::Kind::kArgument, static_cast<int32_t>(argument_leaves_++)});
+    for (const ir::Shape& leaf : cpu::leaf_shapes(p->shape())) {
+      leaves.push_back({BufferRef::Kind::kArgument, static_cast<int32_t>(plan.arguments.size())});
+      plan.arguments.push_back(leaf);
+    }
   }
-  std::string kernels;
-  Builder b(steps_, temps_, kernels, uses_fp64_, stats_);
+  Builder b(plan, shared);
   auto leaves_of = [&](const Instruction* i) -> const std::vector<BufferRef>& {
     auto it = values.find(i);
     if (it == values.end())
-      fail("computation {}: {} is used before it is defined", entry->name(), i->name());
+      fail("computation {}: {} is used before it is defined", computation.name(), i->name());
     return it->second;
   };
-  for (const auto& owned : entry->instructions()) {
+  for (const auto& owned : computation.instructions()) {
     const Instruction& i = *owned;
     std::vector<BufferRef> out;
     switch (i.opcode()) {
@@ -197,8 +222,9 @@ Program::Program(std::unique_ptr<ir::Module> module) : module_(std::move(module)
         continue;
       case Opcode::kConstant:
         if (!i.shape().is_array()) break;  // a tuple constant: evaluated on the host below
-        constants_.push_back(&*i.attrs().literal);
-        values[&i] = {{BufferRef::Kind::kConstant, static_cast<int32_t>(constants_.size() - 1)}};
+        shared.constants.push_back(&*i.attrs().literal);
+        values[&i] = {
+            {BufferRef::Kind::kConstant, static_cast<int32_t>(shared.constants.size() - 1)}};
         continue;
       case Opcode::kTuple:
         for (const Instruction* o : i.operands())
@@ -230,44 +256,52 @@ Program::Program(std::unique_ptr<ir::Module> module) : module_(std::move(module)
     values[&i] = out;
     if (empty_arrays(i.shape())) continue;  // nothing to compute
     if (i.opcode() == Opcode::kDot && b.add_gemm(i, inputs[0], inputs[1], out[0])) continue;
-    if (i.opcode() != Opcode::kConstant && i.opcode() != Opcode::kDot) {
+    Step s;
+    s.instruction = &i;
+    s.inputs = std::move(inputs);
+    s.outputs = std::move(out);
+    const bool control = i.opcode() == Opcode::kWhile || i.opcode() == Opcode::kConditional ||
+                         i.opcode() == Opcode::kCall;
+    if (control && depth < kMaxPlanDepth) {
+      s.kind = i.opcode() == Opcode::kWhile         ? Step::Kind::kWhile
+               : i.opcode() == Opcode::kConditional ? Step::Kind::kConditional
+                                                    : Step::Kind::kCall;
+      for (const ir::Computation* c : i.called())
+        s.plans.push_back(build_plan(*c, shared, depth + 1));
+      b.add_step(std::move(s));
+      ++shared.stats.control_steps;
+      continue;
+    }
+    if (i.opcode() != Opcode::kConstant && i.opcode() != Opcode::kDot && !control) {
       if (std::optional<KernelSource> k = make_kernel_source(i, b.kernel_name(i))) {
         std::vector<BufferRef> args;
         for (const Instruction* o : k->inputs) args.push_back(leaves_of(o).at(0));
-        b.add_kernel(*k, i, std::move(args), std::move(out));
+        b.add_kernel(*k, i, std::move(args), std::move(s.outputs));
         continue;
       }
     }
-    Step s;
     s.kind = Step::Kind::kHost;
-    s.instruction = &i;
     s.host = i.opcode() == Opcode::kConstant ? cpu::make_evaluator_kernel(i) : cpu::make_kernel(i);
-    s.inputs = std::move(inputs);
-    s.outputs = std::move(out);
-    steps_.push_back(std::move(s));
-    ++stats_.host_steps;
+    b.add_step(std::move(s));
+    ++shared.stats.host_steps;
   }
-  const Instruction* root = entry->root();
-  if (root == nullptr) fail("computation {} has no root instruction", entry->name());
-  results_ = leaves_of(root);
-  if (root->shape().is_tuple()) {
-    for (const ir::Shape& e : root->shape().elements()) {
-      if (e.is_tuple()) fail("{}: the OpenCL target returns no nested tuples", module_->name());
-      result_shapes_.push_back(e);
-    }
-  } else {
-    result_shapes_.push_back(root->shape());
-  }
-  source_ = prelude_source(uses_fp64_) + kernels;
-  assign_slots();
+  const Instruction* root = computation.root();
+  if (root == nullptr) fail("computation {} has no root instruction", computation.name());
+  plan.results = leaves_of(root);
+  assign_slots(plan);
+  return index;
 }
 
-void Program::assign_slots() {
+void assign_slots(Plan& plan) {
   constexpr size_t kNever = SIZE_MAX;
+  std::vector<Step>& steps_ = plan.steps;
+  std::vector<ir::Shape>& temps_ = plan.temps;
+  std::vector<int32_t>& temp_slots_ = plan.temp_slots;
+  std::vector<int64_t>& slot_bytes_ = plan.slot_bytes;
   const size_t n = temps_.size();
   std::vector<size_t> last_use(n, 0);
   std::vector<bool> result(n, false);
-  for (const BufferRef& r : results_)
+  for (const BufferRef& r : plan.results)
     if (r.kind == BufferRef::Kind::kTemp) result[static_cast<size_t>(r.index)] = true;
   for (size_t i = 0; i < steps_.size(); ++i) {
     for (const BufferRef& r : steps_[i].outputs) last_use[static_cast<size_t>(r.index)] = i;
@@ -318,6 +352,39 @@ void Program::assign_slots() {
   }
   for (size_t t = 0; t < n; ++t)
     if (temp_slots_[t] < 0) temp_slots_[t] = take(temps_[t].byte_size());
+}
+
+}  // namespace
+
+const ir::Shape& Plan::shape(const BufferRef& r,
+                             std::span<const ir::Literal* const> constants) const {
+  switch (r.kind) {
+    case BufferRef::Kind::kArgument:
+      return arguments[static_cast<size_t>(r.index)];
+    case BufferRef::Kind::kConstant:
+      return constants[static_cast<size_t>(r.index)]->shape();
+    case BufferRef::Kind::kTemp:
+      break;
+  }
+  return temps[static_cast<size_t>(r.index)];
+}
+
+Program::Program(std::unique_ptr<ir::Module> module) : module_(std::move(module)) {
+  const ir::Computation* entry = module_->entry();
+  if (entry == nullptr) fail("module {} has no entry computation", module_->name());
+  std::string kernels;
+  Shared shared{plans_, constants_, kernels, uses_fp64_, stats_};
+  build_plan(*entry, shared, 0);
+  const Instruction* root = entry->root();
+  if (root->shape().is_tuple()) {
+    for (const ir::Shape& e : root->shape().elements()) {
+      if (e.is_tuple()) fail("{}: the OpenCL target returns no nested tuples", module_->name());
+      result_shapes_.push_back(e);
+    }
+  } else {
+    result_shapes_.push_back(root->shape());
+  }
+  source_ = prelude_source(uses_fp64_) + kernels;
 }
 
 Program::~Program() = default;

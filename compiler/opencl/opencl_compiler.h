@@ -14,7 +14,9 @@
 //     (gemm_source.h) or CLBlast, whichever it measured faster for that shape;
 //   * parameters, constants, tuples, get-tuple-element and byte-for-byte aliases
 //     (reshape, row-major copy and bitcast): no step, their buffers are reused;
-//   * everything else (scatter, sort, select-and-scatter, integer convolution, control flow,
+//   * while, conditional and call: control on the host (a while reads its condition
+//     back each iteration), the called computations as plans of their own on the device;
+//   * everything else (scatter, sort, select-and-scatter, integer convolution,
 //     collectives, custom calls, ops without an OpenCL lowering yet): a host step, run
 //     by the CPU target's kernel for that instruction on data copied to and from the
 //     device.
@@ -22,6 +24,7 @@
 
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <span>
 #include <string>
@@ -56,7 +59,10 @@ struct KernelLaunch {
 };
 
 struct Step {
-  enum class Kind : uint8_t { kKernel, kGemm, kHost };
+  // kWhile, kConditional, kCall: control on the host, the called computations' plans on
+  // the device (a while reads its condition's pred back each iteration, a conditional
+  // its selector).
+  enum class Kind : uint8_t { kKernel, kGemm, kHost, kWhile, kConditional, kCall };
   Kind kind = Kind::kKernel;
   const ir::Instruction* instruction = nullptr;  // what the step computes (or prepares)
   KernelLaunch launch;                           // kKernel
@@ -65,8 +71,28 @@ struct Step {
   // kTimedGemmFlops).
   std::vector<std::string> gemm_kernels;
   std::shared_ptr<const cpu::Kernel> host;  // kHost
-  std::vector<BufferRef> inputs;            // kernel arguments, then outputs
+  // Plans run: kWhile {condition, body}; kConditional the branches; kCall {callee}.
+  std::vector<int> plans;
+  // Kernel arguments (then the outputs); kWhile, kCall: the operand's leaves;
+  // kConditional: the selector, then every branch operand's leaves in order.
+  std::vector<BufferRef> inputs;
   std::vector<BufferRef> outputs;
+};
+
+// The steps of one computation and the buffers they use.
+struct Plan {
+  std::string computation;           // its name, for messages
+  std::vector<ir::Shape> arguments;  // the parameters' leaves, in order
+  std::vector<Step> steps;
+  std::vector<ir::Shape> temps;
+  // Device memory of the temporaries: temp t lives in slot temp_slots[t]. Temporaries
+  // whose lives do not overlap share a slot (a slot is free again after the last step
+  // that reads it); each result has a slot of its own.
+  std::vector<int32_t> temp_slots;
+  std::vector<int64_t> slot_bytes;
+  std::vector<BufferRef> results;  // the root's leaves
+  int32_t temp_slot(int32_t temp) const { return temp_slots[static_cast<size_t>(temp)]; }
+  const ir::Shape& shape(const BufferRef& r, std::span<const ir::Literal* const> constants) const;
 };
 
 struct CompileOptions {
@@ -77,6 +103,7 @@ struct ProgramStats {
   int64_t kernels = 0;
   int64_t gemms = 0;
   int64_t host_steps = 0;
+  int64_t control_steps = 0;  // while, conditional, call
 };
 
 class Program {
@@ -89,37 +116,31 @@ class Program {
   const std::string& source() const { return source_; }
   static std::string_view build_options() { return "-cl-fp32-correctly-rounded-divide-sqrt"; }
   bool uses_fp64() const { return uses_fp64_; }
-  const std::vector<Step>& steps() const { return steps_; }
-  const std::vector<ir::Shape>& temps() const { return temps_; }
-  // Device memory of the temporaries: temp t lives in slot temp_slot(t). Temporaries
-  // whose lives do not overlap share a slot (a slot is free again after the last step
-  // that reads it); each result has a slot of its own.
-  int32_t temp_slot(int32_t temp) const { return temp_slots_[static_cast<size_t>(temp)]; }
-  const std::vector<int64_t>& slot_bytes() const { return slot_bytes_; }
+  // plans()[0] is the entry computation's; the others are those of the computations its
+  // while loops, conditionals and calls run.
+  const std::deque<Plan>& plans() const { return plans_; }
+  const Plan& entry() const { return plans_.front(); }
+  const std::vector<Step>& steps() const { return entry().steps; }
+  const std::vector<ir::Shape>& temps() const { return entry().temps; }
+  int32_t temp_slot(int32_t temp) const { return entry().temp_slot(temp); }
+  const std::vector<int64_t>& slot_bytes() const { return entry().slot_bytes; }
+  const std::vector<BufferRef>& results() const { return entry().results; }
+  // Array constants of every plan (BufferRef::kConstant indexes this list).
   const std::vector<const ir::Literal*>& constants() const { return constants_; }
-  // The result leaves, and their shapes (a tuple root's elements; nested tuples are
-  // not supported as results).
-  const std::vector<BufferRef>& results() const { return results_; }
+  // The entry's result shapes: a tuple root's elements (nested tuples are not supported
+  // as results), else the root's shape.
   const std::vector<ir::Shape>& result_shapes() const { return result_shapes_; }
-  size_t argument_leaves() const { return argument_leaves_; }
   const ProgramStats& stats() const { return stats_; }
   // The optimized module's HLO text: compile_serialized() rebuilds the program from it.
   std::string serialize() const;
 
  private:
-  void assign_slots();
-
   std::unique_ptr<ir::Module> module_;
   std::string source_;
   bool uses_fp64_ = false;
-  std::vector<Step> steps_;
-  std::vector<ir::Shape> temps_;
-  std::vector<int32_t> temp_slots_;
-  std::vector<int64_t> slot_bytes_;
+  std::deque<Plan> plans_;  // a deque: building a plan adds the plans it calls
   std::vector<const ir::Literal*> constants_;
-  std::vector<BufferRef> results_;
   std::vector<ir::Shape> result_shapes_;
-  size_t argument_leaves_ = 0;
   ProgramStats stats_;
 };
 

@@ -84,6 +84,22 @@ bool clblast_fits(const GemmShape& g) {
          (g.a_type == PrimitiveType::kF32 || g.a_type == PrimitiveType::kF64);
 }
 
+void copy(OpenClDevice& device, const DeviceMemory& from, const DeviceMemory& to, size_t bytes) {
+  if (bytes > 0 && from.mem() != to.mem())
+    check(
+        clEnqueueCopyBuffer(device.queue(), from.mem(), to.mem(), 0, 0, bytes, 0, nullptr, nullptr),
+        "copying a buffer on " + device.describe());
+}
+
+// A scalar selector or predicate read back once the queue has computed it.
+int64_t read_scalar(OpenClDevice& device, const DeviceMemory& memory, ir::PrimitiveType type) {
+  ir::Literal l{ir::Shape::scalar(type)};
+  check(clEnqueueReadBuffer(device.queue(), memory.mem(), CL_TRUE, 0, l.bytes().size(),
+                            l.bytes().data(), 0, nullptr, nullptr),
+        "reading a loop condition or branch selector from " + device.describe());
+  return l.get_as_int64(0);
+}
+
 // What a program needs on one device: the built program, its kernels and constants.
 struct DeviceProgram {
   cl_program program = nullptr;
@@ -117,18 +133,24 @@ class OpenClExecutable final : public Executable,
                                                Device& device) override;
 
  private:
-  // On the device's worker thread.
-  void run(OpenClDevice& device, const std::vector<std::shared_ptr<DeviceMemory>>& args,
-           const std::vector<std::shared_ptr<DeviceMemory>>& slots,
-           const std::vector<std::pair<BufferRef, std::shared_ptr<DeviceMemory>>>& copies);
+  using Memory = std::shared_ptr<DeviceMemory>;
+  // On the device's worker thread: enqueues plan `index` on args (its argument leaves)
+  // with its temporaries in slots (allocated here when empty); returns its result leaves
+  // (which may be args, constants or slots).
+  std::vector<Memory> run_plan(OpenClDevice& device, DeviceProgram& dp, int index,
+                               const std::vector<Memory>& args, std::vector<Memory> slots);
+  void run_control(OpenClDevice& device, DeviceProgram& dp, const podsim::opencl::Plan& plan,
+                   const Step& step, const std::vector<Memory>& in, const std::vector<Memory>& out);
   DeviceProgram& device_program(OpenClDevice& device);
   void run_gemm(OpenClDevice& device, DeviceProgram& dp, const Step& step, cl_mem a, cl_mem b,
                 cl_mem c);
   void launch_gemm(OpenClDevice& device, DeviceProgram& dp, const Step& step, int candidate,
                    cl_mem a, cl_mem b, cl_mem c);
-  void run_host(OpenClDevice& device, const Step& step, const std::vector<cl_mem>& in,
-                const std::vector<cl_mem>& out);
-  size_t ref_bytes(const BufferRef& r) const;
+  void run_host(OpenClDevice& device, const podsim::opencl::Plan& plan, const Step& step,
+                const std::vector<cl_mem>& in, const std::vector<cl_mem>& out);
+  size_t ref_bytes(const podsim::opencl::Plan& plan, const BufferRef& r) const {
+    return static_cast<size_t>(plan.shape(r, program_->constants()).byte_size());
+  }
 
   std::unique_ptr<Program> program_;
   OpenClClient& client_;
@@ -226,18 +248,6 @@ OpenClExecutable::OpenClExecutable(std::unique_ptr<Program> program, OpenClClien
   info_.program_bytes = static_cast<int64_t>(program_->source().size());
 }
 
-size_t OpenClExecutable::ref_bytes(const BufferRef& r) const {
-  switch (r.kind) {
-    case BufferRef::Kind::kArgument:
-      return static_cast<size_t>(parameter_shapes_[static_cast<size_t>(r.index)].byte_size());
-    case BufferRef::Kind::kConstant:
-      return program_->constants()[static_cast<size_t>(r.index)]->bytes().size();
-    case BufferRef::Kind::kTemp:
-      return static_cast<size_t>(program_->temps()[static_cast<size_t>(r.index)].byte_size());
-  }
-  return 0;
-}
-
 std::vector<std::shared_ptr<Buffer>> OpenClExecutable::execute(
     std::span<const std::shared_ptr<Buffer>> arguments, Device& device) {
   const ir::Module& m = program_->module();
@@ -280,30 +290,38 @@ std::vector<std::shared_ptr<Buffer>> OpenClExecutable::execute(
       handed[slot] = true;
       memory = slots[slot];
     } else {
-      memory = d.allocate(ref_bytes(r));
+      memory = d.allocate(ref_bytes(program_->entry(), r));
       copies.emplace_back(r, memory);
     }
     results.push_back(
         std::make_shared<OpenClBuffer>(program_->result_shapes()[k], d, memory, Event::make()));
     outputs.push_back(results.back());
   }
-  d.worker().enqueue(
-      [this, self = shared_from_this(), &d, args, slots, copies, results]() noexcept {
-        try {
-          std::vector<std::shared_ptr<DeviceMemory>> arg_memory;
-          for (const auto& a : args) {
-            a->ready_event()->wait();
-            arg_memory.push_back(a->memory());
-          }
-          {
-            ScopedTimer timer("ExecuteTime");
-            run(d, arg_memory, slots, copies);
-          }
-          for (const auto& r : results) r->ready_event()->set_ready();
-        } catch (...) {
-          for (const auto& r : results) r->ready_event()->set_error(std::current_exception());
+  d.worker().enqueue([this, self = shared_from_this(), &d, args, slots, copies,
+                      results]() noexcept {
+    try {
+      std::vector<std::shared_ptr<DeviceMemory>> arg_memory;
+      for (const auto& a : args) {
+        a->ready_event()->wait();
+        arg_memory.push_back(a->memory());
+      }
+      {
+        ScopedTimer timer("ExecuteTime");
+        DeviceProgram& dp = device_program(d);
+        const std::vector<Memory> out = run_plan(d, dp, 0, arg_memory, slots);
+        for (const auto& [from, to] : copies) {
+          const auto k = static_cast<size_t>(
+              std::find(program_->results().begin(), program_->results().end(), from) -
+              program_->results().begin());
+          copy(d, *out[k], *to, ref_bytes(program_->entry(), from));
         }
-      });
+        check(clFinish(d.queue()), "running " + program_->module().name() + " on " + d.describe());
+      }
+      for (const auto& r : results) r->ready_event()->set_ready();
+    } catch (...) {
+      for (const auto& r : results) r->ready_event()->set_error(std::current_exception());
+    }
+  });
   return outputs;
 }
 
@@ -329,27 +347,30 @@ DeviceProgram& OpenClExecutable::device_program(OpenClDevice& device) {
   return *slot;
 }
 
-void OpenClExecutable::run(
-    OpenClDevice& device, const std::vector<std::shared_ptr<DeviceMemory>>& args,
-    const std::vector<std::shared_ptr<DeviceMemory>>& slots,
-    const std::vector<std::pair<BufferRef, std::shared_ptr<DeviceMemory>>>& copies) {
-  DeviceProgram& dp = device_program(device);
-  auto mem = [&](const BufferRef& r) -> cl_mem {
+std::vector<OpenClExecutable::Memory> OpenClExecutable::run_plan(OpenClDevice& device,
+                                                                 DeviceProgram& dp, int index,
+                                                                 const std::vector<Memory>& args,
+                                                                 std::vector<Memory> slots) {
+  const podsim::opencl::Plan& plan = program_->plans()[static_cast<size_t>(index)];
+  if (slots.empty())
+    for (int64_t bytes : plan.slot_bytes)
+      slots.push_back(device.allocate(static_cast<size_t>(bytes)));
+  auto memory = [&](const BufferRef& r) -> const Memory& {
     switch (r.kind) {
       case BufferRef::Kind::kArgument:
-        return args[static_cast<size_t>(r.index)]->mem();
+        return args[static_cast<size_t>(r.index)];
       case BufferRef::Kind::kConstant:
-        return dp.constants[static_cast<size_t>(r.index)]->mem();
+        return dp.constants[static_cast<size_t>(r.index)];
       case BufferRef::Kind::kTemp:
-        return slots[static_cast<size_t>(program_->temp_slot(r.index))]->mem();
+        break;
     }
-    return nullptr;
+    return slots[static_cast<size_t>(plan.temp_slot(r.index))];
   };
   cl_command_queue queue = device.queue();
-  for (const Step& step : program_->steps()) {
+  for (const Step& step : plan.steps) {
     std::vector<cl_mem> in, out;
-    for (const BufferRef& r : step.inputs) in.push_back(mem(r));
-    for (const BufferRef& r : step.outputs) out.push_back(mem(r));
+    for (const BufferRef& r : step.inputs) in.push_back(memory(r)->mem());
+    for (const BufferRef& r : step.outputs) out.push_back(memory(r)->mem());
     switch (step.kind) {
       case Step::Kind::kKernel: {
         cl_kernel k = dp.kernel(step.launch.name);
@@ -372,43 +393,65 @@ void OpenClExecutable::run(
         run_gemm(device, dp, step, in[0], in[1], out[0]);
         break;
       case Step::Kind::kHost:
-        run_host(device, step, in, out);
+        run_host(device, plan, step, in, out);
         break;
-    }
-  }
-  for (const auto& [from, to] : copies) {
-    const size_t bytes = ref_bytes(from);
-    if (bytes > 0)
-      check(clEnqueueCopyBuffer(queue, mem(from), to->mem(), 0, 0, bytes, 0, nullptr, nullptr),
-            "copying a result on " + device.describe());
-  }
-  check(clFinish(queue), "running " + program_->module().name() + " on " + device.describe());
-}
-
-void OpenClExecutable::run_host(OpenClDevice& device, const Step& step,
-                                const std::vector<cl_mem>& in, const std::vector<cl_mem>& out) {
-  const std::vector<ir::Shape> in_shapes = [&] {
-    std::vector<ir::Shape> shapes;
-    for (const BufferRef& r : step.inputs) {
-      switch (r.kind) {
-        case BufferRef::Kind::kArgument:
-          shapes.push_back(parameter_shapes_[static_cast<size_t>(r.index)]);
-          break;
-        case BufferRef::Kind::kConstant:
-          shapes.push_back(program_->constants()[static_cast<size_t>(r.index)]->shape());
-          break;
-        case BufferRef::Kind::kTemp:
-          shapes.push_back(program_->temps()[static_cast<size_t>(r.index)]);
-          break;
+      case Step::Kind::kWhile:
+      case Step::Kind::kConditional:
+      case Step::Kind::kCall: {
+        std::vector<Memory> ins, outs;
+        for (const BufferRef& r : step.inputs) ins.push_back(memory(r));
+        for (const BufferRef& r : step.outputs) outs.push_back(memory(r));
+        run_control(device, dp, plan, step, ins, outs);
+        break;
       }
     }
-    return shapes;
-  }();
+  }
+  std::vector<Memory> results;
+  for (const BufferRef& r : plan.results) results.push_back(memory(r));
+  return results;
+}
+
+void OpenClExecutable::run_control(OpenClDevice& device, DeviceProgram& dp,
+                                   const podsim::opencl::Plan& plan, const Step& step,
+                                   const std::vector<Memory>& in, const std::vector<Memory>& out) {
+  const auto& plans = program_->plans();
+  std::vector<Memory> results;
+  if (step.kind == Step::Kind::kWhile) {
+    results = in;  // the loop state
+    while (read_scalar(device, *run_plan(device, dp, step.plans[0], results, {}).at(0),
+                       ir::PrimitiveType::kPred) != 0)
+      results = run_plan(device, dp, step.plans[1], results, {});
+  } else if (step.kind == Step::Kind::kCall) {
+    results = run_plan(device, dp, step.plans[0], in, {});
+  } else {
+    // XLA: a pred selects branch 0 when true; an index outside [0, N) selects branch N-1.
+    const ir::Instruction& i = *step.instruction;
+    const ir::PrimitiveType type = i.operand(0)->shape().type();
+    const int64_t v = read_scalar(device, *in[0], type);
+    const auto n = static_cast<int64_t>(step.plans.size());
+    const int64_t branch =
+        type == ir::PrimitiveType::kPred ? (v != 0 ? 0 : 1) : (v < 0 || v >= n ? n - 1 : v);
+    size_t first = 1;
+    for (int64_t b = 0; b < branch; ++b)
+      first += plans[static_cast<size_t>(step.plans[static_cast<size_t>(b)])].arguments.size();
+    const auto& branch_plan = plans[static_cast<size_t>(step.plans[static_cast<size_t>(branch)])];
+    const std::vector<Memory> args(
+        in.begin() + static_cast<std::ptrdiff_t>(first),
+        in.begin() + static_cast<std::ptrdiff_t>(first + branch_plan.arguments.size()));
+    results = run_plan(device, dp, step.plans[static_cast<size_t>(branch)], args, {});
+  }
+  for (size_t k = 0; k < out.size(); ++k)
+    copy(device, *results[k], *out[k], ref_bytes(plan, step.outputs[k]));
+}
+
+void OpenClExecutable::run_host(OpenClDevice& device, const podsim::opencl::Plan& plan,
+                                const Step& step, const std::vector<cl_mem>& in,
+                                const std::vector<cl_mem>& out) {
   std::vector<ir::Literal> inputs, outputs;
   std::vector<const std::byte*> in_ptrs;
   std::vector<std::byte*> out_ptrs;
   for (size_t k = 0; k < in.size(); ++k) {
-    inputs.emplace_back(in_shapes[k]);
+    inputs.emplace_back(plan.shape(step.inputs[k], program_->constants()));
     if (!inputs.back().bytes().empty())
       check(clEnqueueReadBuffer(device.queue(), in[k], CL_TRUE, 0, inputs.back().bytes().size(),
                                 inputs.back().bytes().data(), 0, nullptr, nullptr),
@@ -416,7 +459,7 @@ void OpenClExecutable::run_host(OpenClDevice& device, const Step& step,
     in_ptrs.push_back(inputs.back().bytes().data());
   }
   for (const BufferRef& r : step.outputs) {
-    outputs.emplace_back(program_->temps()[static_cast<size_t>(r.index)]);
+    outputs.emplace_back(plan.shape(r, program_->constants()));
     out_ptrs.push_back(outputs.back().bytes().data());
   }
   // As torch_xla's aten:: counters for CPU fallbacks: which ops left the device.

@@ -7,7 +7,8 @@
 // program's kernels, GEMMs and transfers on the device's in-order queue (the queue
 // orders them: no host synchronization between kernels) and marks the outputs ready
 // when the queue has run them. Host steps (ops without an OpenCL lowering) copy their
-// operands to the host, run there and copy back.
+// operands to the host, run there and copy back; while loops and conditionals read their
+// condition or selector back and enqueue the plan of the computation it picks.
 //
 // GEMMs: the target's own kernel in several tilings and CLBlast (f32, f64). For each
 // shape the first run times every candidate on the device and keeps the fastest

@@ -118,6 +118,44 @@ ENTRY e {
   EXPECT_EQ(p->stats().gemms, 0);
 }
 
+TEST(OpenClCompiler, LoopsRunTheirBodiesAsPlansOfTheirOwn) {
+  auto p = compile_text(R"(HloModule m
+cond {
+  s = (s32[], f32[4]) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  n = s32[] constant(5)
+  ROOT lt = pred[] compare(i, n), direction=LT
+}
+body {
+  s = (s32[], f32[4]) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  x = f32[4] get-tuple-element(s), index=1
+  one = s32[] constant(1)
+  j = s32[] add(i, one)
+  y = f32[4] multiply(x, x)
+  ROOT t = (s32[], f32[4]) tuple(j, y)
+}
+ENTRY e {
+  x = f32[4] parameter(0)
+  zero = s32[] constant(0)
+  s = (s32[], f32[4]) tuple(zero, x)
+  w = (s32[], f32[4]) while(s), condition=cond, body=body
+  ROOT r = f32[4] get-tuple-element(w), index=1
+})");
+  EXPECT_EQ(p->stats().control_steps, 1);
+  EXPECT_EQ(p->stats().host_steps, 0);
+  ASSERT_EQ(p->plans().size(), 3u);
+  const Step& loop = only_step(*p, Step::Kind::kWhile);
+  ASSERT_EQ(loop.plans.size(), 2u);
+  const Plan& condition = p->plans()[static_cast<size_t>(loop.plans[0])];
+  const Plan& body = p->plans()[static_cast<size_t>(loop.plans[1])];
+  EXPECT_EQ(condition.arguments.size(), 2u);  // the state's leaves
+  EXPECT_EQ(condition.results.size(), 1u);
+  EXPECT_EQ(body.results.size(), 2u);
+  EXPECT_EQ(body.steps.size(), 2u);  // the counter's add and the square, as kernels
+  for (const Step& s : body.steps) EXPECT_EQ(s.kind, Step::Kind::kKernel);
+}
+
 TEST(OpenClCompiler, LongReductionsTakeAWorkGroupTree) {
   const std::string text = R"(HloModule m
 add {
