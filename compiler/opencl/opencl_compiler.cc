@@ -377,10 +377,7 @@ Program::Program(std::unique_ptr<ir::Module> module) : module_(std::move(module)
   build_plan(*entry, shared, 0);
   const Instruction* root = entry->root();
   if (root->shape().is_tuple()) {
-    for (const ir::Shape& e : root->shape().elements()) {
-      if (e.is_tuple()) fail("{}: the OpenCL target returns no nested tuples", module_->name());
-      result_shapes_.push_back(e);
-    }
+    result_shapes_ = root->shape().elements();
   } else {
     result_shapes_.push_back(root->shape());
   }

@@ -127,8 +127,7 @@ class Program {
   const std::vector<BufferRef>& results() const { return entry().results; }
   // Array constants of every plan (BufferRef::kConstant indexes this list).
   const std::vector<const ir::Literal*>& constants() const { return constants_; }
-  // The entry's result shapes: a tuple root's elements (nested tuples are not supported
-  // as results), else the root's shape.
+  // The entry's result shapes: a tuple root's elements, else the root's shape.
   const std::vector<ir::Shape>& result_shapes() const { return result_shapes_; }
   const ProgramStats& stats() const { return stats_; }
   // The optimized module's HLO text: compile_serialized() rebuilds the program from it.

@@ -69,12 +69,6 @@ TEST_P(OpenClNumpyOracleTest, MatchesEvaluatorAndNumpy) {
     const ir::Literal reference = ir::evaluate(*module, args);
     const std::vector<const ir::Literal*> want = cpu::testing::leaves(reference);
     ASSERT_EQ(want.size(), expected.size()) << name;
-    for (const ir::Instruction* p : module->entry()->parameters())
-      if (p->shape().is_tuple())
-        GTEST_SKIP() << name << ": tuple parameters are not supported on OpenCL yet";
-    for (const ir::Shape& e : module->entry()->root()->shape().elements())
-      if (e.is_tuple())
-        GTEST_SKIP() << name << ": nested tuple results are not supported on OpenCL yet";
     std::shared_ptr<Executable> executable = opencl->compile(*module);
     Device& device = *opencl->devices()[0];
     std::vector<std::shared_ptr<Buffer>> buffers;

@@ -23,37 +23,57 @@ using podsim::opencl::GemmShape;
 using podsim::opencl::Program;
 using podsim::opencl::Step;
 
+// The arrays of a value of any shape, in tuple order (an array is its own leaf).
+std::vector<ir::Literal*> literal_leaves(ir::Literal& l) {
+  if (!l.shape().is_tuple()) return {&l};
+  std::vector<ir::Literal*> out;
+  for (ir::Literal& e : l.elements())
+    for (ir::Literal* leaf : literal_leaves(e)) out.push_back(leaf);
+  return out;
+}
+
+size_t leaf_count(const ir::Shape& shape) {
+  if (!shape.is_tuple()) return 1;
+  size_t n = 0;
+  for (const ir::Shape& e : shape.elements()) n += leaf_count(e);
+  return n;
+}
+
+// Device data of an array or a tuple: one device memory per leaf.
 class OpenClBuffer final : public Buffer {
  public:
-  OpenClBuffer(ir::Shape shape, OpenClDevice& device, std::shared_ptr<DeviceMemory> memory,
-               std::shared_ptr<Event> event)
+  OpenClBuffer(ir::Shape shape, OpenClDevice& device,
+               std::vector<std::shared_ptr<DeviceMemory>> leaves, std::shared_ptr<Event> event)
       : shape_(std::move(shape)),
         device_(device),
-        memory_(std::move(memory)),
+        leaves_(std::move(leaves)),
         event_(std::move(event)) {}
 
   const ir::Shape& shape() const override { return shape_; }
   Device& device() const override { return device_; }
   const std::shared_ptr<Event>& ready_event() const override { return event_; }
-  const std::shared_ptr<DeviceMemory>& memory() const { return memory_; }
+  const std::vector<std::shared_ptr<DeviceMemory>>& leaves() const { return leaves_; }
 
   ir::Literal to_literal() const override {
     event_->wait();
     ScopedTimer timer("TransferFromDeviceTime");
     ir::Literal out(shape_);
-    const size_t bytes = out.bytes().size();
-    metric_record("OutboundData", static_cast<double>(bytes), MetricUnit::kBytes);
-    if (bytes > 0)
-      check(clEnqueueReadBuffer(device_.queue(), memory_->mem(), CL_TRUE, 0, bytes,
-                                out.bytes().data(), 0, nullptr, nullptr),
-            fmt::format("reading {} bytes from {}", bytes, device_.describe()));
+    const std::vector<ir::Literal*> leaves = literal_leaves(out);
+    for (size_t k = 0; k < leaves.size(); ++k) {
+      const size_t bytes = leaves[k]->bytes().size();
+      metric_record("OutboundData", static_cast<double>(bytes), MetricUnit::kBytes);
+      if (bytes > 0)
+        check(clEnqueueReadBuffer(device_.queue(), leaves_[k]->mem(), CL_TRUE, 0, bytes,
+                                  leaves[k]->bytes().data(), 0, nullptr, nullptr),
+              fmt::format("reading {} bytes from {}", bytes, device_.describe()));
+    }
     return out;
   }
 
  private:
   ir::Shape shape_;
   OpenClDevice& device_;
-  std::shared_ptr<DeviceMemory> memory_;
+  std::vector<std::shared_ptr<DeviceMemory>> leaves_;
   std::shared_ptr<Event> event_;
 };
 
@@ -186,21 +206,23 @@ class OpenClClient final : public Client {
 
   std::shared_ptr<Buffer> transfer_to_device(ir::Literal literal, Device& device) override {
     OpenClDevice& d = as_opencl(device, "transfer_to_device");
-    if (!literal.shape().is_array())
-      fail("transfer_to_device: {} holds arrays only, got a {}", d.describe(),
-           literal.shape().to_string(false));
-    auto memory = d.allocate(literal.bytes().size());
-    auto buffer = std::make_shared<OpenClBuffer>(literal.shape(), d, memory, Event::make());
     auto host = std::make_shared<ir::Literal>(std::move(literal));
+    std::vector<std::shared_ptr<DeviceMemory>> memory;
+    for (const ir::Literal* leaf : literal_leaves(*host))
+      memory.push_back(d.allocate(leaf->bytes().size()));
+    auto buffer = std::make_shared<OpenClBuffer>(host->shape(), d, memory, Event::make());
     d.worker().enqueue([&d, buffer, host]() noexcept {
       try {
         ScopedTimer timer("TransferToDeviceTime");
-        const size_t bytes = host->bytes().size();
-        metric_record("InboundData", static_cast<double>(bytes), MetricUnit::kBytes);
-        if (bytes > 0)
-          check(clEnqueueWriteBuffer(d.queue(), buffer->memory()->mem(), CL_TRUE, 0, bytes,
-                                     host->bytes().data(), 0, nullptr, nullptr),
-                fmt::format("writing {} bytes to {}", bytes, d.describe()));
+        const std::vector<ir::Literal*> leaves = literal_leaves(*host);
+        for (size_t k = 0; k < leaves.size(); ++k) {
+          const size_t bytes = leaves[k]->bytes().size();
+          metric_record("InboundData", static_cast<double>(bytes), MetricUnit::kBytes);
+          if (bytes > 0)
+            check(clEnqueueWriteBuffer(d.queue(), buffer->leaves()[k]->mem(), CL_TRUE, 0, bytes,
+                                       leaves[k]->bytes().data(), 0, nullptr, nullptr),
+                  fmt::format("writing {} bytes to {}", bytes, d.describe()));
+        }
         buffer->ready_event()->set_ready();
       } catch (...) {
         buffer->ready_event()->set_error(std::current_exception());
@@ -236,14 +258,10 @@ class OpenClClient final : public Client {
 OpenClExecutable::OpenClExecutable(std::unique_ptr<Program> program, OpenClClient& client)
     : program_(std::move(program)), client_(client) {
   const ir::Module& m = program_->module();
-  for (const ir::Instruction* p : m.entry()->parameters()) {
-    if (!p->shape().is_array())
-      fail("{}: the OpenCL backend takes array parameters only; {} is a {}", m.name(), p->name(),
-           p->shape().to_string(false));
-    parameter_shapes_.push_back(p->shape());
-    info_.argument_bytes += p->shape().byte_size();
-  }
-  for (const ir::Shape& s : program_->result_shapes()) info_.output_bytes += s.byte_size();
+  for (const ir::Instruction* p : m.entry()->parameters()) parameter_shapes_.push_back(p->shape());
+  for (const ir::Shape& s : program_->entry().arguments) info_.argument_bytes += s.byte_size();
+  for (const BufferRef& r : program_->results())
+    info_.output_bytes += program_->entry().shape(r, program_->constants()).byte_size();
   for (int64_t bytes : program_->slot_bytes()) info_.intermediate_bytes += bytes;
   info_.program_bytes = static_cast<int64_t>(program_->source().size());
 }
@@ -272,49 +290,53 @@ std::vector<std::shared_ptr<Buffer>> OpenClExecutable::execute(
            b->shape().to_string(false), parameter_shapes_[i].to_string(false));
     args.push_back(std::move(b));
   }
-  std::vector<std::shared_ptr<DeviceMemory>> slots;
+  std::vector<Memory> slots;
   for (int64_t bytes : program_->slot_bytes())
     slots.push_back(d.allocate(static_cast<size_t>(bytes)));
-  // Result buffers: a temporary's slot is handed out as is (once; results have slots of
+  // Result leaves: a temporary's slot is handed out as is (once; results have slots of
   // their own); arguments, constants and repeated temporaries are copied into fresh memory.
-  std::vector<std::shared_ptr<Buffer>> outputs;
-  std::vector<std::shared_ptr<OpenClBuffer>> results;
-  std::vector<std::pair<BufferRef, std::shared_ptr<DeviceMemory>>> copies;
+  const std::vector<BufferRef>& leaves = program_->results();
+  std::vector<Memory> result_memory;
+  std::vector<std::pair<size_t, Memory>> copies;  // result leaf, its memory
   std::vector<bool> handed(slots.size(), false);
-  for (size_t k = 0; k < program_->results().size(); ++k) {
-    const BufferRef& r = program_->results()[k];
-    std::shared_ptr<DeviceMemory> memory;
+  for (size_t k = 0; k < leaves.size(); ++k) {
+    const BufferRef& r = leaves[k];
     const auto slot =
         r.kind == BufferRef::Kind::kTemp ? static_cast<size_t>(program_->temp_slot(r.index)) : 0;
     if (r.kind == BufferRef::Kind::kTemp && !handed[slot]) {
       handed[slot] = true;
-      memory = slots[slot];
+      result_memory.push_back(slots[slot]);
     } else {
-      memory = d.allocate(ref_bytes(program_->entry(), r));
-      copies.emplace_back(r, memory);
+      result_memory.push_back(d.allocate(ref_bytes(program_->entry(), r)));
+      copies.emplace_back(k, result_memory.back());
     }
-    results.push_back(
-        std::make_shared<OpenClBuffer>(program_->result_shapes()[k], d, memory, Event::make()));
-    outputs.push_back(results.back());
+  }
+  // One buffer per result (a tuple root's elements), holding that result's leaves.
+  std::vector<std::shared_ptr<OpenClBuffer>> results;
+  size_t next = 0;
+  for (const ir::Shape& shape : program_->result_shapes()) {
+    const size_t n = leaf_count(shape);
+    results.push_back(std::make_shared<OpenClBuffer>(
+        shape, d,
+        std::vector<Memory>(result_memory.begin() + static_cast<std::ptrdiff_t>(next),
+                            result_memory.begin() + static_cast<std::ptrdiff_t>(next + n)),
+        Event::make()));
+    next += n;
   }
   d.worker().enqueue([this, self = shared_from_this(), &d, args, slots, copies,
                       results]() noexcept {
     try {
-      std::vector<std::shared_ptr<DeviceMemory>> arg_memory;
+      std::vector<Memory> arg_memory;
       for (const auto& a : args) {
         a->ready_event()->wait();
-        arg_memory.push_back(a->memory());
+        for (const Memory& leaf : a->leaves()) arg_memory.push_back(leaf);
       }
       {
         ScopedTimer timer("ExecuteTime");
         DeviceProgram& dp = device_program(d);
         const std::vector<Memory> out = run_plan(d, dp, 0, arg_memory, slots);
-        for (const auto& [from, to] : copies) {
-          const auto k = static_cast<size_t>(
-              std::find(program_->results().begin(), program_->results().end(), from) -
-              program_->results().begin());
-          copy(d, *out[k], *to, ref_bytes(program_->entry(), from));
-        }
+        for (const auto& [k, to] : copies)
+          copy(d, *out[k], *to, ref_bytes(program_->entry(), program_->results()[k]));
         check(clFinish(d.queue()), "running " + program_->module().name() + " on " + d.describe());
       }
       for (const auto& r : results) r->ready_event()->set_ready();
@@ -322,7 +344,7 @@ std::vector<std::shared_ptr<Buffer>> OpenClExecutable::execute(
       for (const auto& r : results) r->ready_event()->set_error(std::current_exception());
     }
   });
-  return outputs;
+  return {results.begin(), results.end()};
 }
 
 DeviceProgram& OpenClExecutable::device_program(OpenClDevice& device) {
