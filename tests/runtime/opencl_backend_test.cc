@@ -99,6 +99,18 @@ ENTRY e {
   EXPECT_THAT([&] { run(*client_, kDot); }, ::testing::Throws<Error>());
 }
 
+TEST_F(OpenClBackend, LargeAndSmallTransfersRoundTrip) {
+  // Above and below the size that goes through the pinned staging buffer, twice each (the
+  // staging buffer is reused and grown).
+  Device& device = *client_->devices()[0];
+  for (int64_t n : {int64_t{1000}, int64_t{3} << 20, int64_t{1} << 19, int64_t{5} << 20}) {
+    ir::Literal l(ir::Shape(ir::PrimitiveType::kS32, {n}));
+    for (int64_t i = 0; i < n; ++i) l.set_from_int64(i, i * 7919 % 100003);
+    const ir::Literal back = client_->transfer_to_device(l, device)->to_literal();
+    EXPECT_EQ(back, l) << n;
+  }
+}
+
 TEST_F(OpenClBackend, BuffersCountAgainstTheDeviceMemory) {
   Device& device = *client_->devices()[0];
   const int64_t before = device.memory_stats().bytes_in_use;

@@ -62,10 +62,7 @@ class OpenClBuffer final : public Buffer {
     for (size_t k = 0; k < leaves.size(); ++k) {
       const size_t bytes = leaves[k]->bytes().size();
       metric_record("OutboundData", static_cast<double>(bytes), MetricUnit::kBytes);
-      if (bytes > 0)
-        check(clEnqueueReadBuffer(device_.queue(), leaves_[k]->mem(), CL_TRUE, 0, bytes,
-                                  leaves[k]->bytes().data(), 0, nullptr, nullptr),
-              fmt::format("reading {} bytes from {}", bytes, device_.describe()));
+      device_.read(*leaves_[k], leaves[k]->bytes().data(), bytes);
     }
     return out;
   }
@@ -114,9 +111,7 @@ void copy(OpenClDevice& device, const DeviceMemory& from, const DeviceMemory& to
 // A scalar selector or predicate read back once the queue has computed it.
 int64_t read_scalar(OpenClDevice& device, const DeviceMemory& memory, ir::PrimitiveType type) {
   ir::Literal l{ir::Shape::scalar(type)};
-  check(clEnqueueReadBuffer(device.queue(), memory.mem(), CL_TRUE, 0, l.bytes().size(),
-                            l.bytes().data(), 0, nullptr, nullptr),
-        "reading a loop condition or branch selector from " + device.describe());
+  device.read(memory, l.bytes().data(), l.bytes().size());
   return l.get_as_int64(0);
 }
 
@@ -167,7 +162,7 @@ class OpenClExecutable final : public Executable,
   void launch_gemm(OpenClDevice& device, DeviceProgram& dp, const Step& step, int candidate,
                    cl_mem a, cl_mem b, cl_mem c);
   void run_host(OpenClDevice& device, const podsim::opencl::Plan& plan, const Step& step,
-                const std::vector<cl_mem>& in, const std::vector<cl_mem>& out);
+                const std::vector<Memory>& in, const std::vector<Memory>& out);
   size_t ref_bytes(const podsim::opencl::Plan& plan, const BufferRef& r) const {
     return static_cast<size_t>(plan.shape(r, program_->constants()).byte_size());
   }
@@ -218,10 +213,7 @@ class OpenClClient final : public Client {
         for (size_t k = 0; k < leaves.size(); ++k) {
           const size_t bytes = leaves[k]->bytes().size();
           metric_record("InboundData", static_cast<double>(bytes), MetricUnit::kBytes);
-          if (bytes > 0)
-            check(clEnqueueWriteBuffer(d.queue(), buffer->leaves()[k]->mem(), CL_TRUE, 0, bytes,
-                                       leaves[k]->bytes().data(), 0, nullptr, nullptr),
-                  fmt::format("writing {} bytes to {}", bytes, d.describe()));
+          d.write(*buffer->leaves()[k], leaves[k]->bytes().data(), bytes);
         }
         buffer->ready_event()->set_ready();
       } catch (...) {
@@ -360,10 +352,7 @@ DeviceProgram& OpenClExecutable::device_program(OpenClDevice& device) {
       device.build(program_->source(), Program::build_options(), program_->module().name());
   for (const ir::Literal* c : program_->constants()) {
     dp->constants.push_back(device.allocate(c->bytes().size()));
-    if (!c->bytes().empty())
-      check(clEnqueueWriteBuffer(device.queue(), dp->constants.back()->mem(), CL_TRUE, 0,
-                                 c->bytes().size(), c->bytes().data(), 0, nullptr, nullptr),
-            "writing a constant to " + device.describe());
+    device.write(*dp->constants.back(), c->bytes().data(), c->bytes().size());
   }
   slot = std::move(dp);
   return *slot;
@@ -415,15 +404,16 @@ std::vector<OpenClExecutable::Memory> OpenClExecutable::run_plan(OpenClDevice& d
         run_gemm(device, dp, step, in[0], in[1], out[0]);
         break;
       case Step::Kind::kHost:
-        run_host(device, plan, step, in, out);
-        break;
       case Step::Kind::kWhile:
       case Step::Kind::kConditional:
       case Step::Kind::kCall: {
         std::vector<Memory> ins, outs;
         for (const BufferRef& r : step.inputs) ins.push_back(memory(r));
         for (const BufferRef& r : step.outputs) outs.push_back(memory(r));
-        run_control(device, dp, plan, step, ins, outs);
+        if (step.kind == Step::Kind::kHost)
+          run_host(device, plan, step, ins, outs);
+        else
+          run_control(device, dp, plan, step, ins, outs);
         break;
       }
     }
@@ -467,17 +457,14 @@ void OpenClExecutable::run_control(OpenClDevice& device, DeviceProgram& dp,
 }
 
 void OpenClExecutable::run_host(OpenClDevice& device, const podsim::opencl::Plan& plan,
-                                const Step& step, const std::vector<cl_mem>& in,
-                                const std::vector<cl_mem>& out) {
+                                const Step& step, const std::vector<Memory>& in,
+                                const std::vector<Memory>& out) {
   std::vector<ir::Literal> inputs, outputs;
   std::vector<const std::byte*> in_ptrs;
   std::vector<std::byte*> out_ptrs;
   for (size_t k = 0; k < in.size(); ++k) {
     inputs.emplace_back(plan.shape(step.inputs[k], program_->constants()));
-    if (!inputs.back().bytes().empty())
-      check(clEnqueueReadBuffer(device.queue(), in[k], CL_TRUE, 0, inputs.back().bytes().size(),
-                                inputs.back().bytes().data(), 0, nullptr, nullptr),
-            "reading an operand of " + step.instruction->name());
+    device.read(*in[k], inputs.back().bytes().data(), inputs.back().bytes().size());
     in_ptrs.push_back(inputs.back().bytes().data());
   }
   for (const BufferRef& r : step.outputs) {
@@ -488,10 +475,7 @@ void OpenClExecutable::run_host(OpenClDevice& device, const podsim::opencl::Plan
   counter_add(fmt::format("OpenClHostOp::{}", ir::opcode_name(step.instruction->opcode())));
   podsim::opencl::run_host_step(step, in_ptrs, out_ptrs);
   for (size_t k = 0; k < out.size(); ++k)
-    if (!outputs[k].bytes().empty())
-      check(clEnqueueWriteBuffer(device.queue(), out[k], CL_TRUE, 0, outputs[k].bytes().size(),
-                                 outputs[k].bytes().data(), 0, nullptr, nullptr),
-            "writing the result of " + step.instruction->name());
+    device.write(*out[k], outputs[k].bytes().data(), outputs[k].bytes().size());
 }
 
 // Candidates 0..n-1: the own kernel's tilings; n: CLBlast.

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -152,6 +153,7 @@ std::vector<DeviceInfo> find_devices() {
 DeviceMemory::~DeviceMemory() { device_.release(mem_, bytes_); }
 
 OpenClDevice::Handles::~Handles() {
+  if (staging != nullptr) clReleaseMemObject(staging);
   if (queue != nullptr) {
     clFinish(queue);
     clReleaseCommandQueue(queue);
@@ -224,6 +226,62 @@ void OpenClDevice::release(cl_mem mem, size_t bytes) {
   }
   pool_.free.emplace(bytes, mem);
   pool_.bytes += static_cast<int64_t>(bytes);
+}
+
+void OpenClDevice::write(const DeviceMemory& to, const void* from, size_t bytes) {
+  if (bytes == 0) return;
+  const std::string what = fmt::format("writing {} bytes to {}", bytes, describe());
+  if (bytes < kStagedBytes) {
+    check(clEnqueueWriteBuffer(queue_, to.mem(), CL_TRUE, 0, bytes, from, 0, nullptr, nullptr),
+          what);
+    return;
+  }
+  std::lock_guard lock(staging_mutex_);
+  cl_mem staging = staging_buffer(bytes);
+  cl_int err = CL_SUCCESS;
+  void* host = clEnqueueMapBuffer(queue_, staging, CL_TRUE, CL_MAP_WRITE_INVALIDATE_REGION, 0,
+                                  bytes, 0, nullptr, nullptr, &err);
+  check(err, what);
+  std::memcpy(host, from, bytes);
+  check(clEnqueueUnmapMemObject(queue_, staging, host, 0, nullptr, nullptr), what);
+  check(clEnqueueCopyBuffer(queue_, staging, to.mem(), 0, 0, bytes, 0, nullptr, nullptr), what);
+  check(clFinish(queue_), what);  // the staging buffer is reused by the next transfer
+}
+
+void OpenClDevice::read(const DeviceMemory& from, void* to, size_t bytes) {
+  if (bytes == 0) return;
+  const std::string what = fmt::format("reading {} bytes from {}", bytes, describe());
+  if (bytes < kStagedBytes) {
+    check(clEnqueueReadBuffer(queue_, from.mem(), CL_TRUE, 0, bytes, to, 0, nullptr, nullptr),
+          what);
+    return;
+  }
+  std::lock_guard lock(staging_mutex_);
+  cl_mem staging = staging_buffer(bytes);
+  check(clEnqueueCopyBuffer(queue_, from.mem(), staging, 0, 0, bytes, 0, nullptr, nullptr), what);
+  cl_int err = CL_SUCCESS;
+  void* host = clEnqueueMapBuffer(queue_, staging, CL_TRUE, CL_MAP_READ, 0, bytes, 0, nullptr,
+                                  nullptr, &err);
+  check(err, what);
+  std::memcpy(to, host, bytes);
+  check(clEnqueueUnmapMemObject(queue_, staging, host, 0, nullptr, nullptr), what);
+  check(clFinish(queue_), what);
+}
+
+cl_mem OpenClDevice::staging_buffer(size_t bytes) {
+  if (handles_.staging_bytes < bytes) {
+    if (handles_.staging != nullptr) clReleaseMemObject(handles_.staging);
+    handles_.staging = nullptr;
+    handles_.staging_bytes = 0;
+    cl_int err = CL_SUCCESS;
+    cl_mem m =
+        clCreateBuffer(context_, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, bytes, nullptr, &err);
+    check(err,
+          fmt::format("allocating {} bytes of pinned staging memory for {}", bytes, describe()));
+    handles_.staging = m;
+    handles_.staging_bytes = bytes;
+  }
+  return handles_.staging;
 }
 
 cl_program OpenClDevice::build(const std::string& source, std::string_view options,

@@ -77,15 +77,26 @@ class OpenClDevice final : public Device {
   std::shared_ptr<DeviceMemory> allocate(size_t bytes);
   void release(cl_mem mem, size_t bytes);
 
+  // Blocking copies between host memory and device memory. Transfers of at least
+  // kStagedBytes go through a pinned staging buffer (CL_MEM_ALLOC_HOST_PTR: page-locked
+  // where the driver offers it, so the device copies it by DMA), smaller ones directly.
+  static constexpr size_t kStagedBytes = size_t{1} << 20;
+  void write(const DeviceMemory& to, const void* from, size_t bytes);
+  void read(const DeviceMemory& from, void* to, size_t bytes);
+
   // A program built from source for this device (from the binary cache when present).
   cl_program build(const std::string& source, std::string_view options, std::string_view what);
 
  private:
+  cl_mem staging_buffer(size_t bytes);  // under staging_mutex_
+
   // Released last (members go in reverse order): after the worker drained and the
   // pool let go of its buffers.
   struct Handles {
     cl_context context = nullptr;
     cl_command_queue queue = nullptr;
+    cl_mem staging = nullptr;  // grown to the largest staged transfer
+    size_t staging_bytes = 0;
     ~Handles();
   };
   struct Pool {
@@ -102,6 +113,7 @@ class OpenClDevice final : public Device {
   cl_context context_ = nullptr;      // handles_.context
   cl_command_queue queue_ = nullptr;  // handles_.queue
   Pool pool_;
+  std::mutex staging_mutex_;  // one staged transfer at a time
   std::atomic<int64_t> bytes_in_use_{0};
   std::atomic<int64_t> peak_bytes_{0};
   WorkQueue worker_;  // last: drained before the queue and context go
