@@ -26,6 +26,44 @@ std::string gemm_source(const GemmShape& s, const GemmTiling& t, const std::stri
                                        : "const int kk = l / TN, nn = l % TN;";  // B is K x N
   const std::string b_index =
       s.trans_b ? "(long)(col0 + nn) * K + (k0 + kk)" : "(long)(k0 + kk) * N + (col0 + nn)";
+  std::string slab_a = fmt::format(
+      "    for (int l = tid; l < TK * TM; l += (TM / RM) * (TN / RN)) {{\n      {}\n"
+      "      as[kk][mm] = (row0 + mm < M && k0 + kk < K) ? ({})({}) : ({})0;\n    }}\n",
+      load_a, c, load_expr(s.a_type, "a", "aoff + " + a_index), c);
+  std::string slab_b = fmt::format(
+      "    for (int l = tid; l < TK * TN; l += (TM / RM) * (TN / RN)) {{\n      {}\n"
+      "      bs[kk][nn] = (col0 + nn < N && k0 + kk < K) ? ({})({}) : ({})0;\n    }}\n",
+      load_b, c, load_expr(s.b_type, "b", "boff + " + b_index), c);
+  // f32 operands whose tiles all lie inside the matrices: unguarded 16-byte loads along the
+  // contiguous dimension (every row start is 16-byte aligned: K, M, N are multiples of the
+  // tile sizes), four elements per work-item and load.
+  if (s.a_type == PrimitiveType::kF32 && s.b_type == PrimitiveType::kF32 && s.m % t.tile_m == 0 &&
+      s.n % t.tile_n == 0 && s.k % t.tile_k == 0) {
+    slab_a = s.trans_a
+                 ? "    for (int l = tid; l < TK * TM / 4; l += (TM / RM) * (TN / RN)) {\n"
+                   "      const int kk = l / (TM / 4), mm = l % (TM / 4) * 4;\n"
+                   "      vstore4(vload4(0, a + aoff + (long)(k0 + kk) * M + row0 + mm), 0, "
+                   "&as[kk][mm]);\n"
+                   "    }\n"
+                 : "    for (int l = tid; l < TK * TM / 4; l += (TM / RM) * (TN / RN)) {\n"
+                   "      const int mm = l / (TK / 4), kk = l % (TK / 4) * 4;\n"
+                   "      const float4 v = vload4(0, a + aoff + (long)(row0 + mm) * K + k0 + kk);\n"
+                   "      as[kk][mm] = v.x; as[kk + 1][mm] = v.y; as[kk + 2][mm] = v.z; as[kk + "
+                   "3][mm] = v.w;\n"
+                   "    }\n";
+    slab_b = s.trans_b
+                 ? "    for (int l = tid; l < TK * TN / 4; l += (TM / RM) * (TN / RN)) {\n"
+                   "      const int nn = l / (TK / 4), kk = l % (TK / 4) * 4;\n"
+                   "      const float4 v = vload4(0, b + boff + (long)(col0 + nn) * K + k0 + kk);\n"
+                   "      bs[kk][nn] = v.x; bs[kk + 1][nn] = v.y; bs[kk + 2][nn] = v.z; bs[kk + "
+                   "3][nn] = v.w;\n"
+                   "    }\n"
+                 : "    for (int l = tid; l < TK * TN / 4; l += (TM / RM) * (TN / RN)) {\n"
+                   "      const int kk = l / (TN / 4), nn = l % (TN / 4) * 4;\n"
+                   "      vstore4(vload4(0, b + boff + (long)(k0 + kk) * N + col0 + nn), 0, "
+                   "&bs[kk][nn]);\n"
+                   "    }\n";
+  }
   return fmt::format(
       R"(#define TM {tm}
 #define TN {tn}
@@ -48,15 +86,7 @@ void {name}(__global const {sa}* restrict a, __global const {sb}* restrict b, __
   for (int i = 0; i < RM; ++i)
     for (int j = 0; j < RN; ++j) acc[i][j] = 0;
   for (int k0 = 0; k0 < K; k0 += TK) {{
-    for (int l = tid; l < TK * TM; l += (TM / RM) * (TN / RN)) {{
-      {load_a}
-      as[kk][mm] = (row0 + mm < M && k0 + kk < K) ? ({c})({la}) : ({c})0;
-    }}
-    for (int l = tid; l < TK * TN; l += (TM / RM) * (TN / RN)) {{
-      {load_b}
-      bs[kk][nn] = (col0 + nn < N && k0 + kk < K) ? ({c})({lb}) : ({c})0;
-    }}
-    barrier(CLK_LOCAL_MEM_FENCE);
+{slab_a}{slab_b}    barrier(CLK_LOCAL_MEM_FENCE);
 #pragma unroll
     for (int kk = 0; kk < TK; ++kk) {{
       {c} ra[RM], rb[RN];
@@ -89,9 +119,7 @@ void {name}(__global const {sa}* restrict a, __global const {sb}* restrict b, __
       fmt::arg("rm", t.reg_m), fmt::arg("rn", t.reg_n), fmt::arg("m", s.m), fmt::arg("n", s.n),
       fmt::arg("k", s.k), fmt::arg("name", name), fmt::arg("sa", *storage_type(s.a_type)),
       fmt::arg("sb", *storage_type(s.b_type)), fmt::arg("sc", *storage_type(s.c_type)),
-      fmt::arg("c", c), fmt::arg("load_a", load_a), fmt::arg("load_b", load_b),
-      fmt::arg("la", load_expr(s.a_type, "a", "aoff + " + a_index)),
-      fmt::arg("lb", load_expr(s.b_type, "b", "boff + " + b_index)),
+      fmt::arg("c", c), fmt::arg("slab_a", slab_a), fmt::arg("slab_b", slab_b),
       fmt::arg("store", store_stmt(s.c_type, "out", "coff + (long)row * N + col", "acc[i][j]")));
 }
 

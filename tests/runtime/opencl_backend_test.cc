@@ -5,6 +5,7 @@
 // to build, a bad PODSIM_OPENCL_GEMM). Skipped, saying why, without an OpenCL platform.
 #include "runtime/backends/opencl/opencl_backend.h"
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -12,6 +13,7 @@
 #include <fstream>
 
 #include "common/error.h"
+#include "compiler/ir/evaluator.h"
 #include "compiler/ir/parser.h"
 #include "runtime/backends/opencl/opencl_device.h"
 #include "tests/runtime/scoped_env.h"
@@ -80,23 +82,45 @@ TEST_F(OpenClBackend, ProgramBinariesAreCachedAndRebuiltWhenTheCacheIsForeign) {
     EXPECT_EQ(first[0].get_as_double(i), 2.0 * (static_cast<double>(i % 7) - 3));
 }
 
-TEST_F(OpenClBackend, EveryGemmChoiceGivesTheSameProduct) {
-  // 2 x 256^3 flops: above the size where the backend times its candidates.
-  constexpr const char* kDot = R"(HloModule dot
-ENTRY e {
-  a = f32[256,256] parameter(0)
-  b = f32[256,256] parameter(1)
-  ROOT c = f32[256,256] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
-})";
-  const ir::Literal timed = run(*client_, kDot)[0];
-  for (const char* choice : {"own", "own:0", "own:1", "own:2", "own:3", "clblast"}) {
-    ScopedEnv gemm("PODSIM_OPENCL_GEMM", std::string(choice));
-    const ir::Literal got = run(*client_, kDot)[0];
-    // Integers from -3 to 3: every product and partial sum is exact in f32.
-    EXPECT_EQ(got, timed) << choice;
-  }
+TEST_F(OpenClBackend, EveryGemmChoiceGivesTheEvaluatorsProduct) {
+  // 2 x 256^3 flops: above the size where the backend times its candidates; whole tiles
+  // (the vector-load path) and, at 200, edge tiles. Operands as stored or transposed.
+  // Integers from -3 to 3: every product and partial sum is exact in f32.
+  for (int n : {256, 200})
+    for (const char* dims : {"lhs_contracting_dims={1}, rhs_contracting_dims={0}",
+                             "lhs_contracting_dims={0}, rhs_contracting_dims={1}"}) {
+      const std::string text = fmt::format(R"(HloModule dot
+ENTRY e {{
+  a = f32[{0},{0}] parameter(0)
+  b = f32[{0},{0}] parameter(1)
+  ROOT c = f32[{0},{0}] dot(a, b), {1}
+}})",
+                                           n, dims);
+      const auto module = ir::parse_module(text);
+      std::vector<ir::Literal> args;
+      for (const ir::Instruction* p : module->entry()->parameters()) {
+        ir::Literal l(p->shape());
+        for (int64_t i = 0; i < l.num_elements(); ++i)
+          l.set_from_double(i, static_cast<double>(i % 7) - 3);
+        args.push_back(std::move(l));
+      }
+      const ir::Literal want = ir::evaluate(*module, args);
+      for (const char* choice : {"auto", "own", "own:0", "own:1", "own:2", "own:3", "clblast"}) {
+        ScopedEnv gemm("PODSIM_OPENCL_GEMM", std::string(choice));
+        EXPECT_EQ(run(*client_, text)[0], want) << choice << " " << n << " " << dims;
+      }
+    }
   ScopedEnv bad("PODSIM_OPENCL_GEMM", std::string("fastest"));
-  EXPECT_THAT([&] { run(*client_, kDot); }, ::testing::Throws<Error>());
+  try {
+    run(*client_, R"(HloModule dot
+ENTRY e {
+  a = f32[4,4] parameter(0)
+  ROOT c = f32[4,4] dot(a, a), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+})");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("PODSIM_OPENCL_GEMM=fastest: expected auto, own, own:0"));
+  }
 }
 
 TEST_F(OpenClBackend, LargeAndSmallTransfersRoundTrip) {
