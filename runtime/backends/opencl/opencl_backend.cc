@@ -348,6 +348,7 @@ DeviceProgram& OpenClExecutable::device_program(OpenClDevice& device) {
         "{} computes in f64, which {} does not support (no cl_khr_fp64); run it on the CPU backend",
         program_->module().name(), device.describe());
   auto dp = std::make_unique<DeviceProgram>();
+  ScopedTimer timer("OpenClBuildTime");  // the driver's compile (or the cached binary's load)
   dp->program =
       device.build(program_->source(), Program::build_options(), program_->module().name());
   for (const ir::Literal* c : program_->constants()) {
