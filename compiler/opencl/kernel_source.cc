@@ -125,69 +125,39 @@ class Emitter {
   // The combination of two values of type t by a reducer's op; nullopt if unsupported.
   std::optional<std::string> binary(Opcode op, PrimitiveType t, const std::string& x,
                                     const std::string& y) {
-    const std::string c = *compute_type(t);
-    if (ir::is_float(t)) {
-      std::string e;
-      switch (op) {
-        case Opcode::kAdd:
-          e = fmt::format("{} + {}", x, y);
-          break;
-        case Opcode::kSubtract:
-          e = fmt::format("{} - {}", x, y);
-          break;
-        case Opcode::kMultiply:
-          e = fmt::format("{} * {}", x, y);
-          break;
-        case Opcode::kDivide:
-          e = fmt::format("{} / {}", x, y);
-          break;
-        case Opcode::kRemainder:
-          e = fmt::format("fmod({}, {})", x, y);
-          break;
-        case Opcode::kPower:
-          e = fmt::format("pow({}, {})", x, y);
-          break;
-        case Opcode::kAtan2:
-          e = fmt::format("atan2({}, {})", x, y);
-          break;
-        case Opcode::kMaximum:
-          e = fmt::format("({0} >= {1} || isnan({0})) ? {0} : {1}", x, y);
-          break;
-        case Opcode::kMinimum:
-          e = fmt::format("({0} <= {1} || isnan({0})) ? {0} : {1}", x, y);
-          break;
-        default:
-          return std::nullopt;
-      }
-      return rounded(t, "(" + e + ")");
-    }
-    const std::string u = unsigned_of(t);
-    switch (op) {
-      case Opcode::kAdd:
-        return t == PrimitiveType::kPred
-                   ? std::nullopt
-                   : std::optional(fmt::format("({})(({}){} + ({}){})", c, u, x, u, y));
-      case Opcode::kSubtract:
-        return t == PrimitiveType::kPred
-                   ? std::nullopt
-                   : std::optional(fmt::format("({})(({}){} - ({}){})", c, u, x, u, y));
-      case Opcode::kMultiply:
-        return t == PrimitiveType::kPred
-                   ? std::nullopt
-                   : std::optional(fmt::format("({})(({}){} * ({}){})", c, u, x, u, y));
-      case Opcode::kMaximum:
-        return fmt::format("({0} > {1} ? {0} : {1})", x, y);
-      case Opcode::kMinimum:
-        return fmt::format("({0} < {1} ? {0} : {1})", x, y);
-      case Opcode::kAnd:
-        return fmt::format("({})({} & {})", c, x, y);
-      case Opcode::kOr:
-        return fmt::format("({})({} | {})", c, x, y);
-      case Opcode::kXor:
-        return fmt::format("({})({} ^ {})", c, x, y);
-      default:
-        return std::nullopt;
-    }
+    // Patterns: {0} x, {1} y, {2} the compute type, {3} its unsigned twin (wrapping
+    // integer arithmetic).
+    static const std::map<Opcode, std::string_view> kFloat = {
+        {Opcode::kAdd, "{0} + {1}"},
+        {Opcode::kSubtract, "{0} - {1}"},
+        {Opcode::kMultiply, "{0} * {1}"},
+        {Opcode::kDivide, "{0} / {1}"},
+        {Opcode::kRemainder, "fmod({0}, {1})"},
+        {Opcode::kPower, "pow({0}, {1})"},
+        {Opcode::kAtan2, "atan2({0}, {1})"},
+        {Opcode::kMaximum, "({0} >= {1} || isnan({0})) ? {0} : {1}"},
+        {Opcode::kMinimum, "({0} <= {1} || isnan({0})) ? {0} : {1}"},
+    };
+    static const std::map<Opcode, std::string_view> kInteger = {
+        {Opcode::kAdd, "({2})(({3}){0} + ({3}){1})"},
+        {Opcode::kSubtract, "({2})(({3}){0} - ({3}){1})"},
+        {Opcode::kMultiply, "({2})(({3}){0} * ({3}){1})"},
+        {Opcode::kMaximum, "({0} > {1} ? {0} : {1})"},
+        {Opcode::kMinimum, "({0} < {1} ? {0} : {1})"},
+        {Opcode::kAnd, "({2})({0} & {1})"},
+        {Opcode::kOr, "({2})({0} | {1})"},
+        {Opcode::kXor, "({2})({0} ^ {1})"},
+    };
+    const bool is_float = ir::is_float(t);
+    const auto& table = is_float ? kFloat : kInteger;
+    const auto it = table.find(op);
+    if (it == table.end()) return std::nullopt;
+    if (t == PrimitiveType::kPred &&
+        (op == Opcode::kAdd || op == Opcode::kSubtract || op == Opcode::kMultiply))
+      return std::nullopt;
+    const std::string e =
+        fmt::format(fmt::runtime(it->second), x, y, *compute_type(t), unsigned_of(t));
+    return is_float ? rounded(t, "(" + e + ")") : e;
   }
 
  private:
@@ -495,83 +465,49 @@ class Emitter {
   std::optional<std::string> unary(Opcode op, PrimitiveType t, const std::string& x) {
     const std::string c = *compute_type(t);
     if (ir::is_float(t)) {
-      std::string e;
-      switch (op) {
-        case Opcode::kNegate:
-          e = "-" + x;
-          break;
-        case Opcode::kAbs:
-          e = fmt::format("fabs({})", x);
-          break;
-        case Opcode::kSign:
-          e = fmt::format("(isnan({0}) || {0} == 0) ? {0} : copysign(({1})1, {0})", x, c);
-          break;
-        case Opcode::kExp:
-          e = fmt::format("exp({})", x);
-          break;
-        case Opcode::kExpm1:
-          e = fmt::format("expm1({})", x);
-          break;
-        case Opcode::kLog:
-          e = fmt::format("log({})", x);
-          break;
-        case Opcode::kLog1p:
-          // Below the threshold log1p(x) rounds to x; some libraries flush subnormal x to 0.
-          e = fmt::format("fabs({0}) < ({1}){2} ? {0} : log1p({0})", x, c,
-                          c == "double" ? "1e-17" : "1e-8f");
-          break;
-        case Opcode::kSqrt:
-          e = fmt::format("sqrt({})", x);
-          break;
-        case Opcode::kRsqrt:
-          e = fmt::format("({})1 / sqrt({})", c, x);
-          break;
-        case Opcode::kCbrt:
-          e = fmt::format("cbrt({})", x);
-          break;
-        case Opcode::kTanh:
-          e = (c == "double" ? "tanh(" : "podsim_tanh(") + x + ")";
-          break;
-        case Opcode::kLogistic:
-          e = fmt::format("({0})1 / (({0})1 + exp(-{1}))", c, x);
-          break;
-        case Opcode::kSin:
-          e = fmt::format("sin({})", x);
-          break;
-        case Opcode::kCos:
-          e = fmt::format("cos({})", x);
-          break;
-        case Opcode::kFloor:
-          e = fmt::format("floor({})", x);
-          break;
-        case Opcode::kCeil:
-          e = fmt::format("ceil({})", x);
-          break;
-        case Opcode::kRoundNearestAfz:
-          e = fmt::format("round({})", x);
-          break;
-        case Opcode::kRoundNearestEven:
-          e = fmt::format("rint({})", x);
-          break;
-        default:
-          return std::nullopt;
-      }
-      return rounded(t, "(" + e + ")");
+      // {0} x, {1} the compute type, {2} podsim's tanh for f32 (bit for bit the
+      // evaluator's), the library's for f64, {3} where log1p(x) rounds to x (some
+      // libraries flush subnormal x to 0 there).
+      static const std::map<Opcode, std::string_view> kFloat = {
+          {Opcode::kNegate, "-{0}"},
+          {Opcode::kAbs, "fabs({0})"},
+          {Opcode::kSign, "(isnan({0}) || {0} == 0) ? {0} : copysign(({1})1, {0})"},
+          {Opcode::kExp, "exp({0})"},
+          {Opcode::kExpm1, "expm1({0})"},
+          {Opcode::kLog, "log({0})"},
+          {Opcode::kLog1p, "fabs({0}) < ({1}){3} ? {0} : log1p({0})"},
+          {Opcode::kSqrt, "sqrt({0})"},
+          {Opcode::kRsqrt, "({1})1 / sqrt({0})"},
+          {Opcode::kCbrt, "cbrt({0})"},
+          {Opcode::kTanh, "{2}({0})"},
+          {Opcode::kLogistic, "({1})1 / (({1})1 + exp(-{0}))"},
+          {Opcode::kSin, "sin({0})"},
+          {Opcode::kCos, "cos({0})"},
+          {Opcode::kFloor, "floor({0})"},
+          {Opcode::kCeil, "ceil({0})"},
+          {Opcode::kRoundNearestAfz, "round({0})"},
+          {Opcode::kRoundNearestEven, "rint({0})"},
+      };
+      const auto it = kFloat.find(op);
+      if (it == kFloat.end()) return std::nullopt;
+      const bool f64 = c == "double";
+      return rounded(t, "(" +
+                            fmt::format(fmt::runtime(it->second), x, c,
+                                        f64 ? "tanh" : "podsim_tanh", f64 ? "1e-17" : "1e-8f") +
+                            ")");
     }
+    if (t == PrimitiveType::kPred)
+      return op == Opcode::kNot ? std::optional(fmt::format("(uchar)({} ^ 1)", x)) : std::nullopt;
     const std::string u = unsigned_of(t);
     switch (op) {
       case Opcode::kNot:
-        return t == PrimitiveType::kPred ? fmt::format("(uchar)({} ^ 1)", x)
-                                         : fmt::format("({})~{}", c, x);
+        return fmt::format("({})~{}", c, x);
       case Opcode::kNegate:
-        if (t == PrimitiveType::kPred) return std::nullopt;
         return fmt::format("({})(-({}){})", c, u, x);
       case Opcode::kAbs:
-        if (t == PrimitiveType::kPred) return std::nullopt;
         if (ir::is_unsigned_int(t)) return x;
         return fmt::format("{0} < 0 ? ({1})(-({2}){0}) : {0}", x, c, u);
       case Opcode::kSign:
-        if (t == PrimitiveType::kPred) return std::nullopt;
         if (ir::is_unsigned_int(t)) return fmt::format("({})({} != 0)", c, x);
         return fmt::format("({0})(({1} > 0) - ({1} < 0))", c, x);
       default:
