@@ -115,6 +115,34 @@ int64_t read_scalar(OpenClDevice& device, const DeviceMemory& memory, ir::Primit
   return l.get_as_int64(0);
 }
 
+// What an enqueued run holds until the device completes it: its outputs to mark ready
+// (or failed) and its memory. on_complete runs on a driver thread.
+struct Completion {
+  std::vector<std::shared_ptr<OpenClBuffer>> results;
+  std::vector<std::shared_ptr<DeviceMemory>> slots, arguments;
+  std::chrono::steady_clock::time_point start;
+  std::string what;
+
+  static void CL_CALLBACK on_complete(cl_event event, cl_int status, void* self) {
+    std::unique_ptr<Completion> done(static_cast<Completion*>(self));
+    clReleaseEvent(event);
+    metric_record("ExecuteTime", std::chrono::duration<double, std::nano>(
+                                     std::chrono::steady_clock::now() - done->start)
+                                     .count());
+    for (const auto& r : done->results) {
+      if (status == CL_COMPLETE) {
+        r->ready_event()->set_ready();
+      } else {
+        try {
+          check(status, done->what);
+        } catch (...) {
+          r->ready_event()->set_error(std::current_exception());
+        }
+      }
+    }
+  }
+};
+
 // What a program needs on one device: the built program, its kernels and constants.
 struct DeviceProgram {
   cl_program program = nullptr;
@@ -320,18 +348,31 @@ std::vector<std::shared_ptr<Buffer>> OpenClExecutable::execute(
     try {
       std::vector<Memory> arg_memory;
       for (const auto& a : args) {
-        a->ready_event()->wait();
+        // An argument still being computed was enqueued on this device's in-order queue
+        // by an earlier job: the queue orders the two, the host need not wait. One whose
+        // computation already failed fails this run.
+        if (a->ready_event()->is_ready()) a->ready_event()->wait();
         for (const Memory& leaf : a->leaves()) arg_memory.push_back(leaf);
       }
-      {
-        ScopedTimer timer("ExecuteTime");
-        DeviceProgram& dp = device_program(d);
-        const std::vector<Memory> out = run_plan(d, dp, 0, arg_memory, slots);
-        for (const auto& [k, to] : copies)
-          copy(d, *out[k], *to, ref_bytes(program_->entry(), program_->results()[k]));
-        check(clFinish(d.queue()), "running " + program_->module().name() + " on " + d.describe());
+      const auto start = std::chrono::steady_clock::now();
+      DeviceProgram& dp = device_program(d);
+      const std::vector<Memory> out = run_plan(d, dp, 0, arg_memory, slots);
+      for (const auto& [k, to] : copies)
+        copy(d, *out[k], *to, ref_bytes(program_->entry(), program_->results()[k]));
+      // The outputs become ready when the device has run everything enqueued so far; the
+      // worker goes on to the next job meanwhile. The run's memory lives until then.
+      auto* done = new Completion{results, slots, arg_memory, start,
+                                  "running " + program_->module().name() + " on " + d.describe()};
+      cl_event marker = nullptr;
+      cl_int err = clEnqueueMarkerWithWaitList(d.queue(), 0, nullptr, &marker);
+      if (err == CL_SUCCESS)
+        err = clSetEventCallback(marker, CL_COMPLETE, &Completion::on_complete, done);
+      if (err != CL_SUCCESS) {
+        delete done;
+        if (marker != nullptr) clReleaseEvent(marker);
+        check(err, "waiting for " + program_->module().name() + " on " + d.describe());
       }
-      for (const auto& r : results) r->ready_event()->set_ready();
+      check(clFlush(d.queue()), "submitting " + program_->module().name() + " on " + d.describe());
     } catch (...) {
       for (const auto& r : results) r->ready_event()->set_error(std::current_exception());
     }

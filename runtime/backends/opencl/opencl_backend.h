@@ -3,10 +3,11 @@
 // (an index into that list) or a name fragment ("H100", "pthread") keeps one device.
 //
 // Execution is asynchronous: execute() checks its arguments and returns the output
-// buffers at once; the device's worker thread waits for the arguments, enqueues the
-// program's kernels, GEMMs and transfers on the device's in-order queue (the queue
-// orders them: no host synchronization between kernels) and marks the outputs ready
-// when the queue has run them. Host steps (ops without an OpenCL lowering) copy their
+// buffers at once; the device's worker thread enqueues the program's kernels, GEMMs and
+// copies on the device's in-order queue (which orders them after the work that computes
+// the arguments: no host synchronization between kernels or between runs) and goes on
+// to the next job; an event callback marks the outputs ready when the device has run
+// them. Host steps (ops without an OpenCL lowering) copy their
 // operands to the host, run there and copy back; while loops and conditionals read their
 // condition or selector back and enqueue the plan of the computation it picks.
 //
