@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cctype>
 #include <deque>
-#include <numeric>
 #include <unordered_map>
 
 #include "common/error.h"

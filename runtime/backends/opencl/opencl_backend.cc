@@ -257,7 +257,7 @@ class OpenClClient final : public Client {
     fail("{}: {} is not a device of the OpenCL backend", what, device.name());
   }
 
-  // The GEMM candidate chosen for a shape on a device (-1: not chosen yet).
+  // The GEMM candidate chosen for a shape on a device, if one was.
   std::optional<int> gemm_choice(int device, const std::string& key) {
     std::lock_guard lock(mutex_);
     auto it = gemm_choices_.find({device, key});
