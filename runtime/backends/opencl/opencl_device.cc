@@ -172,8 +172,6 @@ OpenClDevice::OpenClDevice(Client& client, int ordinal, DeviceInfo info)
   check(err, fmt::format("creating a context on {}", info_.name));
   handles_.queue = clCreateCommandQueue(handles_.context, info_.id, 0, &err);
   check(err, fmt::format("creating a command queue on {}", info_.name));
-  context_ = handles_.context;
-  queue_ = handles_.queue;
 }
 
 std::string OpenClDevice::describe() const { return fmt::format("{} ({})", name(), info_.name); }
@@ -199,7 +197,7 @@ std::shared_ptr<DeviceMemory> OpenClDevice::allocate(size_t bytes) {
   }
   if (mem == nullptr) {
     cl_int err = CL_SUCCESS;
-    mem = clCreateBuffer(context_, CL_MEM_READ_WRITE, bytes, nullptr, &err);
+    mem = clCreateBuffer(handles_.context, CL_MEM_READ_WRITE, bytes, nullptr, &err);
     if (err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_RESOURCES ||
         err == CL_OUT_OF_HOST_MEMORY || err == CL_INVALID_BUFFER_SIZE)
       fail(
@@ -232,40 +230,44 @@ void OpenClDevice::write(const DeviceMemory& to, const void* from, size_t bytes)
   if (bytes == 0) return;
   const std::string what = fmt::format("writing {} bytes to {}", bytes, describe());
   if (bytes < kStagedBytes) {
-    check(clEnqueueWriteBuffer(queue_, to.mem(), CL_TRUE, 0, bytes, from, 0, nullptr, nullptr),
+    check(clEnqueueWriteBuffer(handles_.queue, to.mem(), CL_TRUE, 0, bytes, from, 0, nullptr,
+                               nullptr),
           what);
     return;
   }
   std::lock_guard lock(staging_mutex_);
   cl_mem staging = staging_buffer(bytes);
   cl_int err = CL_SUCCESS;
-  void* host = clEnqueueMapBuffer(queue_, staging, CL_TRUE, CL_MAP_WRITE_INVALIDATE_REGION, 0,
-                                  bytes, 0, nullptr, nullptr, &err);
+  void* host = clEnqueueMapBuffer(handles_.queue, staging, CL_TRUE, CL_MAP_WRITE_INVALIDATE_REGION,
+                                  0, bytes, 0, nullptr, nullptr, &err);
   check(err, what);
   std::memcpy(host, from, bytes);
-  check(clEnqueueUnmapMemObject(queue_, staging, host, 0, nullptr, nullptr), what);
-  check(clEnqueueCopyBuffer(queue_, staging, to.mem(), 0, 0, bytes, 0, nullptr, nullptr), what);
-  check(clFinish(queue_), what);  // the staging buffer is reused by the next transfer
+  check(clEnqueueUnmapMemObject(handles_.queue, staging, host, 0, nullptr, nullptr), what);
+  check(clEnqueueCopyBuffer(handles_.queue, staging, to.mem(), 0, 0, bytes, 0, nullptr, nullptr),
+        what);
+  check(clFinish(handles_.queue), what);  // the staging buffer is reused by the next transfer
 }
 
 void OpenClDevice::read(const DeviceMemory& from, void* to, size_t bytes) {
   if (bytes == 0) return;
   const std::string what = fmt::format("reading {} bytes from {}", bytes, describe());
   if (bytes < kStagedBytes) {
-    check(clEnqueueReadBuffer(queue_, from.mem(), CL_TRUE, 0, bytes, to, 0, nullptr, nullptr),
-          what);
+    check(
+        clEnqueueReadBuffer(handles_.queue, from.mem(), CL_TRUE, 0, bytes, to, 0, nullptr, nullptr),
+        what);
     return;
   }
   std::lock_guard lock(staging_mutex_);
   cl_mem staging = staging_buffer(bytes);
-  check(clEnqueueCopyBuffer(queue_, from.mem(), staging, 0, 0, bytes, 0, nullptr, nullptr), what);
+  check(clEnqueueCopyBuffer(handles_.queue, from.mem(), staging, 0, 0, bytes, 0, nullptr, nullptr),
+        what);
   cl_int err = CL_SUCCESS;
-  void* host = clEnqueueMapBuffer(queue_, staging, CL_TRUE, CL_MAP_READ, 0, bytes, 0, nullptr,
-                                  nullptr, &err);
+  void* host = clEnqueueMapBuffer(handles_.queue, staging, CL_TRUE, CL_MAP_READ, 0, bytes, 0,
+                                  nullptr, nullptr, &err);
   check(err, what);
   std::memcpy(to, host, bytes);
-  check(clEnqueueUnmapMemObject(queue_, staging, host, 0, nullptr, nullptr), what);
-  check(clFinish(queue_), what);
+  check(clEnqueueUnmapMemObject(handles_.queue, staging, host, 0, nullptr, nullptr), what);
+  check(clFinish(handles_.queue), what);
 }
 
 cl_mem OpenClDevice::staging_buffer(size_t bytes) {
@@ -274,8 +276,8 @@ cl_mem OpenClDevice::staging_buffer(size_t bytes) {
     handles_.staging = nullptr;
     handles_.staging_bytes = 0;
     cl_int err = CL_SUCCESS;
-    cl_mem m =
-        clCreateBuffer(context_, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, bytes, nullptr, &err);
+    cl_mem m = clCreateBuffer(handles_.context, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, bytes,
+                              nullptr, &err);
     check(err,
           fmt::format("allocating {} bytes of pinned staging memory for {}", bytes, describe()));
     handles_.staging = m;
@@ -300,7 +302,8 @@ cl_program OpenClDevice::build(const std::string& source, std::string_view optio
       const size_t size = binary.size();
       const auto* data = reinterpret_cast<const unsigned char*>(binary.data());
       cl_int status = CL_SUCCESS;
-      cl_program p = clCreateProgramWithBinary(context_, 1, &info_.id, &size, &data, &status, &err);
+      cl_program p =
+          clCreateProgramWithBinary(handles_.context, 1, &info_.id, &size, &data, &status, &err);
       if (err == CL_SUCCESS && status == CL_SUCCESS &&
           clBuildProgram(p, 1, &info_.id, opts.c_str(), nullptr, nullptr) == CL_SUCCESS)
         return p;
@@ -309,7 +312,7 @@ cl_program OpenClDevice::build(const std::string& source, std::string_view optio
   }
   const char* text = source.c_str();
   const size_t length = source.size();
-  cl_program program = clCreateProgramWithSource(context_, 1, &text, &length, &err);
+  cl_program program = clCreateProgramWithSource(handles_.context, 1, &text, &length, &err);
   check(err, fmt::format("creating the program of {} on {}", what, describe()));
   err = clBuildProgram(program, 1, &info_.id, opts.c_str(), nullptr, nullptr);
   if (err != CL_SUCCESS) {

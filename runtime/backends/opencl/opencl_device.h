@@ -67,8 +67,8 @@ class OpenClDevice final : public Device {
   MemoryStats memory_stats() const override;
 
   const DeviceInfo& info() const { return info_; }
-  cl_context context() const { return context_; }
-  cl_command_queue queue() const { return queue_; }
+  cl_context context() const { return handles_.context; }
+  cl_command_queue queue() const { return handles_.queue; }
   WorkQueue& worker() { return worker_; }
   // "OPENCL:0 (NVIDIA H100 80GB HBM3)" for messages.
   std::string describe() const;
@@ -110,8 +110,6 @@ class OpenClDevice final : public Device {
   int ordinal_;
   DeviceInfo info_;
   Handles handles_;
-  cl_context context_ = nullptr;      // handles_.context
-  cl_command_queue queue_ = nullptr;  // handles_.queue
   Pool pool_;
   std::mutex staging_mutex_;  // one staged transfer at a time
   std::atomic<int64_t> bytes_in_use_{0};
