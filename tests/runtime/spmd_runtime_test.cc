@@ -19,6 +19,9 @@
 #include "runtime/optim/checkpoint.h"
 #include "runtime/optim/sgd.h"
 #include "runtime/metrics.h"
+#include "compiler/ir/evaluator.h"
+#include "compiler/ir/parser.h"
+#include "compiler/ir/printer.h"
 #include "runtime/spmd.h"
 #include "runtime/tensor.h"
 
@@ -144,6 +147,48 @@ TEST_P(SpmdTest, MegatronMlpStepEqualsTheHostStep) {
   EXPECT_GT(after_first, compiles);
   step(&device());
   EXPECT_EQ(runtime::counter("UncachedCompile").value(), after_first);
+}
+
+TEST_P(SpmdTest, ExecutablesRoundTripThroughTheirDiskCacheForm) {
+  const auto module = ir::parse_module(R"(HloModule m
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] add(a, b)
+}
+ENTRY e {
+  x = f32[8,4] parameter(0), sharding={devices=[4,1]0,1,2,3}
+  w = f32[4,6] parameter(1), sharding={replicated}
+  d = f32[8,6] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  z = f32[] constant(0)
+  s = f32[] reduce(d, z), dimensions={0,1}, to_apply=add
+  ROOT t = (f32[8,6], f32[]) tuple(d, s)
+})");
+  runtime::Client& spmd = runtime::default_client();
+  runtime::Device& on = *spmd.devices()[0];
+  std::vector<ir::Literal> args;
+  for (const ir::Instruction* p : module->entry()->parameters()) {
+    ir::Literal l(p->shape());
+    for (int64_t i = 0; i < l.num_elements(); ++i) l.set_from_double(i, static_cast<double>(i % 5) - 2);
+    args.push_back(std::move(l));
+  }
+  const ir::Literal want = ir::evaluate(*module, args);
+  auto run = [&](runtime::Executable& executable) {
+    std::vector<std::shared_ptr<runtime::Buffer>> buffers;
+    for (const ir::Literal& a : args) buffers.push_back(spmd.transfer_to_device(a, on));
+    std::vector<ir::Literal> out;
+    for (const auto& b : executable.execute(buffers, on)) out.push_back(b->to_literal());
+    return ir::Literal::tuple(std::move(out));
+  };
+  const std::shared_ptr<runtime::Executable> compiled = spmd.compile(*module);
+  const std::string payload = compiled->serialize();
+  const std::shared_ptr<runtime::Executable> restored = spmd.deserialize(payload);
+  EXPECT_EQ(run(*compiled), want);
+  EXPECT_EQ(run(*restored), want);
+  EXPECT_EQ(ir::print_module(restored->module()), ir::print_module(compiled->module()));
+  // A payload cut short, or of another format, is an error (the cache then recompiles).
+  EXPECT_THROW(spmd.deserialize(payload.substr(0, payload.size() / 2)), Error);
+  EXPECT_THROW(spmd.deserialize("podsim-cpu\n" + payload), Error);
 }
 
 TEST_P(SpmdTest, DistributeAndTheLoaderSendEachDeviceItsPiece) {

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <charconv>
 #include <utility>
 
 #include "common/error.h"
@@ -12,6 +14,8 @@
 
 namespace podsim::runtime {
 namespace {
+
+constexpr std::string_view kSpmdFormat = "podsim-spmd-1";
 
 class SpmdClient;
 
@@ -76,7 +80,16 @@ class SpmdExecutable final : public Executable {
 
   const ir::Module& module() const override { return *partitioned_; }
   const ExecutableInfo& info() const override { return program_->info(); }
-  std::string serialize() const override { fail("SPMD executables are not kept in the disk cache yet"); }
+  // The partitioned module, the whole outputs' shapes and the device program's own
+  // serialized form, as length-prefixed sections after a format line.
+  std::string serialize() const override {
+    std::string shapes;
+    for (const ir::Shape& s : whole_outputs_) shapes += s.to_string(false) + "\n";
+    std::string out = std::string(kSpmdFormat) + "\n";
+    for (const std::string& section : {ir::print_module(*partitioned_), shapes, program_->serialize()})
+      out += fmt::format("{}\n{}\n", section.size(), section);
+    return out;
+  }
   std::vector<std::shared_ptr<Buffer>> execute(std::span<const std::shared_ptr<Buffer>> arguments,
                                                Device& device) override;
 
@@ -119,8 +132,32 @@ class SpmdClient final : public Client {
     return std::make_shared<SpmdExecutable>(*this, std::move(partitioned), std::move(program), std::move(outputs));
   }
 
-  std::shared_ptr<Executable> deserialize(std::string_view) override {
-    fail("SPMD executables are not kept in the disk cache yet");
+  std::shared_ptr<Executable> deserialize(std::string_view payload) override {
+    const std::string_view what = "<serialized SPMD executable>";
+    auto malformed = [&] { fail("{}: not a {} payload (corrupt or from another podsim)", what, kSpmdFormat); };
+    if (!payload.starts_with(std::string(kSpmdFormat) + "\n")) malformed();
+    payload.remove_prefix(kSpmdFormat.size() + 1);
+    std::vector<std::string_view> sections;
+    for (int k = 0; k < 3; ++k) {
+      const size_t eol = payload.find('\n');
+      size_t size = 0;
+      const auto [end, ec] = std::from_chars(payload.data(), payload.data() + std::min(eol, payload.size()), size);
+      if (eol == std::string_view::npos || ec != std::errc() || end != payload.data() + eol ||
+          payload.size() < eol + 2 + size || payload[eol + 1 + size] != '\n')
+        malformed();
+      sections.push_back(payload.substr(eol + 1, size));
+      payload.remove_prefix(eol + 2 + size);
+    }
+    std::unique_ptr<ir::Module> partitioned = ir::parse_module(sections[0], std::string(what));
+    std::vector<ir::Shape> outputs;
+    for (size_t at = 0; at < sections[1].size();) {
+      const size_t eol = sections[1].find('\n', at);
+      if (eol == std::string_view::npos) malformed();
+      outputs.push_back(ir::parse_shape(sections[1].substr(at, eol - at)));
+      at = eol + 1;
+    }
+    return std::make_shared<SpmdExecutable>(*this, std::move(partitioned), base_.deserialize(sections[2]),
+                                            std::move(outputs));
   }
 
   // Replicated: a copy on every device.
