@@ -55,6 +55,9 @@ Command add_train_command(CLI::App& app) {
                   "SPMD over a logical mesh of the devices, e.g. data=2,model=4 (cpu: that many CPU "
                   "devices; sim: the pod's chips): the batch split over data, attention and MLP "
                   "weights Megatron-style over model");
+  cmd->add_option("--dcn-mesh", options->dcn_mesh,
+                  "With a multislice pod: the mesh axes across slices (over DCN), e.g. data=2; "
+                  "--mesh is then the axes within a slice (over ICI), as PyTorch/XLA's HybridMesh");
   cmd->add_flag("--fsdp", options->fsdp,
                 "SPMD with each weight also split over the data axis (its first free dimension, "
                 "where it divides); alone: a data axis over every device");

@@ -36,6 +36,9 @@ struct TrainOptions {
   // compiler gathers it where it is used).
   // --fsdp alone: a data axis over every device.
   std::string mesh;
+  // With several slices (a multislice pod): the DCN part of a HybridMesh, e.g. "data=2";
+  // `mesh` is then the ICI part, within each slice (Mesh::hybrid).
+  std::string dcn_mesh;
   bool fsdp = false;
   std::string checkpoint;  // if set, model and optimizer are saved there at the end
   std::string profile;     // sim: write the profile of the last step here (Chrome trace JSON)

@@ -6,6 +6,7 @@
 #include <charconv>
 #include <chrono>
 #include <cstdlib>
+#include <map>
 #include <vector>
 
 #include "runtime/backends/sim/sim_backend.h"
@@ -14,6 +15,7 @@
 #include "runtime/metrics.h"
 #include "runtime/optim/checkpoint.h"
 #include "runtime/spmd.h"
+#include "topology/pod_config.h"
 #include "traces/chrome_trace.h"
 #include "traces/summary.h"
 
@@ -21,29 +23,28 @@ namespace podsim::examples {
 
 namespace {
 
-bool spmd_training(const TrainOptions& options) { return !options.mesh.empty() || options.fsdp; }
+bool spmd_training(const TrainOptions& options) {
+  return !options.mesh.empty() || !options.dcn_mesh.empty() || options.fsdp;
+}
 
-// The axes of --mesh ("data=2,model=4"), or for --fsdp alone a data axis over `devices`.
-std::pair<std::vector<int64_t>, std::vector<std::string>> mesh_axes(const TrainOptions& options, int64_t devices) {
-  if (options.mesh.empty()) return {{devices}, {"data"}};
-  std::vector<int64_t> shape;
-  std::vector<std::string> names;
-  for (size_t at = 0; at < options.mesh.size();) {
-    size_t end = options.mesh.find(',', at);
-    if (end == std::string::npos) end = options.mesh.size();
-    const std::string axis = options.mesh.substr(at, end - at);
+// The sizes of the data and model axes in `text` ("data=2,model=4"; an axis not named
+// has size 1), for the option `flag`.
+std::map<std::string, int64_t> parse_axes(const std::string& text, const char* flag) {
+  std::map<std::string, int64_t> axes;
+  for (size_t at = 0; at < text.size();) {
+    size_t end = text.find(',', at);
+    if (end == std::string::npos) end = text.size();
+    const std::string axis = text.substr(at, end - at);
     const size_t eq = axis.find('=');
     const std::string name = axis.substr(0, eq);
     int64_t size = 0;
     if (eq != std::string::npos) std::from_chars(axis.data() + eq + 1, axis.data() + axis.size(), size);
-    if ((name != "data" && name != "model") || size < 1 ||
-        std::find(names.begin(), names.end(), name) != names.end())
-      fail("--mesh {}: expected data=N and/or model=N (e.g. data=2,model=4)", options.mesh);
-    names.push_back(name);
-    shape.push_back(size);
+    if ((name != "data" && name != "model") || size < 1 || axes.count(name))
+      fail("{} {}: expected data=N and/or model=N (e.g. data=2,model=4)", flag, text);
+    axes[name] = size;
     at = end + 1;
   }
-  return {shape, names};
+  return axes;
 }
 
 int64_t product(const std::vector<int64_t>& v) {
@@ -52,15 +53,47 @@ int64_t product(const std::vector<int64_t>& v) {
   return n;
 }
 
+// The mesh's axes: names in the order data, model (those either option names), their
+// ICI sizes (--mesh: within a slice) and DCN sizes (--dcn-mesh: across slices). For
+// --fsdp alone, a data axis over `devices`.
+struct MeshAxes {
+  std::vector<std::string> names;
+  std::vector<int64_t> ici, dcn;
+  int64_t devices() const { return product(ici) * product(dcn); }
+};
+
+MeshAxes mesh_axes(const TrainOptions& options, int64_t devices) {
+  if (options.mesh.empty() && options.dcn_mesh.empty()) return {{"data"}, {devices}, {1}};
+  const auto ici = parse_axes(options.mesh, "--mesh");
+  const auto dcn = parse_axes(options.dcn_mesh, "--dcn-mesh");
+  MeshAxes axes;
+  for (const char* name : {"data", "model"}) {
+    if (!ici.count(name) && !dcn.count(name)) continue;
+    axes.names.push_back(name);
+    axes.ici.push_back(ici.count(name) ? ici.at(name) : 1);
+    axes.dcn.push_back(dcn.count(name) ? dcn.at(name) : 1);
+  }
+  return axes;
+}
+
 Mesh training_mesh(const TrainOptions& options, int64_t devices) {
-  auto [shape, names] = mesh_axes(options, devices);
-  const int64_t n = product(shape);
-  if (n != devices)
-    fail("--mesh {} spans {} devices, but the simulated pod has {} chips (choose it with --topology)", options.mesh,
-         n, devices);
-  std::vector<int64_t> ids(static_cast<size_t>(n));
-  for (int64_t d = 0; d < n; ++d) ids[static_cast<size_t>(d)] = d;
-  return Mesh(std::move(ids), std::move(shape), std::move(names));
+  const MeshAxes axes = mesh_axes(options, devices);
+  if (axes.devices() != devices)
+    fail("--mesh {}{}{} spans {} devices, but the simulated pod has {} chips (choose it with --topology)",
+         options.mesh, options.dcn_mesh.empty() ? "" : " --dcn-mesh ", options.dcn_mesh, axes.devices(), devices);
+  if (options.dcn_mesh.empty()) {
+    std::vector<int64_t> ids(static_cast<size_t>(devices));
+    for (int64_t d = 0; d < devices; ++d) ids[static_cast<size_t>(d)] = d;
+    return Mesh(std::move(ids), axes.ici, axes.names);
+  }
+  // A pod's devices are numbered slice by slice: the DCN axes must split it into its slices.
+  if (options.device == "sim") {
+    const int slices = topology::pod_config(runtime::sim_topology_from_env()).slices;
+    if (product(axes.dcn) != slices)
+      fail("--dcn-mesh {} spans {} slices, but the simulated pod {} has {}", options.dcn_mesh, product(axes.dcn),
+           runtime::sim_topology_from_env(), slices);
+  }
+  return Mesh::hybrid(axes.ici, axes.dcn, axes.names);
 }
 
 bool has_axis(const Mesh& mesh, const std::string& name) {
@@ -108,7 +141,8 @@ std::vector<runtime::Device*> training_devices(const TrainOptions& options) {
         fail("--topology {} names a simulated chip or pod: add --device sim", options.topology);
       if (options.mesh.empty() && options.replicas < 2)
         fail("--fsdp on the CPU: say over how many devices with --replicas N (or --mesh data=N)");
-      const int64_t n = options.mesh.empty() ? options.replicas : product(mesh_axes(options, 0).first);
+      const int64_t n =
+          options.mesh.empty() && options.dcn_mesh.empty() ? options.replicas : mesh_axes(options, 0).devices();
       if (options.replicas > 0 && options.replicas != n)
         fail("--replicas {} and --mesh {}: the mesh spans {} devices", options.replicas, options.mesh, n);
       setenv("PODSIM_CPU_DEVICES", std::to_string(n).c_str(), 1);

@@ -3,7 +3,7 @@
 // attention and MLP weights Megatron-style over the model axis (and with --fsdp every
 // weight over the data axis), every step partitioned by the compiler. Its loss curve
 // follows the single-device run with the same global batch (only sums are reordered),
-// on four CPU devices and on a simulated 2x2 pod.
+// on four CPU devices, on a simulated 2x2 pod, and over two slices with a HybridMesh.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -84,6 +84,37 @@ TEST(TrainSpmd, MeshOnAPodFollowsTheSingleChip) {
   expect_same_curve(chip, pod, 2e-3, log.str());
   EXPECT_GT(pod.pod_collective_seconds, 0) << log.str();
   EXPECT_GT(pod.pod_ici_bytes, 0) << log.str();
+}
+
+TEST(TrainSpmd, HybridMeshOverSlicesFollowsTheSingleChip) {
+  // Two slices of two chips: the model axis inside each slice (ICI), the data axis across
+  // the slices (DCN).
+  std::ostringstream log;
+  TrainOptions options;
+  options.device = "sim";
+  options.steps = 8;
+  options.log_every = 2;
+  options.topology = "v5e";
+  TrainResult chip = run(options, log);
+  options.topology = "v5e:1x2:slices=2";
+  options.mesh = "model=2";
+  options.dcn_mesh = "data=2";
+  TrainResult pod = run(options, log);
+  EXPECT_EQ(pod.replicas, 4);
+  expect_same_curve(chip, pod, 2e-3, log.str());
+  EXPECT_GT(pod.pod_collective_seconds, 0) << log.str();
+  // A DCN split that is not the pod's slices is an error.
+  options.dcn_mesh = "data=4";
+  options.mesh = "";
+  try {
+    run(options, log);
+    FAIL() << "four DCN ways over two slices";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--dcn-mesh data=4 spans 4 slices, but the simulated pod "
+                                         "v5e:1x2:slices=2 has 2"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(TrainSpmd, BadMeshesAreErrors) {
