@@ -100,6 +100,58 @@ ir::Sharding Mesh::sharding(const std::vector<std::optional<int64_t>>& spec) con
   return passes::spmd::Tiling::of(whole_mesh, axes, n).remap(from).sharding();
 }
 
+ir::Sharding Mesh::sharding(const std::vector<std::vector<int64_t>>& spec) const {
+  const auto axes = static_cast<int64_t>(shape_.size());
+  std::vector<int64_t> order;  // the grouped axes dimension by dimension, then the others
+  std::vector<std::optional<int64_t>> single;
+  bool grouped = false;
+  for (const std::vector<int64_t>& group : spec) {
+    for (int64_t a : group) {
+      if (a < 0 || a >= axes) fail("mesh axis {} out of range: the mesh has {} axes", a, axes);
+      if (std::find(order.begin(), order.end(), a) != order.end()) fail("mesh axis {} splits two dimensions", a);
+      order.push_back(a);
+    }
+    single.push_back(group.empty() ? std::nullopt : std::optional<int64_t>(group[0]));
+    grouped = grouped || group.size() > 1;
+  }
+  if (!grouped) return sharding(single);
+  // A mesh with the axes reordered so that each group is adjacent, each group merged
+  // into one axis (its first axis major): then one axis per dimension.
+  std::vector<int64_t> merged_shape;
+  std::vector<std::optional<int64_t>> merged_spec;
+  for (const std::vector<int64_t>& group : spec) {
+    if (group.empty()) {
+      merged_spec.push_back(std::nullopt);
+      continue;
+    }
+    int64_t size = 1;
+    for (int64_t a : group) size *= shape_[static_cast<size_t>(a)];
+    merged_spec.push_back(static_cast<int64_t>(merged_shape.size()));
+    merged_shape.push_back(size);
+  }
+  for (int64_t a = 0; a < axes; ++a)
+    if (std::find(order.begin(), order.end(), a) == order.end()) {
+      order.push_back(a);
+      merged_shape.push_back(shape_[static_cast<size_t>(a)]);
+    }
+  // Device ids in row-major order over the reordered axes.
+  std::vector<int64_t> strides(static_cast<size_t>(axes), 1);
+  for (int64_t a = axes - 1; a > 0; --a)
+    strides[static_cast<size_t>(a - 1)] = strides[static_cast<size_t>(a)] * shape_[static_cast<size_t>(a)];
+  std::vector<int64_t> ids, at(static_cast<size_t>(axes), 0);
+  for (size_t n = 0; n < device_ids_.size(); ++n) {
+    int64_t index = 0;
+    for (int64_t k = 0; k < axes; ++k)
+      index += at[static_cast<size_t>(k)] * strides[static_cast<size_t>(order[static_cast<size_t>(k)])];
+    ids.push_back(device_ids_[static_cast<size_t>(index)]);
+    for (int64_t k = axes; k-- > 0;) {
+      if (++at[static_cast<size_t>(k)] < shape_[static_cast<size_t>(order[static_cast<size_t>(k)])]) break;
+      at[static_cast<size_t>(k)] = 0;
+    }
+  }
+  return Mesh(std::move(ids), std::move(merged_shape)).sharding(merged_spec);
+}
+
 namespace {
 
 void set_sharding(const Tensor& t, const ir::Sharding& sharding, const OpSite& site) {
@@ -127,8 +179,13 @@ void set_sharding(const Tensor& t, const ir::Sharding& sharding, const OpSite& s
 
 }  // namespace
 
-std::optional<int64_t> MeshAxis::resolve(const Mesh& mesh) const {
-  return name_ ? std::optional<int64_t>(mesh.axis(*name_)) : index_;
+std::vector<int64_t> MeshAxis::resolve(const Mesh& mesh) const {
+  if (name_) return {mesh.axis(*name_)};
+  if (index_) return {*index_};
+  std::vector<int64_t> axes;
+  for (const MeshAxis& a : group_)
+    for (int64_t axis : a.resolve(mesh)) axes.push_back(axis);
+  return axes;
 }
 
 namespace {
@@ -140,7 +197,7 @@ ir::Sharding spec_sharding(const Tensor& t, const Mesh& mesh, const PartitionSpe
   if (static_cast<int64_t>(mesh.device_ids().size()) != global_device_count())
     lazy::op_fail(site, "the mesh has {} devices, but the SPMD device spans {}", mesh.device_ids().size(),
                   global_device_count());
-  std::vector<std::optional<int64_t>> axes;
+  std::vector<std::vector<int64_t>> axes;
   for (const MeshAxis& axis : spec) axes.push_back(axis.resolve(mesh));
   return mesh.sharding(axes);
 }

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -58,6 +59,10 @@ class Mesh {
   // The XLA sharding of a tensor whose dimension d splits over mesh axis spec[d]
   // (nullopt: not split); mesh axes no dimension uses hold copies.
   ir::Sharding sharding(const std::vector<std::optional<int64_t>>& spec) const;
+  // The same with several mesh axes per dimension: dimension d splits over the product of
+  // the axes spec[d] (the first major; empty: not split), as a partition spec entry
+  // ("data", "model") does in PyTorch/XLA.
+  ir::Sharding sharding(const std::vector<std::vector<int64_t>>& spec) const;
 
  private:
   std::vector<int64_t> device_ids_;
@@ -66,7 +71,8 @@ class Mesh {
 };
 
 // One entry of a partition spec: the mesh axis a tensor dimension splits over, by index
-// or name, or std::nullopt (not split).
+// or name; several axes, {"data", "model"} (the dimension splits over their product,
+// the first major); or std::nullopt (not split).
 class MeshAxis {
  public:
   MeshAxis(std::nullopt_t) {}                            // NOLINT: implicit by design
@@ -74,11 +80,14 @@ class MeshAxis {
   MeshAxis(int64_t index) : index_(index) {}             // NOLINT
   MeshAxis(const char* name) : name_(name) {}            // NOLINT
   MeshAxis(std::string name) : name_(std::move(name)) {}  // NOLINT
-  std::optional<int64_t> resolve(const Mesh& mesh) const;
+  MeshAxis(std::initializer_list<MeshAxis> axes) : group_(axes) {}  // NOLINT
+  // The mesh axes, in order (empty: not split).
+  std::vector<int64_t> resolve(const Mesh& mesh) const;
 
  private:
   std::optional<int64_t> index_;
   std::optional<std::string> name_;
+  std::vector<MeshAxis> group_;
 };
 // xs.mark_sharding's partition_spec: one entry per tensor dimension, {"data", std::nullopt}.
 using PartitionSpec = std::vector<MeshAxis>;

@@ -72,6 +72,31 @@ TEST_P(SpmdTest, MeshShardingsFollowTheMeshAxes) {
   EXPECT_THROW(Mesh({0, 1, 1, 3}, {2, 2}), Error);
 }
 
+TEST_P(SpmdTest, SeveralMeshAxesSplitOneDimension) {
+  const Mesh mesh = Mesh::create({2, 2}, {"data", "model"});
+  // Over both axes, data major: device (data, model) takes piece data * 2 + model.
+  EXPECT_EQ(mesh.sharding(std::vector<std::vector<int64_t>>{{0, 1}, {}}).to_string(), "{devices=[4,1]0,1,2,3}");
+  EXPECT_EQ(mesh.sharding(std::vector<std::vector<int64_t>>{{1, 0}, {}}).to_string(), "{devices=[4,1]0,2,1,3}");
+  // One axis per dimension gives what the single-axis form gives.
+  EXPECT_EQ(mesh.sharding(std::vector<std::vector<int64_t>>{{}, {1}}),
+            mesh.sharding(std::vector<std::optional<int64_t>>{std::nullopt, 1}));
+  EXPECT_THROW(mesh.sharding(std::vector<std::vector<int64_t>>{{0, 1}, {1}}), Error);
+  const std::vector<float> v = values(32, 4);
+  Tensor x = Tensor::from_vector(v, {8, 4}, &device());
+  mark_sharding(x, mesh, {{"model", "data"}, std::nullopt});
+  EXPECT_EQ(sharding_spec(x), "{devices=[4,1]0,2,1,3}");
+  // Device 2 (data 1, model 0) holds piece 1: rows 2 and 3.
+  const std::vector<ir::Literal> pieces = local_shards(x);
+  const auto piece = pieces[2].data<float>();
+  EXPECT_EQ(std::vector<float>(piece.begin(), piece.end()), std::vector<float>(v.begin() + 8, v.begin() + 16));
+  EXPECT_EQ(x.to_vector<float>(), v);
+  Tensor y = (x * 2).sum({1});
+  mark_step();
+  const std::vector<float> got = y.to_vector<float>();
+  for (int64_t r = 0; r < 8; ++r)
+    EXPECT_EQ(got[static_cast<size_t>(r)], 2 * (v[4 * r] + v[4 * r + 1] + v[4 * r + 2] + v[4 * r + 3])) << r;
+}
+
 TEST_P(SpmdTest, HybridMeshKeepsIciAxesInsideSlices) {
   // Two "slices" of two devices ({0, 1} and {2, 3}): the DCN axis crosses them.
   const Mesh across = Mesh::hybrid({1, 2}, {2, 1}, {"data", "model"});
