@@ -293,64 +293,64 @@ int build_plan(const ir::Computation& computation, Shared& shared, int depth) {
 
 void assign_slots(Plan& plan) {
   constexpr size_t kNever = SIZE_MAX;
-  std::vector<Step>& steps_ = plan.steps;
-  std::vector<ir::Shape>& temps_ = plan.temps;
-  std::vector<int32_t>& temp_slots_ = plan.temp_slots;
-  std::vector<int64_t>& slot_bytes_ = plan.slot_bytes;
-  const size_t n = temps_.size();
+  const std::vector<Step>& steps = plan.steps;
+  const std::vector<ir::Shape>& temps = plan.temps;
+  std::vector<int32_t>& temp_slots = plan.temp_slots;
+  std::vector<int64_t>& slot_bytes = plan.slot_bytes;
+  const size_t n = temps.size();
   std::vector<size_t> last_use(n, 0);
   std::vector<bool> result(n, false);
   for (const BufferRef& r : plan.results)
     if (r.kind == BufferRef::Kind::kTemp) result[static_cast<size_t>(r.index)] = true;
-  for (size_t i = 0; i < steps_.size(); ++i) {
-    for (const BufferRef& r : steps_[i].outputs) last_use[static_cast<size_t>(r.index)] = i;
-    for (const BufferRef& r : steps_[i].inputs)
+  for (size_t i = 0; i < steps.size(); ++i) {
+    for (const BufferRef& r : steps[i].outputs) last_use[static_cast<size_t>(r.index)] = i;
+    for (const BufferRef& r : steps[i].inputs)
       if (r.kind == BufferRef::Kind::kTemp) last_use[static_cast<size_t>(r.index)] = i;
   }
-  temp_slots_.assign(n, -1);
+  temp_slots.assign(n, -1);
   std::vector<size_t> free;  // slots free for the next step's outputs
   auto take = [&](int64_t bytes) {
     // Best fit among the free slots, else the largest free one grows, else a new slot.
     size_t best = kNever;
     bool fits = false;
     for (size_t k = 0; k < free.size(); ++k) {
-      const int64_t have = slot_bytes_[free[k]];
+      const int64_t have = slot_bytes[free[k]];
       if (have >= bytes) {
-        if (!fits || have < slot_bytes_[free[best]]) best = k;
+        if (!fits || have < slot_bytes[free[best]]) best = k;
         fits = true;
-      } else if (!fits && (best == kNever || have > slot_bytes_[free[best]])) {
+      } else if (!fits && (best == kNever || have > slot_bytes[free[best]])) {
         best = k;
       }
     }
     if (best == kNever) {
-      slot_bytes_.push_back(bytes);
-      return static_cast<int32_t>(slot_bytes_.size() - 1);
+      slot_bytes.push_back(bytes);
+      return static_cast<int32_t>(slot_bytes.size() - 1);
     }
     const size_t slot = free[best];
     free.erase(free.begin() + static_cast<std::ptrdiff_t>(best));
-    slot_bytes_[slot] = std::max(slot_bytes_[slot], bytes);
+    slot_bytes[slot] = std::max(slot_bytes[slot], bytes);
     return static_cast<int32_t>(slot);
   };
   // Temporaries no step writes (outputs of instructions without work) still get memory.
-  for (size_t i = 0; i <= steps_.size(); ++i) {
+  for (size_t i = 0; i <= steps.size(); ++i) {
     const std::vector<BufferRef> none;
-    const std::vector<BufferRef>& outputs = i < steps_.size() ? steps_[i].outputs : none;
+    const std::vector<BufferRef>& outputs = i < steps.size() ? steps[i].outputs : none;
     for (const BufferRef& r : outputs)
-      temp_slots_[static_cast<size_t>(r.index)] =
-          take(temps_[static_cast<size_t>(r.index)].byte_size());
-    if (i == steps_.size()) break;
+      temp_slots[static_cast<size_t>(r.index)] =
+          take(temps[static_cast<size_t>(r.index)].byte_size());
+    if (i == steps.size()) break;
     std::vector<int32_t> done;
-    for (const auto* list : {&steps_[i].inputs, &steps_[i].outputs})
+    for (const auto* list : {&steps[i].inputs, &steps[i].outputs})
       for (const BufferRef& r : *list)
         if (r.kind == BufferRef::Kind::kTemp && last_use[static_cast<size_t>(r.index)] == i &&
             !result[static_cast<size_t>(r.index)])
-          done.push_back(temp_slots_[static_cast<size_t>(r.index)]);
+          done.push_back(temp_slots[static_cast<size_t>(r.index)]);
     std::sort(done.begin(), done.end());
     done.erase(std::unique(done.begin(), done.end()), done.end());
     for (int32_t slot : done) free.push_back(static_cast<size_t>(slot));
   }
   for (size_t t = 0; t < n; ++t)
-    if (temp_slots_[t] < 0) temp_slots_[t] = take(temps_[t].byte_size());
+    if (temp_slots[t] < 0) temp_slots[t] = take(temps[t].byte_size());
 }
 
 }  // namespace
