@@ -97,8 +97,8 @@ class Builder {
     s.kind = Step::Kind::kKernel;
     s.instruction = &i;
     s.launch.name = k.name;
-    s.launch.global = {k.global_size, 1, 1};
-    s.launch.local = {k.local_size, 1, 1};
+    s.launch.global = k.global_size;
+    s.launch.local = k.local_size;
     s.inputs = std::move(inputs);
     s.outputs = std::move(outputs);
     steps_.push_back(std::move(s));

@@ -22,7 +22,6 @@
 //     device.
 #pragma once
 
-#include <array>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -52,10 +51,11 @@ struct BufferRef {
   bool operator==(const BufferRef&) const = default;
 };
 
+// A one-dimensional launch of a generated kernel.
 struct KernelLaunch {
   std::string name;
-  std::array<int64_t, 3> global{1, 1, 1};
-  std::array<int64_t, 3> local{1, 1, 1};
+  int64_t global = 0;  // work-items, a multiple of local
+  int64_t local = 0;
 };
 
 struct Step {

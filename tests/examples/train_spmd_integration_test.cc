@@ -69,13 +69,19 @@ TEST(TrainSpmd, FsdpOnCpuDevicesFollowsOneDevice) {
   expect_same_curve(one, run(options, log), 1e-4, log.str());
 }
 
-TEST(TrainSpmd, MeshOnAPodFollowsTheSingleChip) {
-  std::ostringstream log;
+// The single v5e chip that the pod runs are compared against.
+TrainOptions chip_options() {
   TrainOptions options;
   options.device = "sim";
   options.steps = 8;
   options.log_every = 2;
   options.topology = "v5e";
+  return options;
+}
+
+TEST(TrainSpmd, MeshOnAPodFollowsTheSingleChip) {
+  std::ostringstream log;
+  TrainOptions options = chip_options();
   TrainResult chip = run(options, log);
   options.topology = "v5e:2x2";
   options.mesh = "data=2,model=2";
@@ -90,11 +96,7 @@ TEST(TrainSpmd, HybridMeshOverSlicesFollowsTheSingleChip) {
   // Two slices of two chips: the model axis inside each slice (ICI), the data axis across
   // the slices (DCN).
   std::ostringstream log;
-  TrainOptions options;
-  options.device = "sim";
-  options.steps = 8;
-  options.log_every = 2;
-  options.topology = "v5e";
+  TrainOptions options = chip_options();
   TrainResult chip = run(options, log);
   options.topology = "v5e:1x2:slices=2";
   options.mesh = "model=2";

@@ -421,43 +421,36 @@ std::vector<OpenClExecutable::Memory> OpenClExecutable::run_plan(OpenClDevice& d
   };
   cl_command_queue queue = device.queue();
   for (const Step& step : plan.steps) {
-    std::vector<cl_mem> in, out;
-    for (const BufferRef& r : step.inputs) in.push_back(memory(r)->mem());
-    for (const BufferRef& r : step.outputs) out.push_back(memory(r)->mem());
+    std::vector<Memory> in, out;
+    for (const BufferRef& r : step.inputs) in.push_back(memory(r));
+    for (const BufferRef& r : step.outputs) out.push_back(memory(r));
     switch (step.kind) {
       case Step::Kind::kKernel: {
         cl_kernel k = dp.kernel(step.launch.name);
         cl_uint a = 0;
-        for (cl_mem& m : in)
-          check(clSetKernelArg(k, a++, sizeof(cl_mem), &m), "setting a kernel argument");
-        for (cl_mem& m : out)
-          check(clSetKernelArg(k, a++, sizeof(cl_mem), &m), "setting a kernel argument");
-        size_t global[3], local[3];
-        for (int d = 0; d < 3; ++d) {
-          global[d] = static_cast<size_t>(step.launch.global[static_cast<size_t>(d)]);
-          local[d] = static_cast<size_t>(step.launch.local[static_cast<size_t>(d)]);
-        }
-        check(clEnqueueNDRangeKernel(queue, k, 1, nullptr, global, local, 0, nullptr, nullptr),
+        for (const auto* list : {&in, &out})
+          for (const Memory& m : *list) {
+            cl_mem mem = m->mem();
+            check(clSetKernelArg(k, a++, sizeof(cl_mem), &mem), "setting a kernel argument");
+          }
+        const auto global = static_cast<size_t>(step.launch.global);
+        const auto local = static_cast<size_t>(step.launch.local);
+        check(clEnqueueNDRangeKernel(queue, k, 1, nullptr, &global, &local, 0, nullptr, nullptr),
               fmt::format("launching {} ({}) on {}", step.launch.name, step.instruction->name(),
                           device.describe()));
         break;
       }
       case Step::Kind::kGemm:
-        run_gemm(device, dp, step, in[0], in[1], out[0]);
+        run_gemm(device, dp, step, in[0]->mem(), in[1]->mem(), out[0]->mem());
         break;
       case Step::Kind::kHost:
+        run_host(device, plan, step, in, out);
+        break;
       case Step::Kind::kWhile:
       case Step::Kind::kConditional:
-      case Step::Kind::kCall: {
-        std::vector<Memory> ins, outs;
-        for (const BufferRef& r : step.inputs) ins.push_back(memory(r));
-        for (const BufferRef& r : step.outputs) outs.push_back(memory(r));
-        if (step.kind == Step::Kind::kHost)
-          run_host(device, plan, step, ins, outs);
-        else
-          run_control(device, dp, plan, step, ins, outs);
+      case Step::Kind::kCall:
+        run_control(device, dp, plan, step, in, out);
         break;
-      }
     }
   }
   std::vector<Memory> results;

@@ -177,7 +177,7 @@ ENTRY e {
   };
   auto tree = with(4, 1000);
   EXPECT_NE(tree->source().find("barrier(CLK_LOCAL_MEM_FENCE)"), std::string::npos);
-  EXPECT_EQ(only_step(*tree, Step::Kind::kKernel).launch.global[0], 4 * 256);
+  EXPECT_EQ(only_step(*tree, Step::Kind::kKernel).launch.global, 4 * 256);
   auto loop = with(1000, 4);
   EXPECT_EQ(loop->source().find("barrier(CLK_LOCAL_MEM_FENCE)"), std::string::npos);
   EXPECT_EQ(loop->stats().host_steps, 0);
