@@ -92,7 +92,9 @@ void gemm(rt::Client& opencl, rt::Device& device, int64_t n, double peak_gflops)
   std::vector<std::shared_ptr<rt::Buffer>> args = {opencl.transfer_to_device(a, device),
                                                    opencl.transfer_to_device(b, device)};
   // own: the fastest tiling as the backend times them; then each tiling forced.
-  const std::vector<std::string> modes = {"own", "clblast", "own:0", "own:1", "own:2", "own:3"};
+  std::vector<std::string> modes = {"own", "clblast"};
+  for (size_t t = 0; t < podsim::opencl::kGemmTilings.size(); ++t)
+    modes.push_back(fmt::format("own:{}", t));
   std::vector<double> gflops(modes.size());
   for (size_t m = 0; m < modes.size(); ++m) {
     std::fprintf(stderr, "  ... gemm %lld %s\n", static_cast<long long>(n), modes[m].c_str());
@@ -120,10 +122,11 @@ void gemm(rt::Client& opencl, rt::Device& device, int64_t n, double peak_gflops)
   if (2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n) <
       podsim::opencl::kTimedGemmFlops)
     return;  // one tiling only: too small to time
-  std::printf("        tilings");
+  std::printf("        tilings (p: pipelined; k: slab depth)");
   for (size_t t = 0; t < podsim::opencl::kGemmTilings.size(); ++t) {
     const auto& g = podsim::opencl::kGemmTilings[t];
-    std::printf("  %dx%d/%dx%d %.1f", g.tile_m, g.tile_n, g.reg_m, g.reg_n, gflops[2 + t]);
+    std::printf("%s %dx%dx%d/%dx%d%s %.1f", t % 4 == 0 ? "\n         " : " ", g.tile_m, g.tile_n,
+                g.tile_k, g.reg_m, g.reg_n, g.pipelined ? "p" : "", gflops[2 + t]);
   }
   std::printf(" GFLOP/s\n");
 }

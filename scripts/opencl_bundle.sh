@@ -27,19 +27,28 @@ for b in "${binaries[@]}"; do
   done
 done
 cp -r "$root/build/tests/numpy_cases" "$out/numpy_cases"
-# The bundled ICD loader reads OCL_ICD_VENDORS: a folder of the machine's registered
-# platforms plus the NVIDIA driver's OpenCL library wherever the driver was mounted
-# (containers often put it under /usr/local/nvidia, outside /etc/OpenCL/vendors).
+# The machine's own ICD loader is used where it has one (it knows where its drivers are);
+# the bundled one, kept in lib/icd, only where it has none. Either reads OCL_ICD_VENDORS:
+# a folder of the machine's registered platforms plus the NVIDIA driver's OpenCL library
+# wherever the driver was mounted (containers often put it under /usr/local/nvidia,
+# outside /etc/OpenCL/vendors) when no registered platform names it.
+mkdir -p "$out/lib/icd"
+mv "$out"/lib/libOpenCL.so* "$out/lib/icd/"
 cat > "$out/env.sh" <<'RUN'
 here="$(cd "$(dirname "$0")" && pwd)"
 mkdir -p "$here/vendors"
 cp /etc/OpenCL/vendors/*.icd "$here/vendors/" 2>/dev/null || true
-for lib in $(find /usr/local/nvidia /usr/lib /usr/lib64 /lib -name 'libnvidia-opencl.so.1' 2>/dev/null | head -1); do
-  echo "$lib" > "$here/vendors/nvidia-found.icd"
-done
+if ! grep -qi nvidia "$here"/vendors/*.icd 2>/dev/null; then
+  for lib in $(find /usr/local/nvidia /usr/lib /usr/lib64 /lib -name 'libnvidia-opencl.so.1' 2>/dev/null | head -1); do
+    echo "$lib" > "$here/vendors/nvidia-found.icd"
+  done
+fi
 export OCL_ICD_VENDORS="$here/vendors"
-export LD_LIBRARY_PATH="$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+libs="$here/lib"
+if ! /sbin/ldconfig -p 2>/dev/null | grep -q 'libOpenCL.so.1 '; then libs="$libs:$here/lib/icd"; fi
+export LD_LIBRARY_PATH="$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 echo "OpenCL platforms registered: $(cat "$here"/vendors/*.icd 2>/dev/null | tr '\n' ' ')" >&2
+echo "ICD loader: $(case "$libs" in *icd) echo bundled;; *) echo "the machine's";; esac)" >&2
 RUN
 cat > "$out/bench.sh" <<'RUN'
 #!/bin/sh

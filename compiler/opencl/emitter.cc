@@ -398,7 +398,12 @@ std::string Emitter::convert(const Instruction* i, const std::string& x) {
   }
   if (to == PrimitiveType::kF32) return temp(c, fmt::format("convert_float({})", x));
   if (to == PrimitiveType::kF64) return temp(c, fmt::format("convert_double({})", x));
-  if (ir::is_float(from)) return temp(c, fmt::format("convert_{}_sat_rtz({})", c, x));
+  if (ir::is_float(from)) {
+    // NaN converts to 0 (as the evaluator does); OpenCL's saturating conversions promise
+    // that too, but NVIDIA's give the type's minimum for 64-bit targets.
+    const std::string v = temp(*compute_type(from), x);
+    return temp(c, fmt::format("(isnan({0}) ? ({1})0 : convert_{1}_sat_rtz({0}))", v, c));
+  }
   return temp(c, fmt::format("({}){}", c, x));
 }
 

@@ -9,12 +9,158 @@ namespace {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// The pipelined kernel (see GemmTiling::pipelined). Each work-item loads its share of the
+// next slab of A and B into registers (16-byte loads along the contiguous dimension)
+// while it multiplies the current slab out of local memory, then stores the share into
+// the other local buffer: one barrier per slab. Local tiles are k-major (as[k][m],
+// bs[k][n]); a work-item's rows and columns are reg/4 runs of 4, spaced a tile/(reg/4)
+// apart, so a warp's 16-byte local reads are contiguous and its stores to C coalesce.
+std::string pipelined_source(const GemmShape& s, const GemmTiling& t, const std::string& name) {
+  const int wx = t.tile_n / t.reg_n, wy = t.tile_m / t.reg_m, threads = wx * wy;
+  const int na = t.tile_m * t.tile_k / 4, nb = t.tile_n * t.tile_k / 4;  // float4s per slab
+  const int la = (na + threads - 1) / threads, lb = (nb + threads - 1) / threads;
+  // Per register q: index l of the float4 in the slab, its global load and local store.
+  auto slab = [&](const char* reg, bool k_major, const char* from, const char* local,
+                  const char* major_dim, int tile_free) {
+    // k_major: the matrix is K x F row-major (float4 runs along the free dimension F);
+    // else F x K (runs along K, scattered into the k-major local tile).
+    std::string load, store;
+    if (k_major) {
+      load = fmt::format(
+          "      const int kk = l / ({1} / 4), ff = l % ({1} / 4) * 4;\n"
+          "      {0}[q] = *(__global const float4*)({2} + (long)(k0n + kk) * {3} + f0 + ff);\n",
+          reg, tile_free, from, major_dim);
+      store = fmt::format(
+          "      const int kk = l / ({1} / 4), ff = l % ({1} / 4) * 4;\n"
+          "      *(__local float4*)&{2}[nb][kk][ff] = {0}[q];\n",
+          reg, tile_free, local);
+    } else {
+      load = fmt::format(
+          "      const int ff = l / (TK / 4), kk = l % (TK / 4) * 4;\n"
+          "      {0}[q] = *(__global const float4*)({1} + (long)(f0 + ff) * K + k0n + kk);\n",
+          reg, from);
+      store = fmt::format(
+          "      const int ff = l / (TK / 4), kk = l % (TK / 4) * 4;\n"
+          "      {1}[nb][kk][ff] = {0}[q].x; {1}[nb][kk + 1][ff] = {0}[q].y;\n"
+          "      {1}[nb][kk + 2][ff] = {0}[q].z; {1}[nb][kk + 3][ff] = {0}[q].w;\n",
+          reg, local);
+    }
+    return std::pair(load, store);
+  };
+  const auto [load_a, store_a] = slab("pa", s.trans_a, "a", "as", "M", t.tile_m);
+  const auto [load_b, store_b] = slab("pb", !s.trans_b, "b", "bs", "N", t.tile_n);
+  auto loop = [threads](int count, int total, const std::string& body) {
+    const std::string guard = total % threads == 0 ? "" : fmt::format("      if (l >= {}) break;\n", total);
+    return fmt::format(
+        "    for (int q = 0; q < {}; ++q) {{\n      const int l = tid + q * NT;\n{}{}    }}\n",
+        count, guard, body);
+  };
+  auto with_f0 = [](const char* f0, const std::string& body) {
+    return fmt::format("    {{\n      const int f0 = {};\n{}    }}\n", f0, body);
+  };
+  const std::string load =
+      with_f0("row0", loop(la, na, load_a)) + with_f0("col0", loop(lb, nb, load_b));
+  const std::string store = loop(la, na, store_a) + loop(lb, nb, store_b);
+  return fmt::format(
+      R"(#define TM {tm}
+#define TN {tn}
+#define TK {tk}
+#define RM {rm}
+#define RN {rn}
+#define NT {nt}
+#define M {m}
+#define N {n}
+#define K {k}
+__kernel __attribute__((reqd_work_group_size({wx}, {wy}, 1)))
+void {name}(__global const float* restrict a, __global const float* restrict b, __global float* restrict out) {{
+  const int tx = get_local_id(0), ty = get_local_id(1);
+  const int tid = ty * {wx} + tx;
+  const int row0 = get_group_id(1) * TM, col0 = get_group_id(0) * TN;
+  const long batch = get_group_id(2);
+  a += batch * ((long)M * K);
+  b += batch * ((long)K * N);
+  out += batch * ((long)M * N);
+  __local float as[2][TK][TM + 4] __attribute__((aligned(16)));
+  __local float bs[2][TK][TN + 4] __attribute__((aligned(16)));
+  float4 pa[{la}], pb[{lb}];
+  float acc[RM][RN];
+#pragma unroll
+  for (int i = 0; i < RM; ++i)
+#pragma unroll
+    for (int j = 0; j < RN; ++j) acc[i][j] = 0;
+  int k0n = 0, nb = 0;
+{load}{store}  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int k0 = 0; k0 < K; k0 += TK) {{
+    const int cb = nb;
+    k0n = k0 + TK;
+    nb = cb ^ 1;
+    if (k0n < K) {{
+{load}    }}
+#pragma unroll
+    for (int kk = 0; kk < TK; ++kk) {{
+      float ra[RM], rb[RN];
+#pragma unroll
+      for (int c = 0; c < RM / 4; ++c) {{
+        const float4 v = *(__local const float4*)&as[cb][kk][c * (TM * 4 / RM) + ty * 4];
+        ra[4 * c] = v.x; ra[4 * c + 1] = v.y; ra[4 * c + 2] = v.z; ra[4 * c + 3] = v.w;
+      }}
+#pragma unroll
+      for (int c = 0; c < RN / 4; ++c) {{
+        const float4 v = *(__local const float4*)&bs[cb][kk][c * (TN * 4 / RN) + tx * 4];
+        rb[4 * c] = v.x; rb[4 * c + 1] = v.y; rb[4 * c + 2] = v.z; rb[4 * c + 3] = v.w;
+      }}
+#pragma unroll
+      for (int i = 0; i < RM; ++i)
+#pragma unroll
+        for (int j = 0; j < RN; ++j) acc[i][j] = fma(ra[i], rb[j], acc[i][j]);
+    }}
+    if (k0n < K) {{
+{store}    }}
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }}
+#pragma unroll
+  for (int i = 0; i < RM; ++i) {{
+    const long row = row0 + i / 4 * (TM * 4 / RM) + ty * 4 + i % 4;
+#pragma unroll
+    for (int c = 0; c < RN / 4; ++c)
+      *(__global float4*)(out + row * N + col0 + c * (TN * 4 / RN) + tx * 4) =
+          (float4)(acc[i][4 * c], acc[i][4 * c + 1], acc[i][4 * c + 2], acc[i][4 * c + 3]);
+  }}
+}}
+#undef TM
+#undef TN
+#undef TK
+#undef RM
+#undef RN
+#undef NT
+#undef M
+#undef N
+#undef K
+)",
+      fmt::arg("tm", t.tile_m), fmt::arg("tn", t.tile_n), fmt::arg("tk", t.tile_k),
+      fmt::arg("rm", t.reg_m), fmt::arg("rn", t.reg_n), fmt::arg("nt", threads),
+      fmt::arg("m", s.m), fmt::arg("n", s.n), fmt::arg("k", s.k), fmt::arg("wx", wx),
+      fmt::arg("wy", wy), fmt::arg("name", name), fmt::arg("la", la), fmt::arg("lb", lb),
+      fmt::arg("load", load), fmt::arg("store", store));
+}
+
 }  // namespace
+
+bool gemm_tiling_fits(const GemmShape& s, const GemmTiling& t) {
+  if (!t.pipelined) return true;
+  using ir::PrimitiveType;
+  const int threads = t.threads();  // slabs of at least a float4 per two work-items
+  return s.a_type == PrimitiveType::kF32 && s.b_type == PrimitiveType::kF32 &&
+         s.c_type == PrimitiveType::kF32 && s.m % t.tile_m == 0 && s.n % t.tile_n == 0 &&
+         s.k % t.tile_k == 0 && t.reg_m % 4 == 0 && t.reg_n % 4 == 0 &&
+         t.tile_m * t.tile_k / 4 >= threads / 2 && t.tile_n * t.tile_k / 4 >= threads / 2;
+}
 
 std::string gemm_source(const GemmShape& s, const GemmTiling& t, const std::string& name) {
   using ir::PrimitiveType;
   const bool f64 = s.a_type == PrimitiveType::kF64 || s.b_type == PrimitiveType::kF64 ||
                    s.c_type == PrimitiveType::kF64;
+  if (t.pipelined) return pipelined_source(s, t, name);
   const std::string c = f64 ? "double" : "float";
   // Global loads: A's and B's slabs are read along their contiguous dimension so that
   // neighbouring work-items read neighbouring addresses.
@@ -132,12 +278,14 @@ Launch3 gemm_launch(const GemmShape& s, const GemmTiling& t) {
 
 int default_gemm_tiling(const GemmShape& s) {
   // At least ~64 work-groups keep a GPU's compute units fed; below that, smaller tiles.
-  for (size_t i = 0; i + 1 < kGemmTilings.size(); ++i) {
+  int smallest = 0;
+  for (size_t i = 0; i < kGemmTilings.size(); ++i) {
     const GemmTiling& t = kGemmTilings[i];
-    if (ceil_div(s.m, t.tile_m) * ceil_div(s.n, t.tile_n) * s.batch >= 64)
-      return static_cast<int>(i);
+    if (t.pipelined) continue;
+    smallest = static_cast<int>(i);
+    if (ceil_div(s.m, t.tile_m) * ceil_div(s.n, t.tile_n) * s.batch >= 64) break;
   }
-  return static_cast<int>(kGemmTilings.size() - 1);
+  return smallest;
 }
 
 }  // namespace podsim::opencl

@@ -29,16 +29,30 @@ struct GemmShape {
 
 struct GemmTiling {
   int tile_m, tile_n, tile_k, reg_m, reg_n;
+  // Double-buffered local tiles filled from registers loaded a slab ahead, 16-byte loads
+  // and stores everywhere, fused multiply-adds: f32 only, for shapes whose tiles all lie
+  // inside the matrices.
+  bool pipelined = false;
   int threads() const { return (tile_m / reg_m) * (tile_n / reg_n); }
 };
 
-// Largest first: 128x128 (8x8 per work-item), 128x64 (8x4), 64x64 (4x4), 32x32 (2x2).
-inline constexpr std::array<GemmTiling, 4> kGemmTilings = {{
+// The general tilings first - 128x128 (8x8 per work-item), 128x64 (8x4), 64x64 (4x4),
+// 32x32 (2x2), any shape and type - then pipelined ones.
+inline constexpr std::array<GemmTiling, 10> kGemmTilings = {{
     {128, 128, 16, 8, 8},
     {128, 64, 16, 8, 4},
     {64, 64, 16, 4, 4},
     {32, 32, 16, 2, 2},
+    {128, 128, 16, 8, 8, true},
+    {128, 128, 8, 8, 8, true},
+    {128, 64, 16, 8, 4, true},
+    {128, 64, 8, 8, 4, true},
+    {64, 64, 16, 4, 4, true},
+    {64, 64, 8, 4, 4, true},
 }};
+
+// Whether tiling has a kernel for shape (a pipelined one needs f32 and whole tiles).
+bool gemm_tiling_fits(const GemmShape& shape, const GemmTiling& tiling);
 
 // Source of kernel `name` (arguments: A, B, C buffers) for shape with tiling.
 std::string gemm_source(const GemmShape& shape, const GemmTiling& tiling, const std::string& name);
@@ -54,8 +68,8 @@ Launch3 gemm_launch(const GemmShape& shape, const GemmTiling& tiling);
 // kernel is generated); larger ones get every tiling, and the runtime times them.
 inline constexpr double kTimedGemmFlops = double(int64_t{1} << 26);
 
-// The tiling used when speeds were not measured: the largest whose tiles keep enough
-// work-groups busy.
+// The tiling used when speeds were not measured: the largest general one whose tiles keep
+// enough work-groups busy.
 int default_gemm_tiling(const GemmShape& shape);
 
 }  // namespace podsim::opencl

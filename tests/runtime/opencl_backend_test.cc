@@ -15,6 +15,7 @@
 #include "common/error.h"
 #include "compiler/ir/evaluator.h"
 #include "compiler/ir/parser.h"
+#include "compiler/opencl/gemm_source.h"
 #include "runtime/backends/opencl/opencl_device.h"
 #include "tests/runtime/scoped_env.h"
 
@@ -35,14 +36,20 @@ class OpenClBackend : public ::testing::Test {
   }
 
   // Runs `text` on a fresh client's device 0 with arguments 0, 1, 2, ... per element.
-  static std::vector<ir::Literal> run(Client& client, const std::string& text) {
+  // Runs text on client's first device with `given` arguments, else i % 7 - 3 in each.
+  static std::vector<ir::Literal> run(Client& client, const std::string& text,
+                                      const std::vector<ir::Literal>& given = {}) {
     auto module = ir::parse_module(text);
     Device& device = *client.devices()[0];
     std::vector<std::shared_ptr<Buffer>> args;
     for (const ir::Instruction* p : module->entry()->parameters()) {
       ir::Literal l(p->shape());
-      for (int64_t i = 0; i < l.num_elements(); ++i)
-        l.set_from_double(i, static_cast<double>(i % 7) - 3);
+      if (args.size() < given.size()) {
+        l = given[args.size()];
+      } else {
+        for (int64_t i = 0; i < l.num_elements(); ++i)
+          l.set_from_double(i, static_cast<double>(i % 7) - 3);
+      }
       args.push_back(client.transfer_to_device(std::move(l), device));
     }
     std::vector<ir::Literal> out;
@@ -84,32 +91,48 @@ TEST_F(OpenClBackend, ProgramBinariesAreCachedAndRebuiltWhenTheCacheIsForeign) {
 
 TEST_F(OpenClBackend, EveryGemmChoiceGivesTheEvaluatorsProduct) {
   // 2 x 256^3 flops: above the size where the backend times its candidates; whole tiles
-  // (the vector-load path) and, at 200, edge tiles. Operands as stored or transposed.
-  // Integers from -3 to 3: every product and partial sum is exact in f32.
-  for (int n : {256, 200})
-    for (const char* dims : {"lhs_contracting_dims={1}, rhs_contracting_dims={0}",
-                             "lhs_contracting_dims={0}, rhs_contracting_dims={1}"}) {
-      const std::string text = fmt::format(R"(HloModule dot
+  // (the vector-load and pipelined paths) and, at 200, edge tiles (a pipelined tiling
+  // forced there runs the fastest that fits). Each operand as stored or transposed, and a
+  // batch of two. Integers from -3 to 3: every product and partial sum is exact in f32.
+  std::vector<std::string> choices = {"auto", "own", "clblast"};
+  for (size_t t = 0; t < podsim::opencl::kGemmTilings.size(); ++t)
+    choices.push_back(fmt::format("own:{}", t));
+  struct Case {
+    int batch, n;
+    const char* dims;
+  };
+  const char* const kBatch = "lhs_batch_dims={0}, rhs_batch_dims={0}, ";
+  for (const Case& c : {Case{1, 256, "lhs_contracting_dims={1}, rhs_contracting_dims={0}"},
+                        Case{1, 256, "lhs_contracting_dims={0}, rhs_contracting_dims={1}"},
+                        Case{1, 256, "lhs_contracting_dims={1}, rhs_contracting_dims={1}"},
+                        Case{1, 256, "lhs_contracting_dims={0}, rhs_contracting_dims={0}"},
+                        Case{1, 200, "lhs_contracting_dims={1}, rhs_contracting_dims={0}"},
+                        Case{1, 200, "lhs_contracting_dims={0}, rhs_contracting_dims={1}"},
+                        Case{2, 256, "lhs_contracting_dims={2}, rhs_contracting_dims={1}"}}) {
+    const std::string dims = c.batch > 1 ? fmt::format("{}{}", kBatch, c.dims) : c.dims;
+    const std::string shape =
+        c.batch > 1 ? fmt::format("f32[{0},{1},{1}]", c.batch, c.n) : fmt::format("f32[{0},{0}]", c.n);
+    const std::string text = fmt::format(R"(HloModule dot
 ENTRY e {{
-  a = f32[{0},{0}] parameter(0)
-  b = f32[{0},{0}] parameter(1)
-  ROOT c = f32[{0},{0}] dot(a, b), {1}
+  a = {0} parameter(0)
+  b = {0} parameter(1)
+  ROOT c = {0} dot(a, b), {1}
 }})",
-                                           n, dims);
-      const auto module = ir::parse_module(text);
-      std::vector<ir::Literal> args;
-      for (const ir::Instruction* p : module->entry()->parameters()) {
-        ir::Literal l(p->shape());
-        for (int64_t i = 0; i < l.num_elements(); ++i)
-          l.set_from_double(i, static_cast<double>(i % 7) - 3);
-        args.push_back(std::move(l));
-      }
-      const ir::Literal want = ir::evaluate(*module, args);
-      for (const char* choice : {"auto", "own", "own:0", "own:1", "own:2", "own:3", "clblast"}) {
-        ScopedEnv gemm("PODSIM_OPENCL_GEMM", std::string(choice));
-        EXPECT_EQ(run(*client_, text)[0], want) << choice << " " << n << " " << dims;
-      }
+                                         shape, dims);
+    const auto module = ir::parse_module(text);
+    std::vector<ir::Literal> args;
+    for (const ir::Instruction* p : module->entry()->parameters()) {
+      ir::Literal l(p->shape());
+      for (int64_t i = 0; i < l.num_elements(); ++i)
+        l.set_from_double(i, static_cast<double>((i * (args.size() + 2) + i / 11) % 7) - 3);
+      args.push_back(std::move(l));
     }
+    const ir::Literal want = ir::evaluate(*module, args);
+    for (const std::string& choice : choices) {
+      ScopedEnv gemm("PODSIM_OPENCL_GEMM", choice);
+      EXPECT_EQ(run(*client_, text, args)[0], want) << choice << " " << c.n << " " << dims;
+    }
+  }
   ScopedEnv bad("PODSIM_OPENCL_GEMM", std::string("fastest"));
   try {
     run(*client_, R"(HloModule dot
@@ -146,6 +169,36 @@ TEST_F(OpenClBackend, BuffersCountAgainstTheDeviceMemory) {
     EXPECT_GE(device.memory_stats().peak_bytes_in_use, before + 4096);
   }
   EXPECT_EQ(device.memory_stats().bytes_in_use, before);
+}
+
+TEST_F(OpenClBackend, RunsQueuedFarAheadOfTheDeviceHoldABoundedAmountOfMemory) {
+  // 64 runs of a 4 MiB step queued back to back (each doubles then halves its input, so
+  // the last output is the input): the caller waits once kMaxRunsInFlight are in flight
+  // instead of holding every queued run's memory.
+  const int64_t n = int64_t{1} << 20, bytes = n * 4;
+  auto module = ir::parse_module(fmt::format(R"(HloModule twice
+ENTRY e {{
+  x = f32[{0}] parameter(0)
+  two = f32[] constant(2)
+  half = f32[] constant(0.5)
+  twos = f32[{0}] broadcast(two), dimensions={{}}
+  halves = f32[{0}] broadcast(half), dimensions={{}}
+  y = f32[{0}] multiply(x, twos)
+  ROOT z = f32[{0}] multiply(y, halves)
+}})",
+                                                         n));
+  Device& device = *client_->devices()[0];
+  ir::Literal x(ir::Shape(ir::PrimitiveType::kF32, {n}));
+  for (int64_t i = 0; i < n; ++i) x.set_from_double(i, static_cast<double>(i % 1000));
+  std::vector<std::shared_ptr<Buffer>> args = {client_->transfer_to_device(x, device)};
+  args[0]->ready_event()->wait();
+  const int64_t before = device.memory_stats().bytes_in_use;
+  auto executable = client_->compile(*module);
+  std::vector<std::shared_ptr<Buffer>> last;
+  for (int k = 0; k < 64; ++k) last = executable->execute(args, device);
+  EXPECT_EQ(last[0]->to_literal(), x);
+  const int64_t most_runs = opencl_backend::OpenClDevice::kMaxRunsInFlight + 1;
+  EXPECT_LE(device.memory_stats().peak_bytes_in_use, before + most_runs * 2 * bytes);
 }
 
 TEST_F(OpenClBackend, RunningOutOfDeviceMemoryNamesTheDevice) {

@@ -3,6 +3,7 @@
 #include <clblast_c.h>
 #include <fmt/format.h>
 
+#include <charconv>
 #include <chrono>
 #include <cstdlib>
 #include <map>
@@ -76,7 +77,8 @@ class OpenClBuffer final : public Buffer {
 
 enum class GemmMode { kAuto, kOwn, kClBlast };
 
-// PODSIM_OPENCL_GEMM: auto (default), own, own:T (tiling T of kGemmTilings), clblast.
+// PODSIM_OPENCL_GEMM: auto (default), own, own:T (tiling T of kGemmTilings, where it fits
+// the shape), clblast.
 struct GemmChoice {
   GemmMode mode = GemmMode::kAuto;
   int tiling = -1;
@@ -88,9 +90,11 @@ GemmChoice gemm_mode() {
   if (s.empty() || s == "auto") return {};
   if (s == "own") return {GemmMode::kOwn, -1};
   if (s == "clblast") return {GemmMode::kClBlast, -1};
-  if (s.size() == 5 && s.substr(0, 4) == "own:" && s[4] >= '0' &&
-      s[4] < static_cast<char>('0' + podsim::opencl::kGemmTilings.size()))
-    return {GemmMode::kOwn, s[4] - '0'};
+  int tiling = -1;
+  if (s.starts_with("own:") &&
+      std::from_chars(s.data() + 4, s.data() + s.size(), tiling).ptr == s.data() + s.size() &&
+      tiling >= 0 && tiling < static_cast<int>(podsim::opencl::kGemmTilings.size()))
+    return {GemmMode::kOwn, tiling};
   fail("PODSIM_OPENCL_GEMM={}: expected auto, own, own:0 to own:{} or clblast", s,
        podsim::opencl::kGemmTilings.size() - 1);
 }
@@ -118,6 +122,8 @@ int64_t read_scalar(OpenClDevice& device, const DeviceMemory& memory, ir::Primit
 // What an enqueued run holds until the device completes it: its outputs to mark ready
 // (or failed) and its memory. on_complete runs on a driver thread.
 struct Completion {
+  OpenClDevice* device;
+  OpenClDevice::RunToken run;  // ends (if it has not yet) once the memory is let go
   std::vector<std::shared_ptr<OpenClBuffer>> results;
   std::vector<std::shared_ptr<DeviceMemory>> slots, arguments;
   std::chrono::steady_clock::time_point start;
@@ -140,6 +146,10 @@ struct Completion {
         }
       }
     }
+    OpenClDevice& device = *done->device;
+    const OpenClDevice::RunToken run = done->run;
+    done.reset();
+    device.end_run(run);
   }
 };
 
@@ -310,6 +320,14 @@ std::vector<std::shared_ptr<Buffer>> OpenClExecutable::execute(
            b->shape().to_string(false), parameter_shapes_[i].to_string(false));
     args.push_back(std::move(b));
   }
+  const OpenClDevice::RunToken run = d.begin_run();
+  struct EndRunUnlessEnqueued {  // a throw before the run is enqueued ends it here
+    OpenClDevice* device;
+    const OpenClDevice::RunToken& run;
+    ~EndRunUnlessEnqueued() {
+      if (device != nullptr) device->end_run(run);
+    }
+  } end_run{&d, run};
   std::vector<Memory> slots;
   for (int64_t bytes : program_->slot_bytes())
     slots.push_back(d.allocate(static_cast<size_t>(bytes)));
@@ -343,8 +361,8 @@ std::vector<std::shared_ptr<Buffer>> OpenClExecutable::execute(
         Event::make()));
     next += n;
   }
-  d.worker().enqueue([this, self = shared_from_this(), &d, args, slots, copies,
-                      results]() noexcept {
+  d.worker().enqueue([this, self = shared_from_this(), &d, args, slots, copies, results,
+                      run]() noexcept {
     try {
       std::vector<Memory> arg_memory;
       for (const auto& a : args) {
@@ -361,22 +379,28 @@ std::vector<std::shared_ptr<Buffer>> OpenClExecutable::execute(
         copy(d, *out[k], *to, ref_bytes(program_->entry(), program_->results()[k]));
       // The outputs become ready when the device has run everything enqueued so far; the
       // worker goes on to the next job meanwhile. The run's memory lives until then.
-      auto* done = new Completion{results, slots, arg_memory, start,
+      auto* done = new Completion{&d, run, results, slots, arg_memory, start,
                                   "running " + program_->module().name() + " on " + d.describe()};
       cl_event marker = nullptr;
       cl_int err = clEnqueueMarkerWithWaitList(d.queue(), 0, nullptr, &marker);
-      if (err == CL_SUCCESS)
+      if (err == CL_SUCCESS) {
+        clRetainEvent(marker);  // one reference for the callback, one for run_enqueued
         err = clSetEventCallback(marker, CL_COMPLETE, &Completion::on_complete, done);
+        if (err != CL_SUCCESS) clReleaseEvent(marker);
+      }
       if (err != CL_SUCCESS) {
         delete done;
         if (marker != nullptr) clReleaseEvent(marker);
         check(err, "waiting for " + program_->module().name() + " on " + d.describe());
       }
+      d.run_enqueued(marker, run);
       check(clFlush(d.queue()), "submitting " + program_->module().name() + " on " + d.describe());
     } catch (...) {
       for (const auto& r : results) r->ready_event()->set_error(std::current_exception());
+      d.end_run(run);
     }
   });
+  end_run.device = nullptr;
   return {results.begin(), results.end()};
 }
 
@@ -569,7 +593,8 @@ void OpenClExecutable::run_gemm(OpenClDevice& device, DeviceProgram& dp, const S
   const std::string key = fmt::format("{} {}x{}x{}x{} {}{} {}{}{}", static_cast<int>(mode), g.batch,
                                       g.m, g.n, g.k, g.trans_a, g.trans_b, ir::type_name(g.a_type),
                                       ir::type_name(g.b_type), ir::type_name(g.c_type));
-  if (tiling >= 0) return launch_gemm(device, dp, step, tiling, a, b, c);
+  if (tiling >= 0 && !step.gemm_kernels[static_cast<size_t>(tiling)].empty())
+    return launch_gemm(device, dp, step, tiling, a, b, c);  // else the fastest that fits
   if (std::optional<int> chosen = client_.gemm_choice(device.ordinal(), key))
     return launch_gemm(device, dp, step, *chosen, a, b, c);
   // Time each candidate (after a run that builds and warms it) and keep the fastest; each

@@ -15,9 +15,6 @@
 namespace podsim::runtime::opencl_backend {
 namespace {
 
-// Buffers kept for reuse beyond this are released.
-constexpr int64_t kMaxPooledBytes = int64_t{1} << 30;
-
 std::string device_string(cl_device_id d, cl_device_info what) {
   size_t size = 0;
   if (clGetDeviceInfo(d, what, 0, nullptr, &size) != CL_SUCCESS || size == 0) return "";
@@ -166,7 +163,12 @@ OpenClDevice::Pool::~Pool() {
 }
 
 OpenClDevice::OpenClDevice(Client& client, int ordinal, DeviceInfo info)
-    : client_(client), ordinal_(ordinal), info_(std::move(info)) {
+    : client_(client),
+      ordinal_(ordinal),
+      info_(std::move(info)),
+      // A quarter of the device's memory (at least 1 GiB) stays pooled: enough for the
+      // buffers of the runs in flight, which are freed and allocated again every step.
+      max_pooled_bytes_(std::max(int64_t{1} << 30, info_.global_memory / 4)) {
   cl_int err = CL_SUCCESS;
   handles_.context = clCreateContext(nullptr, 1, &info_.id, nullptr, nullptr, &err);
   check(err, fmt::format("creating a context on {}", info_.name));
@@ -218,12 +220,43 @@ std::shared_ptr<DeviceMemory> OpenClDevice::allocate(size_t bytes) {
 void OpenClDevice::release(cl_mem mem, size_t bytes) {
   bytes_in_use_.fetch_sub(static_cast<int64_t>(bytes));
   std::lock_guard lock(pool_.mutex);
-  if (pool_.bytes + static_cast<int64_t>(bytes) > kMaxPooledBytes) {
+  if (pool_.bytes + static_cast<int64_t>(bytes) > max_pooled_bytes_) {
     clReleaseMemObject(mem);
     return;
   }
   pool_.free.emplace(bytes, mem);
   pool_.bytes += static_cast<int64_t>(bytes);
+}
+
+OpenClDevice::RunToken OpenClDevice::begin_run() {
+  std::unique_lock lock(runs_mutex_);
+  run_ended_.wait(lock, [this] { return runs_in_flight_ < kMaxRunsInFlight; });
+  ++runs_in_flight_;
+  return std::make_shared<std::atomic<bool>>(false);
+}
+
+void OpenClDevice::end_run(const RunToken& run) {
+  if (run->exchange(true)) return;
+  {
+    std::lock_guard lock(runs_mutex_);
+    --runs_in_flight_;
+  }
+  run_ended_.notify_one();
+}
+
+void OpenClDevice::run_enqueued(cl_event last_command, RunToken run) {
+  enqueued_.runs.emplace_back(last_command, std::move(run));
+  while (enqueued_.runs.size() > kRunsAheadOnQueue) {
+    auto [event, oldest] = std::move(enqueued_.runs.front());
+    enqueued_.runs.pop_front();
+    clWaitForEvents(1, &event);  // a failed run is reported by its callback
+    clReleaseEvent(event);
+    end_run(oldest);
+  }
+}
+
+OpenClDevice::Enqueued::~Enqueued() {
+  for (auto& [event, run] : runs) clReleaseEvent(event);
 }
 
 void OpenClDevice::write(const DeviceMemory& to, const void* from, size_t bytes) {

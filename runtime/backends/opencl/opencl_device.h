@@ -1,13 +1,16 @@
 // Internal to the OpenCL backend: the devices an OpenCL platform offers (GPUs first),
-// each with its context, in-order command queue, worker thread, memory accounting and
-// a pool that reuses device buffers by size; programs built per device, with their
-// binaries cached on disk (PODSIM_CACHE_DIR/opencl) per device and driver version.
+// each with its context, in-order command queue, worker thread, memory accounting, a
+// pool that reuses device buffers by size and a bound on runs in flight; programs built
+// per device, with their binaries cached on disk (PODSIM_CACHE_DIR/opencl) per device and
+// driver version.
 #pragma once
 
 #include <CL/cl.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -87,6 +90,20 @@ class OpenClDevice final : public Device {
   // A program built from source for this device (from the binary cache when present).
   cl_program build(const std::string& source, std::string_view options, std::string_view what);
 
+  // Runs of executables in flight. begin_run() waits while kMaxRunsInFlight are (PJRT
+  // bounds in-flight executions the same way): a caller far ahead of the device would
+  // otherwise hold the memory of every queued run. A run ends once (end_run), when its
+  // completion is first seen: by its event callback, by the worker, which waits for a
+  // run's last command (run_enqueued) once kRunsAheadOnQueue later runs are queued behind
+  // it (drivers may call callbacks milliseconds late), or where it failed.
+  static constexpr int kMaxRunsInFlight = 8;
+  static constexpr size_t kRunsAheadOnQueue = 4;
+  using RunToken = std::shared_ptr<std::atomic<bool>>;  // whether the run has ended
+  RunToken begin_run();
+  void end_run(const RunToken& run);
+  // On the worker: run's last command is enqueued; takes a reference to the event.
+  void run_enqueued(cl_event last_command, RunToken run);
+
  private:
   cl_mem staging_buffer(size_t bytes);  // under staging_mutex_
 
@@ -111,6 +128,14 @@ class OpenClDevice final : public Device {
   DeviceInfo info_;
   Handles handles_;
   Pool pool_;
+  int64_t max_pooled_bytes_;  // buffers freed beyond this many pooled bytes are released
+  std::mutex runs_mutex_;
+  std::condition_variable run_ended_;
+  int runs_in_flight_ = 0;
+  struct Enqueued {  // the worker's runs, oldest first, with their last commands
+    std::deque<std::pair<cl_event, RunToken>> runs;
+    ~Enqueued();
+  } enqueued_;
   std::mutex staging_mutex_;  // one staged transfer at a time
   std::atomic<int64_t> bytes_in_use_{0};
   std::atomic<int64_t> peak_bytes_{0};
