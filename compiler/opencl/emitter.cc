@@ -98,12 +98,35 @@ std::string Emitter::temp(const std::string& type, const std::string& expr) {
 
 std::string Emitter::value(const Instruction* i, const std::vector<std::string>& idx) {
   if (!ok_) return "0";
-  const std::string key = fmt::format("{}|{}", static_cast<const void*>(i), join(idx));
+  auto key = std::pair(i, join(idx));
   if (auto it = memo_.find(key); it != memo_.end()) return it->second;
   std::string v = compute(i, idx);
   if (!ok_) return "0";
-  memo_.emplace(key, v);
+  memo_.emplace(std::move(key), v);
   return v;
+}
+
+void Emitter::bind(const Instruction* i, const std::string& expr) {
+  memo_[std::pair(i, std::string())] = expr;
+}
+
+std::vector<std::string> Emitter::apply(const ir::Computation& c,
+                                        const std::vector<std::string>& args) {
+  for (const auto& i : c.instructions())  // values of an earlier application are stale
+    std::erase_if(memo_, [&](const auto& entry) { return entry.first.first == i.get(); });
+  if (args.size() != static_cast<size_t>(c.parameter_count())) {
+    fail_unsupported();
+    return {};
+  }
+  for (size_t k = 0; k < args.size(); ++k) bind(c.parameter(static_cast<int64_t>(k)), args[k]);
+  const Instruction* root = c.root();
+  std::vector<std::string> values;
+  if (root->opcode() == Opcode::kTuple) {
+    for (const Instruction* o : root->operands()) values.push_back(value(o, {}));
+  } else {
+    values.push_back(value(root, {}));
+  }
+  return values;
 }
 
 std::optional<std::string> Emitter::binary(Opcode op, PrimitiveType t, const std::string& x,
@@ -417,8 +440,22 @@ std::string Emitter::bitcast_convert(const Instruction* i, const std::string& x)
   return temp(c, fmt::format("({}){}", c, x));
 }
 
-std::string Emitter::compare(const Instruction* i, const std::string& x, const std::string& y) {
-  if (i->attrs().comparison_type == ir::ComparisonType::kTotalOrder) return fail_unsupported();
+std::string Emitter::compare(const Instruction* i, std::string x, std::string y) {
+  const PrimitiveType t = i->operand(0)->shape().type();
+  if (i->attrs().comparison_type == ir::ComparisonType::kTotalOrder && ir::is_float(t)) {
+    // -NaN < -inf < ... < -0 < +0 < ... < inf < NaN: the bits as a signed integer, with
+    // the magnitude bits of negative values flipped. 16-bit floats compute in f32, which
+    // keeps their order.
+    const bool f64 = t == PrimitiveType::kF64;
+    const std::string it = f64 ? "long" : "int";
+    const std::string mask = f64 ? "0x7fffffffffffffffL" : "0x7fffffff";
+    auto key = [&](const std::string& v) {
+      const std::string bits = temp(it, fmt::format("as_{}({})", it, v));
+      return temp(it, fmt::format("{0} ^ (({0} >> {1}) & {2})", bits, f64 ? 63 : 31, mask));
+    };
+    x = key(x);
+    y = key(y);
+  }
   const char* op = "==";
   switch (i->attrs().direction) {
     case ir::ComparisonDirection::kEq:

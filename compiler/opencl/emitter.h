@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "compiler/ir/instruction.h"
@@ -42,6 +43,10 @@ class Emitter {
   // The value of i (of compute type) at multi-index idx of i's shape.
   std::string value(const ir::Instruction* i, const std::vector<std::string>& idx);
 
+  // Makes `expr` the value of scalar i (a parameter of a computation applied per element).
+  void bind(const ir::Instruction* i, const std::string& expr);
+  // The values of computation c (one per element of a tuple root) on scalar arguments.
+  std::vector<std::string> apply(const ir::Computation& c, const std::vector<std::string>& args);
   // The combination of two values of type t by a reducer's op; nullopt if unsupported.
   std::optional<std::string> binary(ir::Opcode op, ir::PrimitiveType t, const std::string& x,
                                     const std::string& y);
@@ -76,14 +81,14 @@ class Emitter {
 
   std::string bitcast_convert(const ir::Instruction* i, const std::string& x);
 
-  std::string compare(const ir::Instruction* i, const std::string& x, const std::string& y);
+  std::string compare(const ir::Instruction* i, std::string x, std::string y);
 
   std::optional<std::string> unary(ir::Opcode op, ir::PrimitiveType t, const std::string& x);
 
   std::map<const ir::Instruction*, int> inputs_;
   std::string& body_;
   int& counter_;
-  std::map<std::string, std::string> memo_;
+  std::map<std::pair<const ir::Instruction*, std::string>, std::string> memo_;
   bool ok_ = true;
 };
 

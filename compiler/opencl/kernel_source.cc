@@ -312,6 +312,92 @@ std::optional<KernelSource> reduce_window_kernel(const Instruction& rw, KernelSo
   return k;
 }
 
+// Buffer arguments for inputs (read only), then one output per shape.
+std::string arguments(const std::vector<const Instruction*>& inputs,
+                      const std::vector<Shape>& outputs) {
+  std::string args;
+  for (size_t k = 0; k < inputs.size(); ++k)
+    args += fmt::format("{}__global const {}* restrict in{}", k == 0 ? "" : ", ",
+                        *storage_type(inputs[k]->shape().type()), k);
+  for (size_t k = 0; k < outputs.size(); ++k)
+    args += fmt::format(", __global {}* restrict out{}", *storage_type(outputs[k].type()), k);
+  return args;
+}
+
+// Sort, stably, as the evaluator does: one work-item per element counts the elements of
+// its line that sort before it (the comparator says so, or they are equivalent and come
+// earlier), which is its position in the stably sorted line, and copies its elements of
+// every operand there. Exact for comparators that are strict weak orders, as XLA
+// requires; quadratic in the line length, so long lines stay on the host.
+constexpr int64_t kMaxSortLine = 16384;
+
+std::optional<KernelSource> sort_kernel(const Instruction& sort, KernelSource k) {
+  const int64_t operands = sort.operand_count();
+  if (operands == 0 || sort.attrs().dimensions.size() != 1) return std::nullopt;
+  const Shape& first = sort.operand(0)->shape();
+  const int64_t dim = sort.attrs().dimensions[0];
+  if (dim < 0 || dim >= first.rank() || first.dim(dim) > kMaxSortLine) return std::nullopt;
+  std::vector<Shape> outs;
+  for (const Instruction* o : sort.operands()) {
+    if (!o->shape().is_array() || o->shape().dims() != first.dims() ||
+        !storage_type(o->shape().type()))
+      return std::nullopt;
+    outs.push_back(o->shape());
+  }
+  k.uses_fp64 = needs_fp64(sort);
+  std::map<const Instruction*, int> inputs = bind_inputs(sort, k.inputs);
+  const int64_t n = first.num_elements(), length = first.dim(dim);
+  const int64_t inner = strides_of(first.dims())[static_cast<size_t>(dim)];
+  std::string loads, body;
+  int counter = 0;
+  Emitter e({}, body, counter);
+  std::vector<std::string> mine, other;
+  for (int64_t o = 0; o < operands; ++o) {
+    const PrimitiveType t = sort.operand(o)->shape().type();
+    const std::string in = fmt::format("in{}", inputs.at(sort.operand(o)));
+    mine.push_back(fmt::format("x{}", o));
+    other.push_back(fmt::format("y{}", o));
+    loads += fmt::format("  const {} x{} = {};\n", *compute_type(t), o, load_expr(t, in, "i"));
+    body += fmt::format("  const {} y{} = {};\n", *compute_type(t), o,
+                        load_expr(t, in, "base + j * (I)" + std::to_string(inner)));
+  }
+  std::vector<std::string> before_args, after_args;  // comparator(y, x) and (x, y)
+  for (int64_t o = 0; o < operands; ++o) {
+    before_args.insert(before_args.end(), {other[static_cast<size_t>(o)], mine[static_cast<size_t>(o)]});
+    after_args.insert(after_args.end(), {mine[static_cast<size_t>(o)], other[static_cast<size_t>(o)]});
+  }
+  const ir::Computation& comparator = *sort.called(0);
+  const std::vector<std::string> before = e.apply(comparator, before_args);
+  const std::vector<std::string> after = e.apply(comparator, after_args);
+  if (!e.ok() || before.size() != 1 || after.size() != 1 ||
+      comparator.root()->shape().type() != PrimitiveType::kPred)
+    return std::nullopt;
+  std::string stores;  // the bits as they are (f16 through f32, which holds every f16)
+  for (int64_t o = 0; o < operands; ++o) {
+    const PrimitiveType t = sort.operand(o)->shape().type();
+    const std::string in = fmt::format("in{}", inputs.at(sort.operand(o)));
+    const std::string at = fmt::format("base + rank * (I){}", inner);
+    stores += "  " +
+              (t == PrimitiveType::kF16
+                   ? store_stmt(t, fmt::format("out{}", o), at, load_expr(t, in, "i"))
+                   : fmt::format("out{}[{}] = {}[i];", o, at, in)) +
+              "\n";
+  }
+  k.source = fmt::format(
+      "__kernel void {name}({args}) {{\n  typedef {I} I;\n  const I i = (I)get_global_id(0);\n"
+      "  if (i >= {n}) return;\n  const I pos = i / {inner} % {length};\n"
+      "  const I base = i - pos * {inner};\n{loads}  I rank = 0;\n"
+      "  for (I j = 0; j < {length}; ++j) {{\n{body}"
+      "    rank += {before} || (j < pos && !{after});\n  }}\n{stores}}}\n",
+      fmt::arg("name", k.name), fmt::arg("args", arguments(k.inputs, outs)),
+      fmt::arg("I", n > INT32_MAX ? "long" : "int"), fmt::arg("n", n), fmt::arg("inner", inner),
+      fmt::arg("length", length), fmt::arg("loads", loads), fmt::arg("body", body),
+      fmt::arg("before", before[0]), fmt::arg("after", after[0]), fmt::arg("stores", stores));
+  k.local_size = kWorkGroup;
+  k.global_size = (n + kWorkGroup - 1) / kWorkGroup * kWorkGroup;
+  return k;
+}
+
 }  // namespace
 
 std::optional<std::string> storage_type(PrimitiveType type) {
@@ -406,6 +492,7 @@ float podsim_tanh(float x) {
 
 std::optional<KernelSource> make_kernel_source(const Instruction& instruction,
                                                const std::string& name) {
+  if (instruction.opcode() == Opcode::kSort) return sort_kernel(instruction, {name});
   if (!instruction.shape().is_array() || !storage_type(instruction.shape().type()))
     return std::nullopt;
   for (const Instruction* o : instruction.operands())
