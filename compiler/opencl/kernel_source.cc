@@ -398,6 +398,88 @@ std::optional<KernelSource> sort_kernel(const Instruction& sort, KernelSource k)
   return k;
 }
 
+// Select-and-scatter, one work-item per result element o: from init, in the order of
+// the source positions (as the evaluator runs them), every window that covers o selects
+// its element (the first, replaced by each later candidate that select(current,
+// candidate) does not keep); where that is o, o = scatter(o, source). No dilation.
+std::optional<KernelSource> select_and_scatter_kernel(const Instruction& sas, KernelSource k) {
+  if (sas.operand_count() != 3 || sas.called().size() != 2 || !sas.attrs().window)
+    return std::nullopt;
+  const Shape& shape = sas.operand(0)->shape();
+  const Shape& source = sas.operand(1)->shape();
+  const PrimitiveType t = shape.type();
+  const std::vector<ir::WindowDim>& window = sas.attrs().window->dims;
+  if (!shape.is_array() || !compute_type(t) || source.type() != t ||
+      static_cast<int64_t>(window.size()) != shape.rank() || !sas.shape().is_array())
+    return std::nullopt;
+  for (const ir::WindowDim& w : window)
+    if (w.lhs_dilation != 1 || w.rhs_dilation != 1 || w.reversal || w.pad_low < 0 ||
+        w.stride < 1 || w.size < 1)
+      return std::nullopt;
+  k.uses_fp64 = needs_fp64(sas);
+  std::map<const Instruction*, int> inputs = bind_inputs(sas, k.inputs);
+  const std::string c = *compute_type(t);
+  const std::string in_operand = fmt::format("in{}", inputs.at(sas.operand(0)));
+  const std::string in_source = fmt::format("in{}", inputs.at(sas.operand(1)));
+  const std::string in_init = fmt::format("in{}", inputs.at(sas.operand(2)));
+  const int64_t rank = shape.rank(), n = shape.num_elements();
+  const std::vector<int64_t> strides = strides_of(shape.dims());
+  const std::vector<int64_t> source_strides = strides_of(source.dims());
+  int counter = 0;
+  std::string head, select_body, scatter_body;
+  Emitter outer({}, head, counter);
+  const std::vector<std::string> o = outer.delinearize(shape.dims(), "i");
+  Emitter select_e({}, select_body, counter), scatter_e({}, scatter_body, counter);
+  const std::vector<std::string> keep = select_e.apply(*sas.called(0), {"selv", "cand"});
+  const std::vector<std::string> combined = scatter_e.apply(*sas.called(1), {"acc", "src"});
+  if (!outer.ok() || !select_e.ok() || !scatter_e.ok() || keep.size() != 1 ||
+      combined.size() != 1 || sas.called(0)->root()->shape().type() != PrimitiveType::kPred ||
+      sas.called(1)->root()->shape().type() != t)
+    return std::nullopt;
+  // Source loops (the windows covering o), then window loops (the candidates).
+  std::string open_source, open_window, close_window, close_source;
+  std::string source_lin = "0", position_lin = "0";
+  for (int64_t d = 0; d < rank; ++d) {
+    const ir::WindowDim& w = window[static_cast<size_t>(d)];
+    const std::string od = o[static_cast<size_t>(d)];
+    open_source += fmt::format(
+        "  {{ const I num = {0} + {1} - {2} + 1;\n"
+        "  const I hi = min((I)(({0} + {1}) / {3}), (I){4});\n"
+        "  for (I s{5} = num <= 0 ? 0 : (num + {3} - 1) / {3}; s{5} <= hi; ++s{5}) {{\n",
+        od, w.pad_low, w.size, w.stride, source.dim(d) - 1, d);
+    open_window += fmt::format(
+        "  for (I w{0} = 0; w{0} < {1}; ++w{0}) {{\n"
+        "    const I p{0} = s{0} * {2} - {3} + w{0};\n    if (p{0} < 0 || p{0} >= {4}) continue;\n",
+        d, w.size, w.stride, w.pad_low, shape.dim(d));
+    close_window += "  }\n";
+    close_source += "  }}\n";
+    source_lin += fmt::format(" + s{} * (I){}", d, source_strides[static_cast<size_t>(d)]);
+    position_lin += fmt::format(" + p{} * (I){}", d, strides[static_cast<size_t>(d)]);
+  }
+  k.source = fmt::format(
+      "__kernel void {name}({args}) {{\n  typedef {I} I;\n  const I i = (I)get_global_id(0);\n"
+      "  if (i >= {n}) return;\n{head}  {c} acc = {init};\n{open_source}"
+      "  I sel = -1;\n  {c} selv = 0;\n{open_window}"
+      "    const I at = {position};\n    const {c} cand = {operand};\n"
+      "    if (sel >= 0) {{\n{select_body}      if ({keep}) continue;\n    }}\n"
+      "    sel = at;\n    selv = cand;\n{close_window}"
+      "  if (sel == i) {{\n    const {c} src = {source_value};\n{scatter_body}    acc = {combined};\n  }}\n"
+      "{close_source}  {store}\n}}\n",
+      fmt::arg("name", k.name), fmt::arg("args", arguments(k.inputs, {sas.shape()})),
+      fmt::arg("I", n > INT32_MAX || source.num_elements() > INT32_MAX ? "long" : "int"),
+      fmt::arg("n", n), fmt::arg("head", head), fmt::arg("c", c),
+      fmt::arg("init", load_expr(t, in_init, "0")), fmt::arg("open_source", open_source),
+      fmt::arg("open_window", open_window), fmt::arg("position", position_lin),
+      fmt::arg("operand", load_expr(t, in_operand, "at")), fmt::arg("select_body", select_body),
+      fmt::arg("keep", keep[0]), fmt::arg("close_window", close_window),
+      fmt::arg("source_value", load_expr(t, in_source, source_lin)),
+      fmt::arg("scatter_body", scatter_body), fmt::arg("combined", combined[0]),
+      fmt::arg("close_source", close_source), fmt::arg("store", store_stmt(t, "out0", "i", "acc")));
+  k.local_size = kWorkGroup;
+  k.global_size = (n + kWorkGroup - 1) / kWorkGroup * kWorkGroup;
+  return k;
+}
+
 }  // namespace
 
 std::optional<std::string> storage_type(PrimitiveType type) {
@@ -493,6 +575,8 @@ float podsim_tanh(float x) {
 std::optional<KernelSource> make_kernel_source(const Instruction& instruction,
                                                const std::string& name) {
   if (instruction.opcode() == Opcode::kSort) return sort_kernel(instruction, {name});
+  if (instruction.opcode() == Opcode::kSelectAndScatter)
+    return select_and_scatter_kernel(instruction, {name});
   if (!instruction.shape().is_array() || !storage_type(instruction.shape().type()))
     return std::nullopt;
   for (const Instruction* o : instruction.operands())

@@ -6,9 +6,12 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "compiler/ir/parser.h"
+#include "tests/compiler/numpy_cases.h"
 
 namespace podsim::opencl {
 namespace {
@@ -81,10 +84,11 @@ ENTRY e {
 }
 
 TEST(OpenClCompiler, OpsWithoutALoweringRunOnTheHost) {
+  // A line longer than the sort kernel takes (it is quadratic in the line length).
   auto p = compile_text(R"(HloModule m
 ENTRY e {
-  x = f32[5] parameter(0)
-  ROOT s = f32[5] sort(x), dimensions={0}, to_apply=lt
+  x = f32[20000] parameter(0)
+  ROOT s = f32[20000] sort(x), dimensions={0}, to_apply=lt
 }
 lt {
   a = f32[] parameter(0)
@@ -93,6 +97,23 @@ lt {
 })");
   EXPECT_EQ(p->stats().host_steps, 1);
   EXPECT_EQ(only_step(*p, Step::Kind::kHost).instruction->opcode(), ir::Opcode::kSort);
+}
+
+TEST(OpenClCompiler, SortsScattersSelectAndScattersAndRandomBitsAreKernels) {
+  // Every such case of the NumPy oracle (run on a device by opencl_numpy_integration_test).
+  int seen = 0;
+  for (const std::string& name : podsim::testing::numpy_cases::all_cases()) {
+    if (!name.starts_with("sort_") && !name.starts_with("scatter_") &&
+        !name.starts_with("select_and_scatter_") && !name.starts_with("rng_bit_generator_"))
+      continue;
+    std::ifstream in(podsim::testing::numpy_cases::case_dir() + "/" + name + ".hlo");
+    std::stringstream text;
+    text << in.rdbuf();
+    auto p = compile_text(text.str());
+    EXPECT_EQ(p->stats().host_steps, 0) << name;
+    ++seen;
+  }
+  if (seen == 0) GTEST_SKIP() << "the NumPy-oracle cases were not generated";
 }
 
 TEST(OpenClCompiler, ConvolutionsGathersAndWindowsAreKernels) {
