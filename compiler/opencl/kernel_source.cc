@@ -480,6 +480,174 @@ std::optional<KernelSource> select_and_scatter_kernel(const Instruction& sas, Ke
   return k;
 }
 
+// An index vector's element as a signed 64-bit start (unsigned values beyond int64
+// saturate, as the evaluator reads them).
+std::string start_value(PrimitiveType t, const std::string& loaded) {
+  if (t == PrimitiveType::kU64) return fmt::format("(long)min({}, (ulong)LONG_MAX)", loaded);
+  return fmt::format("(long){}", loaded);
+}
+
+}  // namespace
+
+std::optional<KernelSource> make_scatter_source(const Instruction& scatter,
+                                                const std::string& name) {
+  const int64_t n = scatter.operand_count() / 2;
+  if (scatter.operand_count() < 3 || scatter.operand_count() % 2 == 0 ||
+      scatter.called().size() != 1)
+    return std::nullopt;
+  const ir::ScatterDimNumbers& sd = scatter.attrs().scatter_dims;
+  const Shape& op = scatter.operand(0)->shape();
+  const Shape& indices = scatter.operand(n)->shape();
+  const Shape& up = scatter.operand(n + 1)->shape();
+  if (!indices.is_array() || !ir::is_integral(indices.type()) || !compute_type(indices.type()))
+    return std::nullopt;
+  std::vector<Shape> outs;
+  for (int64_t k = 0; k < n; ++k) {
+    const Shape& o = scatter.operand(k)->shape();
+    const Shape& u = scatter.operand(n + 1 + k)->shape();
+    if (!o.is_array() || !u.is_array() || o.dims() != op.dims() || u.dims() != up.dims() ||
+        u.type() != o.type() || !compute_type(o.type()))
+      return std::nullopt;
+    outs.push_back(o);
+  }
+  const int64_t rank = op.rank(), ivd = sd.index_vector_dim;
+  if (ivd < 0 || ivd > indices.rank()) return std::nullopt;
+  // Operand dimensions of the window, and each one's extent (1 where inserted or batching).
+  std::vector<bool> removed(static_cast<size_t>(rank), false);
+  for (int64_t d : sd.inserted_window_dims) removed.at(static_cast<size_t>(d)) = true;
+  for (int64_t d : sd.input_batching_dims) removed.at(static_cast<size_t>(d)) = true;
+  std::vector<int64_t> window_operand_dims;
+  for (int64_t d = 0; d < rank; ++d)
+    if (!removed[static_cast<size_t>(d)]) window_operand_dims.push_back(d);
+  if (window_operand_dims.size() != sd.update_window_dims.size()) return std::nullopt;
+  std::vector<bool> is_window(static_cast<size_t>(up.rank()), false);
+  for (int64_t d : sd.update_window_dims) is_window.at(static_cast<size_t>(d)) = true;
+  std::vector<int64_t> update_scatter_dims, scatter_sizes, window_sizes;
+  for (int64_t d = 0; d < up.rank(); ++d)
+    if (!is_window[static_cast<size_t>(d)]) {
+      update_scatter_dims.push_back(d);
+      scatter_sizes.push_back(up.dim(d));
+    }
+  std::vector<int64_t> extent(static_cast<size_t>(rank), 1);
+  for (size_t k = 0; k < sd.update_window_dims.size(); ++k) {
+    window_sizes.push_back(up.dim(sd.update_window_dims[k]));
+    extent[static_cast<size_t>(window_operand_dims[k])] = window_sizes.back();
+  }
+  // Work-items take window positions and walk the scatter indices in order: two updates of
+  // one element then come from one work-item, in the evaluator's order, as long as windows
+  // do not extend along a dimension indices move (else one work-item takes everything).
+  bool parallel = true;
+  for (int64_t d : sd.scatter_dims_to_operand_dims)
+    if (d < 0 || d >= rank || extent[static_cast<size_t>(d)] != 1) parallel = false;
+  int64_t windows = 1, updates = 1;
+  for (int64_t w : window_sizes) windows *= w;
+  for (int64_t g : scatter_sizes) updates *= g;
+  constexpr int64_t kMaxSequentialUpdates = int64_t{1} << 16;
+  if (!parallel && windows * updates > kMaxSequentialUpdates) return std::nullopt;
+
+  KernelSource k;
+  k.name = name;
+  std::vector<const Instruction*> bound;  // indices and updates (the operands are outputs)
+  for (int64_t i = n; i < scatter.operand_count(); ++i) bound.push_back(scatter.operand(i));
+  std::map<const Instruction*, int> inputs;
+  for (const Instruction* b : bound)
+    if (inputs.emplace(b, static_cast<int>(k.inputs.size())).second) k.inputs.push_back(b);
+  for (const Instruction* o : scatter.operands())
+    k.uses_fp64 = k.uses_fp64 || o->shape().type() == PrimitiveType::kF64;
+
+  int counter = 0;
+  std::string head, body;
+  Emitter outer({}, head, counter), inner({}, body, counter);
+  const std::vector<std::string> w = outer.delinearize(window_sizes, "wi");
+  const std::vector<std::string> g = inner.delinearize(scatter_sizes, "g");
+  // Start per operand dimension.
+  const std::vector<int64_t> index_strides = strides_of(indices.dims());
+  std::string index_base = "0";
+  for (int64_t d = 0, j = 0; d < indices.rank(); ++d) {
+    if (d == ivd) continue;
+    index_base += fmt::format(" + (long){} * {}", g[static_cast<size_t>(j++)],
+                              index_strides[static_cast<size_t>(d)]);
+  }
+  const int64_t vector_stride = ivd < indices.rank() ? index_strides[static_cast<size_t>(ivd)] : 0;
+  std::vector<std::string> start(static_cast<size_t>(rank), "0L");
+  const std::string in_indices = fmt::format("in{}", inputs.at(scatter.operand(n)));
+  for (size_t k2 = 0; k2 < sd.scatter_dims_to_operand_dims.size(); ++k2)
+    start[static_cast<size_t>(sd.scatter_dims_to_operand_dims[k2])] = inner.temp(
+        "long", start_value(indices.type(),
+                            load_expr(indices.type(), in_indices,
+                                      fmt::format("ib + {}", static_cast<int64_t>(k2) * vector_stride))));
+  for (size_t b = 0; b < sd.input_batching_dims.size(); ++b) {
+    const int64_t d = sd.scatter_indices_batching_dims[b];
+    if (d == ivd || d < 0 || d >= indices.rank()) return std::nullopt;
+    start[static_cast<size_t>(sd.input_batching_dims[b])] =
+        fmt::format("(long){}", g[static_cast<size_t>(d < ivd ? d : d - 1)]);
+  }
+  std::string in_bounds = "1";
+  const std::vector<int64_t> op_strides = strides_of(op.dims()), up_strides = strides_of(up.dims());
+  std::string op_offset = "0", up_offset = "0";
+  for (int64_t d = 0; d < rank; ++d) {
+    const std::string& sv = start[static_cast<size_t>(d)];
+    if (sv != "0L")
+      in_bounds += fmt::format(" && {0} >= 0 && {0} <= {1}", sv, op.dim(d) - extent[static_cast<size_t>(d)]);
+    op_offset += fmt::format(" + (I){} * {}", sv, op_strides[static_cast<size_t>(d)]);
+  }
+  for (size_t k2 = 0; k2 < window_operand_dims.size(); ++k2) {
+    op_offset += fmt::format(" + (I){} * {}", w[k2], op_strides[static_cast<size_t>(window_operand_dims[k2])]);
+    up_offset += fmt::format(" + (I){} * {}", w[k2], up_strides[static_cast<size_t>(sd.update_window_dims[k2])]);
+  }
+  for (size_t j = 0; j < update_scatter_dims.size(); ++j)
+    up_offset += fmt::format(" + (I){} * {}", g[j], up_strides[static_cast<size_t>(update_scatter_dims[j])]);
+  std::vector<std::string> args;
+  std::string loads;
+  for (int64_t i = 0; i < n; ++i) {
+    const PrimitiveType t = outs[static_cast<size_t>(i)].type();
+    loads += fmt::format("    const {} old{} = {};\n", *compute_type(t), i,
+                         load_expr(t, fmt::format("out{}", i), "at"));
+    args.push_back(fmt::format("old{}", i));
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    const PrimitiveType t = outs[static_cast<size_t>(i)].type();
+    loads += fmt::format("    const {} upd{} = {};\n", *compute_type(t), i,
+                         load_expr(t, fmt::format("in{}", inputs.at(scatter.operand(n + 1 + i))), "from"));
+    args.push_back(fmt::format("upd{}", i));
+  }
+  std::string combine;
+  Emitter apply_e({}, combine, counter);
+  const std::vector<std::string> combined = apply_e.apply(*scatter.called(0), args);
+  if (!outer.ok() || !inner.ok() || !apply_e.ok() || static_cast<int64_t>(combined.size()) != n)
+    return std::nullopt;
+  std::string stores;
+  for (int64_t i = 0; i < n; ++i)
+    stores += "    " + store_stmt(outs[static_cast<size_t>(i)].type(), fmt::format("out{}", i), "at",
+                                  combined[static_cast<size_t>(i)]) + "\n";
+  const int64_t largest = std::max({op.num_elements(), up.num_elements(), indices.num_elements()});
+  // Per scatter index: its start, skipped when the window does not fit; per window
+  // position: the element's update.
+  const std::string per_update = fmt::format(
+      "    const long ib = {};\n{}    if (!({})) continue;\n", index_base, body, in_bounds);
+  const std::string per_element =
+      fmt::format("{}    const I at = {};\n    const I from = {};\n{}{}{}", head, op_offset,
+                  up_offset, loads, combine, stores);
+  const std::string loops =
+      parallel ? fmt::format(
+                     "  for (I wi = (I)get_global_id(0); wi < {0}; wi += (I)get_global_size(0)) {{\n"
+                     "  for (I g = 0; g < {1}; ++g) {{\n{2}{3}  }}\n  }}\n",
+                     windows, updates, per_update, per_element)
+               : fmt::format(
+                     "  for (I g = 0; g < {1}; ++g) {{\n{2}"
+                     "  for (I wi = 0; wi < {0}; ++wi) {{\n{3}  }}\n  }}\n",
+                     windows, updates, per_update, per_element);
+  k.source = fmt::format("__kernel void {}({}) {{\n  typedef {} I;\n{}}}\n", name,
+                         arguments(k.inputs, outs), largest > INT32_MAX ? "long" : "int", loops);
+  k.local_size = parallel ? std::clamp<int64_t>(windows, 1, kWorkGroup) : 1;
+  k.global_size = parallel ? std::max<int64_t>(1, (windows + k.local_size - 1) / k.local_size) *
+                                 k.local_size
+                           : 1;
+  return k;
+}
+
+namespace {
+
 }  // namespace
 
 std::optional<std::string> storage_type(PrimitiveType type) {

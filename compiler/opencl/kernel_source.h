@@ -42,6 +42,14 @@ struct KernelSource {
 std::optional<KernelSource> make_kernel_source(const ir::Instruction& instruction,
                                                const std::string& name);
 
+// The update kernel of a scatter (N operands, indices, N updates): its arguments are
+// the indices and updates, then the N results, which must hold the operands already (the
+// caller copies them first); nullopt where the update has no OpenCL lowering, or would
+// run on a single work-item (windows extending along a dimension the indices move)
+// with too many updates to be worth it.
+std::optional<KernelSource> make_scatter_source(const ir::Instruction& scatter,
+                                                const std::string& name);
+
 // A kernel copying an array of shape `from` (row-major) into the transposed array whose
 // dimension i is from's dimension permutation[i].
 KernelSource make_transpose_source(const ir::Shape& from, const std::vector<int64_t>& permutation,

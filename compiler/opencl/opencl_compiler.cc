@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cctype>
 #include <deque>
+#include <numeric>
 #include <unordered_map>
 
 #include "common/error.h"
@@ -272,6 +273,24 @@ int build_plan(const ir::Computation& computation, Shared& shared, int depth) {
       b.add_step(std::move(s));
       ++shared.stats.control_steps;
       continue;
+    }
+    if (i.opcode() == Opcode::kScatter) {
+      if (std::optional<KernelSource> k = make_scatter_source(i, b.kernel_name(i))) {
+        // The results start as copies of the operands; the kernel updates them in place.
+        const int64_t n = i.operand_count() / 2;
+        for (int64_t o = 0; o < n; ++o) {
+          const ir::Shape& shape = i.operand(o)->shape();
+          std::vector<int64_t> identity(static_cast<size_t>(shape.rank()));
+          std::iota(identity.begin(), identity.end(), int64_t{0});
+          const KernelSource copy = make_transpose_source(shape, identity, b.kernel_name(i));
+          b.add_kernel(copy, i, {leaves_of(i.operand(o)).at(0)},
+                       {s.outputs[static_cast<size_t>(o)]});
+        }
+        std::vector<BufferRef> args;
+        for (const Instruction* o : k->inputs) args.push_back(leaves_of(o).at(0));
+        b.add_kernel(*k, i, std::move(args), std::move(s.outputs));
+        continue;
+      }
     }
     if (i.opcode() != Opcode::kConstant && i.opcode() != Opcode::kDot && !control) {
       if (std::optional<KernelSource> k = make_kernel_source(i, b.kernel_name(i))) {

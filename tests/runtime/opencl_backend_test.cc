@@ -146,6 +146,47 @@ ENTRY e {
   }
 }
 
+TEST_F(OpenClBackend, ScattersApplyRepeatedUpdatesInTheEvaluatorsOrder) {
+  // The combiner keeps the update (the last one to an element wins), so the order of
+  // updates shows. Rows at repeated indices (work-items per window position), and windows
+  // of 3 along the indexed dimension that overlap (one work-item in order); one index
+  // is out of bounds (its window is skipped).
+  const char* const kAssign = R"(
+assign {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT r = f32[] copy(b)
+})";
+  for (const std::string& scatter :
+       {std::string("ROOT s = f32[6,5] scatter(x, i, u), update_window_dims={1}, "
+                    "inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, "
+                    "index_vector_dim=1, to_apply=assign"),
+        std::string("ROOT s = f32[6,5] scatter(x, i, u), update_window_dims={1,2}, "
+                    "inserted_window_dims={}, scatter_dims_to_operand_dims={0}, "
+                    "index_vector_dim=1, to_apply=assign")}) {
+    const bool rows = scatter.find("update_window_dims={1},") != std::string::npos;
+    const std::string text = fmt::format(R"(HloModule m
+ENTRY e {{
+  x = f32[6,5] parameter(0)
+  i = s32[4,1] parameter(1)
+  u = {} parameter(2)
+  {}
+}}{})",
+                                         rows ? "f32[4,5]" : "f32[4,3,5]", scatter, kAssign);
+    const auto module = ir::parse_module(text);
+    std::vector<ir::Literal> args;
+    for (const ir::Instruction* p : module->entry()->parameters()) {
+      ir::Literal l(p->shape());
+      for (int64_t k = 0; k < l.num_elements(); ++k)
+        l.set_from_double(k, static_cast<double>(k + 100 * (args.size() + 1)));
+      args.push_back(std::move(l));
+    }
+    const std::vector<int64_t> index = {1, 2, 1, 9};
+    for (int64_t k = 0; k < 4; ++k) args[1].set_from_int64(k, index[static_cast<size_t>(k)]);
+    EXPECT_EQ(run(*client_, text, args)[0], ir::evaluate(*module, args)) << scatter;
+  }
+}
+
 TEST_F(OpenClBackend, LargeAndSmallTransfersRoundTrip) {
   // Above and below the size that goes through the pinned staging buffer, twice each (the
   // staging buffer is reused and grown).
