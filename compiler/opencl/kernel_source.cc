@@ -648,6 +648,141 @@ std::optional<KernelSource> make_scatter_source(const Instruction& scatter,
 
 namespace {
 
+// rng-bit-generator, bit for bit the evaluator's (see compiler/ir/evaluator_rng.cc for
+// how elements map to generator outputs): one work-item per Threefry output pair (or
+// 64-bit element) or per Philox block; work-item 0 also writes the new state.
+constexpr std::string_view kRngHelpers = R"(#ifndef PODSIM_RNG_HELPERS
+#define PODSIM_RNG_HELPERS
+uint2 podsim_threefry(ulong counter, ulong key) {
+  const uint k0 = (uint)key, k1 = (uint)(key >> 32);
+  const uint ks[3] = {k0, k1, 0x1BD11BDAu ^ k0 ^ k1};
+  const uint rot[2][4] = {{13, 15, 26, 6}, {17, 29, 16, 24}};
+  uint x0 = (uint)counter + ks[0], x1 = (uint)(counter >> 32) + ks[1];
+  for (uint block = 0; block < 5; ++block) {
+    for (int r = 0; r < 4; ++r) {
+      x0 += x1;
+      x1 = rotate(x1, rot[block % 2][r]);
+      x1 ^= x0;
+    }
+    x0 += ks[(block + 1) % 3];
+    x1 += ks[(block + 2) % 3] + block + 1;
+  }
+  return (uint2)(x0, x1);
+}
+uint4 podsim_philox(ulong low, ulong high, ulong key) {
+  uint x0 = (uint)low, x1 = (uint)(low >> 32), x2 = (uint)high, x3 = (uint)(high >> 32);
+  uint k0 = (uint)key, k1 = (uint)(key >> 32);
+  for (int round = 0; round < 10; ++round) {
+    const uint h0 = mul_hi(x0, 0xD2511F53u), l0 = x0 * 0xD2511F53u;
+    const uint h1 = mul_hi(x2, 0xCD9E8D57u), l1 = x2 * 0xCD9E8D57u;
+    x0 = h1 ^ x1 ^ k0;
+    x1 = l1;
+    x2 = h0 ^ x3 ^ k1;
+    x3 = l0;
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
+  }
+  return (uint4)(x0, x1, x2, x3);
+}
+#endif
+)";
+
+std::optional<KernelSource> rng_bit_generator_kernel(const Instruction& rng, KernelSource k) {
+  const Shape& shape = rng.shape();
+  const Shape& state = rng.operand(0)->shape();
+  if (!shape.is_tuple() || shape.tuple_size() != 2 || !shape.element(1).is_array() ||
+      state.type() != PrimitiveType::kU64 || state.rank() != 1)
+    return std::nullopt;
+  const Shape& data = shape.element(1);
+  const int width = ir::type_byte_size(data.type());
+  if (data.type() == PrimitiveType::kPred || (width != 1 && width != 2 && width != 4 && width != 8))
+    return std::nullopt;
+  const bool threefry = rng.attrs().rng_algorithm == ir::RngAlgorithm::kThreeFry;
+  const int64_t state_size = state.dim(0);
+  if (threefry ? state_size != 2 : state_size != 2 && state_size != 3) return std::nullopt;
+  const std::string bits = width == 1 ? "uchar" : width == 2 ? "ushort" : width == 4 ? "uint" : "ulong";
+  const std::vector<int64_t>& dims = data.dims();
+  const int64_t n = data.num_elements();
+  bind_inputs(rng, k.inputs);
+  int counter = 0;
+  std::string body, new_state;
+  Emitter e({}, body, counter);
+  int64_t work = 0;
+  if (threefry) {
+    new_state = "  if (w == 0) { out0[0] = in0[0]; out0[1] = in0[1] + (ulong)" ;
+    if (width == 8 || dims.empty()) {
+      work = n;
+      body += width == 8
+                  ? "  const uint2 y = podsim_threefry(in0[1] + (ulong)w, in0[0]);\n"
+                    "  out1[w] = (ulong)y.x | (ulong)y.y << 32;\n"
+                  : fmt::format("  out1[0] = ({})podsim_threefry(in0[1], in0[0]).x;\n", bits);
+    } else {
+      // The output halved along its first even dimension (else its largest, the first of
+      // equals): each pair's two words fill positions 2h and 2h + 1 there.
+      size_t split = dims.size();
+      for (size_t i = 0; i < dims.size() && split == dims.size(); ++i)
+        if (dims[i] % 2 == 0) split = i;
+      if (split == dims.size()) {
+        split = 0;
+        for (size_t i = 1; i < dims.size(); ++i)
+          if (dims[i] > dims[split]) split = i;
+      }
+      std::vector<int64_t> half = dims;
+      half[split] = (dims[split] + 1) / 2;
+      work = 1;
+      for (int64_t d : half) work *= d;
+      std::vector<std::string> h = e.delinearize(half, "w");
+      body += "  const uint2 y = podsim_threefry(in0[1] + (ulong)w, in0[0]);\n";
+      for (int word = 0; word < 2; ++word) {
+        std::vector<std::string> at = h;
+        at[split] = e.temp("I", fmt::format("2 * {} + {}", h[split], word));
+        const std::string lin = e.linear(dims, at);
+        body += fmt::format("  if ({} < {}) out1[{}] = ({})y.{};\n", at[split], dims[split], lin,
+                            bits, word == 0 ? "x" : "y");
+      }
+    }
+    new_state += fmt::format("{}; }}\n", work);
+  } else {
+    const int64_t per_block = width == 8 ? 2 : 4;
+    work = (n + per_block - 1) / per_block;
+    // The 128-bit counter (low, high): {state[1], state[2]}, or {state[1], state[0]}.
+    const std::string high = state_size == 3 ? "in0[2]" : "in0[0]";
+    body += fmt::format(
+        "  const ulong low = in0[1] + (ulong)w;\n"
+        "  const ulong high = {0} + (low < in0[1] ? 1 : 0);\n"
+        "  const uint4 y = podsim_philox(low, high, in0[0]);\n",
+        high);
+    if (width == 8) {
+      body += fmt::format(
+          "  out1[2 * (I)w] = (ulong)y.x | (ulong)y.y << 32;\n"
+          "  if (2 * (I)w + 1 < {}) out1[2 * (I)w + 1] = (ulong)y.z | (ulong)y.w << 32;\n",
+          n);
+    } else {
+      body += fmt::format("  const uint words[4] = {{y.x, y.y, y.z, y.w}};\n"
+                          "  for (int j = 0; j < 4 && 4 * (I)w + j < {}; ++j)\n"
+                          "    out1[4 * (I)w + j] = ({})words[j];\n",
+                          n, bits);
+    }
+    new_state = fmt::format(
+        "  if (w == 0) {{\n    const ulong low = in0[1] + (ulong){0};\n    out0[0] = in0[0];\n"
+        "    out0[1] = low;\n{1}  }}\n",
+        work,
+        state_size == 3 ? "    out0[2] = in0[2] + (low < in0[1] ? 1 : 0);\n" : "");
+  }
+  if (!e.ok()) return std::nullopt;
+  const int64_t items = std::max<int64_t>(work, 1);
+  k.source = fmt::format(
+      "{helpers}__kernel void {name}(__global const ulong* restrict in0, __global ulong* restrict "
+      "out0, __global {bits}* restrict out1) {{\n  typedef {I} I;\n  const I w = (I)get_global_id(0);\n"
+      "  if (w >= {items}) return;\n{state}  if (w >= {work}) return;\n{body}}}\n",
+      fmt::arg("helpers", kRngHelpers), fmt::arg("name", k.name), fmt::arg("bits", bits),
+      fmt::arg("I", n > INT32_MAX ? "long" : "int"), fmt::arg("items", items),
+      fmt::arg("state", new_state), fmt::arg("work", work), fmt::arg("body", body));
+  k.local_size = std::clamp<int64_t>(items, 1, kWorkGroup);
+  k.global_size = (items + k.local_size - 1) / k.local_size * k.local_size;
+  return k;
+}
+
 }  // namespace
 
 std::optional<std::string> storage_type(PrimitiveType type) {
@@ -743,6 +878,8 @@ float podsim_tanh(float x) {
 std::optional<KernelSource> make_kernel_source(const Instruction& instruction,
                                                const std::string& name) {
   if (instruction.opcode() == Opcode::kSort) return sort_kernel(instruction, {name});
+  if (instruction.opcode() == Opcode::kRngBitGenerator)
+    return rng_bit_generator_kernel(instruction, {name});
   if (instruction.opcode() == Opcode::kSelectAndScatter)
     return select_and_scatter_kernel(instruction, {name});
   if (!instruction.shape().is_array() || !storage_type(instruction.shape().type()))
