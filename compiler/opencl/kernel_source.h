@@ -1,16 +1,20 @@
 // Internal to the OpenCL target: OpenCL C source for one instruction (a fusion, or an
 // unfused elementwise, index-remapping, gather, dynamic-slice, dynamic-update-slice,
-// reduce, reduce-window or floating-point convolution op), as one kernel whose arguments are
-// the buffers of the instruction's array operands (each distinct operand once, in first-use
-// order) followed by the result buffer. Shapes are baked into the source as constants,
+// reduce, reduce-window, floating-point convolution, sort, select-and-scatter or
+// rng-bit-generator op), as one kernel whose arguments are the buffers of the
+// instruction's array operands (each distinct operand once, in first-use order) followed
+// by the result buffers (one per leaf). Shapes are baked into the source as constants,
 // so a kernel is specific to its instruction's shapes.
 //
 // Layout of the work: an elementwise kernel computes one result element per work-item
 // (index math folds broadcasts, transposes, reshapes, slices, pads, concatenations,
 // reverses, gathers and dynamic slices into the loads); a reduce computes one result
 // element per work-group with a tree reduction in local memory when the reduced extent
-// is large, else one per work-item with a loop; a convolution computes one result element per
-// work-item, directly (window positions, then input features of the group).
+// is large, else one per work-item with a loop; a convolution computes one result element
+// per work-item, directly (window positions, then input features of the group); a sort
+// puts each element at its rank in its line (stable; quadratic in the line length);
+// select-and-scatter computes each result element from the windows that cover it, in
+// source order; rng-bit-generator runs Threefry or Philox per output pair or block.
 //
 // Numerics follow the reference evaluator: 16-bit floats are stored as 16 bits and
 // computed in f32, rounded back after every op; f32 division and square root are

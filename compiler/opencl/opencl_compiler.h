@@ -6,8 +6,9 @@
 // The module goes through the shared pass pipeline (simplification, fusion); then each
 // instruction of the entry computation becomes one step:
 //   * a fusion, or an unfused elementwise / index-remapping op, gather, dynamic slice or
-//     update, reduce, reduce-window or floating-point convolution: one generated kernel
-//     (kernel_source.h);
+//     update, reduce, reduce-window, floating-point convolution, sort, select-and-scatter
+//     or rng-bit-generator: one generated kernel (kernel_source.h); a scatter: a copy
+//     kernel per operand, then an update kernel;
 //   * a dot on floating-point operands: a GEMM step (row-major [batch, M, K] x [batch,
 //     K, N], operands transposed in place where the dimension order allows, else by a
 //     transpose kernel first); the runtime runs it with the target's own kernel
@@ -16,10 +17,10 @@
 //     (reshape, row-major copy and bitcast): no step, their buffers are reused;
 //   * while, conditional and call: control on the host (a while reads its condition
 //     back each iteration), the called computations as plans of their own on the device;
-//   * everything else (scatter, sort, select-and-scatter, integer convolution,
-//     collectives, custom calls, ops without an OpenCL lowering yet): a host step, run
-//     by the CPU target's kernel for that instruction on data copied to and from the
-//     device.
+//   * everything else (integer convolution, collectives, custom calls, sorts of lines
+//     longer than 16384, scatters whose windows extend along an indexed dimension with
+//     more than 65536 updates, ops without an OpenCL lowering yet): a host step, run by
+//     the CPU target's kernel for that instruction on data copied to and from the device.
 #pragma once
 
 #include <cstdint>
