@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
-# Packs the OpenCL benchmark (build/bin/bench/opencl_bench) and the OpenCL NumPy-oracle
-# test (with its cases) into OUT.tar.xz, which runs on a machine with only a GPU driver's
-# OpenCL platform and the ICD loader (no podsim dependencies, no packages): stripped
-# binaries, every shared library they need beyond glibc, libstdc++ and libgcc (newer
-# ones stay compatible) including the ICD loader, and two scripts that point the dynamic
-# loader at them and the ICD loader at the machine's OpenCL drivers:
+# Packs the OpenCL benchmark (build/bin/bench/opencl_bench), the OpenCL NumPy-oracle
+# test (with its cases) and the OpenCL backend's test into OUT.tar.xz, which runs on a
+# machine with only a GPU driver's OpenCL platform and the ICD loader (no podsim
+# dependencies, no packages): stripped binaries, every shared library they need beyond
+# glibc, libstdc++ and libgcc (newer ones stay compatible) including an ICD loader, and
+# scripts that point the dynamic loader at them and the ICD loader at the machine's
+# OpenCL drivers:
 #   bench.sh [ARGS]   opencl_bench ARGS
 #   test.sh [ARGS]    opencl_numpy_integration_test ARGS on the bundled cases
+#   backend.sh [ARGS] opencl_backend_test ARGS (GEMM choices, caches, memory, errors)
 #   scripts/opencl_bundle.sh [OUT]     (default build/opencl-bundle)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 out="${1:-$root/build/opencl-bundle}"
-binaries=("$root/build/bin/bench/opencl_bench" "$root/build/bin/tests/opencl_numpy_integration_test")
+binaries=("$root/build/bin/bench/opencl_bench" "$root/build/bin/tests/opencl_numpy_integration_test"
+          "$root/build/bin/tests/opencl_backend_test")
 for b in "${binaries[@]}"; do
   [ -x "$b" ] || { echo "opencl_bundle: build $b first" >&2; exit 1; }
 done
@@ -60,6 +63,11 @@ cat > "$out/test.sh" <<'RUN'
 . "$(cd "$(dirname "$0")" && pwd)/env.sh"
 PODSIM_NUMPY_CASES="$here/numpy_cases" exec "$here/opencl_numpy_integration_test" "$@"
 RUN
-chmod +x "$out/bench.sh" "$out/test.sh"
+cat > "$out/backend.sh" <<'RUN'
+#!/bin/sh
+. "$(cd "$(dirname "$0")" && pwd)/env.sh"
+exec "$here/opencl_backend_test" "$@"
+RUN
+chmod +x "$out/bench.sh" "$out/test.sh" "$out/backend.sh"
 tar -C "$(dirname "$out")" -cJf "$out.tar.xz" "$(basename "$out")"
 du -sh "$out" "$out.tar.xz"
