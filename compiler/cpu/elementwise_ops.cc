@@ -1,5 +1,6 @@
 #include "compiler/cpu/elementwise_ops.h"
 
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <type_traits>
@@ -194,6 +195,10 @@ OpPtr float_op(Opcode opcode) {
       return float_unary<T>([](C x) { return std::sin(x); });
     case Opcode::kCos:
       return float_unary<T>([](C x) { return std::cos(x); });
+    case Opcode::kTan:
+      return float_unary<T>([](C x) { return std::tan(x); });
+    case Opcode::kErf:
+      return float_unary<T>([](C x) { return std::erf(x); });
     case Opcode::kFloor:
       return float_unary<T>([](C x) { return std::floor(x); });
     case Opcode::kCeil:
@@ -259,6 +264,10 @@ OpPtr int_op(Opcode opcode) {
       return int_unary<T>([](T x) { return static_cast<T>(U{0} - static_cast<U>(x)); });
     case Opcode::kNot:
       return int_unary<T>([](T x) { return static_cast<T>(~x); });
+    case Opcode::kPopcnt:
+      return int_unary<T>([](T x) { return static_cast<T>(std::popcount(static_cast<std::make_unsigned_t<T>>(x))); });
+    case Opcode::kClz:
+      return int_unary<T>([](T x) { return static_cast<T>(std::countl_zero(static_cast<std::make_unsigned_t<T>>(x))); });
     case Opcode::kAbs:
       return int_unary<T>([](T x) {
         if constexpr (std::is_signed_v<T>)

@@ -3,6 +3,7 @@
 // Integer arithmetic is two's-complement wraparound with XLA's rules for the cases C++
 // leaves undefined (division by zero, INT_MIN / -1, over-wide shifts); 16-bit floats
 // compute in float and round back to nearest even.
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -222,6 +223,8 @@ Literal unary_float(const Instruction& instruction, const Literal& a) {
     case Opcode::kLogistic: return apply([](C x) { return C{1} / (C{1} + std::exp(-x)); });
     case Opcode::kSin: return apply([](C x) { return std::sin(x); });
     case Opcode::kCos: return apply([](C x) { return std::cos(x); });
+    case Opcode::kTan: return apply([](C x) { return std::tan(x); });
+    case Opcode::kErf: return apply([](C x) { return std::erf(x); });
     case Opcode::kFloor: return apply([](C x) { return std::floor(x); });
     case Opcode::kCeil: return apply([](C x) { return std::ceil(x); });
     case Opcode::kRoundNearestAfz: return apply([](C x) { return std::round(x); });
@@ -248,6 +251,9 @@ Literal unary_int(const Instruction& instruction, const Literal& a) {
         else return static_cast<T>(x != 0);
       });
     case Opcode::kNot: return apply([](T x) { return static_cast<T>(~x); });
+    // Bits of the two's complement representation, in the type's width.
+    case Opcode::kPopcnt: return apply([](T x) { return static_cast<T>(std::popcount(static_cast<std::make_unsigned_t<T>>(x))); });
+    case Opcode::kClz: return apply([](T x) { return static_cast<T>(std::countl_zero(static_cast<std::make_unsigned_t<T>>(x))); });
     default: not_defined(instruction, a.type());
   }
 }

@@ -213,6 +213,8 @@ bool is_float_only_unary(Opcode op) {
     case Opcode::kLogistic:
     case Opcode::kSin:
     case Opcode::kCos:
+    case Opcode::kTan:
+    case Opcode::kErf:
     case Opcode::kFloor:
     case Opcode::kCeil:
     case Opcode::kRoundNearestAfz:
@@ -287,6 +289,10 @@ Shape infer_unary(const Instruction& inst) {
     case Opcode::kNot:
       if (t != PrimitiveType::kPred && !is_integral(t))
         fail("operand type {} is not pred or an integer type", type_name(t));
+      break;
+    case Opcode::kPopcnt:
+    case Opcode::kClz:
+      if (!is_integral(t)) fail("operand type {} is not an integer type", type_name(t));
       break;
     case Opcode::kNegate:
       if (!is_integral(t) && !is_float(t))

@@ -503,6 +503,8 @@ std::optional<std::string> Emitter::unary(Opcode op, PrimitiveType t, const std:
         {Opcode::kLogistic, "({1})1 / (({1})1 + exp(-{0}))"},
         {Opcode::kSin, "sin({0})"},
         {Opcode::kCos, "cos({0})"},
+        {Opcode::kTan, "tan({0})"},
+        {Opcode::kErf, "erf({0})"},
         {Opcode::kFloor, "floor({0})"},
         {Opcode::kCeil, "ceil({0})"},
         {Opcode::kRoundNearestAfz, "round({0})"},
@@ -522,6 +524,10 @@ std::optional<std::string> Emitter::unary(Opcode op, PrimitiveType t, const std:
   switch (op) {
     case Opcode::kNot:
       return fmt::format("({})~{}", c, x);
+    case Opcode::kPopcnt:  // of the bits, in the type's width
+      return fmt::format("({})popcount(({}){})", c, u, x);
+    case Opcode::kClz:
+      return fmt::format("({})clz(({}){})", c, u, x);
     case Opcode::kNegate:
       return fmt::format("({})(-({}){})", c, u, x);
     case Opcode::kAbs:

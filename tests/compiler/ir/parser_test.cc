@@ -114,12 +114,16 @@ std::map<Opcode, std::string> opcode_modules() {
                           {O::kLogistic, "logistic"},
                           {O::kSin, "sine"},
                           {O::kCos, "cosine"},
+                          {O::kTan, "tan"},
+                          {O::kErf, "erf"},
                           {O::kFloor, "floor"},
                           {O::kCeil, "ceil"},
                           {O::kRoundNearestAfz, "round-nearest-afz"},
                           {O::kRoundNearestEven, "round-nearest-even"}})
     m[op] = unary("f32", "f32", name);
   m[O::kIsFinite] = unary("f32", "pred", "is-finite");
+  m[O::kPopcnt] = unary("u16", "u16", "popcnt");
+  m[O::kClz] = unary("s64", "s64", "count-leading-zeros");
   m[O::kConvert] = unary("f32", "s32", "convert");
   m[O::kBitcastConvert] = unary("f32", "u32", "bitcast-convert");
   m[O::kClamp] = module_with(

@@ -81,6 +81,8 @@ UNARY_FLOAT = {
     'logistic': (logistic, (-8, 8), 'approx', [0.0, 40.0, -40.0]),
     'sine': (np.sin, (-6, 6), 'approx', [3.0, 1e-4]),
     'cosine': (np.cos, (-6, 6), 'approx', [3.0, 1e-4]),
+    'tan': (np.tan, (-1.5, 1.5), 'approx', [0.785, -1e-4, 3.0]),
+    'erf': (np.vectorize(math.erf, otypes=[np.float64]), (-4, 4), 'approx', [1e-4, -0.5, 6.0]),
     'floor': (np.floor, (-6, 6), 'exact', [-0.5, 0.5, 2.5, -2.5]),
     'ceil': (np.ceil, (-6, 6), 'exact', [-0.5, 0.5, 2.5, -2.5]),
     'round-nearest-afz': (round_afz, (-6, 6), 'exact', [0.5, -0.5, 1.5, -1.5, 2.5, -2.5, 0.49999997]),
@@ -129,6 +131,15 @@ def unary_int_cases(ctx):
             else:
                 fn = lambda a: wrap(t, ~a) if d.kind == 's' else d.hi - a  # noqa: E731
             single_op(ctx, f"{opcode}_{t}", opcode, [(t, x)], t, int_map(t, fn, x))
+        # Bit counts of the two's complement bits, in the type's width.
+        width = d.bits
+        bits = lambda a, width=width: a % (1 << width)  # noqa: E731
+        x = rand_int(rng, t, dims_with_size(rng, 12, 40), edges=True)
+        single_op(ctx, f'popcnt_{t}', 'popcnt', [(t, x)], t,
+                  int_map(t, lambda a: bin(bits(a)).count('1'), x))
+        x = rand_int(rng, t, dims_with_size(rng, 12, 40), edges=True)
+        single_op(ctx, f'count_leading_zeros_{t}', 'count-leading-zeros', [(t, x)], t,
+                  int_map(t, lambda a, width=width: width - bits(a).bit_length(), x))
     x = rand_int(rng, 'pred', [7])
     single_op(ctx, 'not_pred', 'not', [('pred', x)], 'pred', ~x)
     x = rand_int(rng, 's32', [0])
