@@ -290,7 +290,8 @@ Literal DeviceEvaluator::dispatch(const Instruction& instruction, OperandValues&
     case Opcode::kBitcast: return eval::eval_shape_op(instruction, ops.all());
     case Opcode::kReduce:
     case Opcode::kReduceWindow:
-    case Opcode::kSelectAndScatter: return eval::eval_reduction(instruction, ops.all(), *this);
+    case Opcode::kSelectAndScatter:
+    case Opcode::kMap: return eval::eval_reduction(instruction, ops.all(), *this);
     case Opcode::kDot:
     case Opcode::kConvolution: return eval::eval_linalg(instruction, ops.all());
     case Opcode::kGather:

@@ -459,6 +459,28 @@ Literal eval_select_and_scatter(const Instruction& instruction, Operands operand
   return result;
 }
 
+// map: result[i] = computation(operand_0[i], operand_1[i], ...).
+Literal eval_map(const Instruction& instruction, Operands operands, Context& context) {
+  if (operands.empty()) op_fail(instruction, "expected at least one operand");
+  const Computation& computation = called_computation(instruction, 0);
+  Literal result(instruction.shape());
+  if (result.shape().is_tuple()) op_fail(instruction, "the result must be an array");
+  for (const Literal* o : operands)
+    if (o->shape().is_tuple() || o->shape().dims() != result.shape().dims())
+      op_fail(instruction, "operand {} does not have the result's dimensions {}",
+              o->shape().to_string(false), result.shape().to_string(false));
+  for (int64_t i = 0; i < result.num_elements(); ++i) {
+    std::vector<Literal> args;
+    for (const Literal* o : operands) args.push_back(scalar_at(*o, i));
+    Literal r = context.call(computation, std::move(args));
+    if (!r.shape().is_scalar() || r.type() != result.type())
+      op_fail(instruction, "computation '{}' returned {}; expected {}[]", computation.name(),
+              r.shape().to_string(false), type_name(result.type()));
+    store_scalar(result, i, r);
+  }
+  return result;
+}
+
 }  // namespace
 
 Literal eval_reduction(const Instruction& instruction, Operands operands, Context& context) {
@@ -469,6 +491,8 @@ Literal eval_reduction(const Instruction& instruction, Operands operands, Contex
       return eval_reduce_window(instruction, operands, context);
     case Opcode::kSelectAndScatter:
       return eval_select_and_scatter(instruction, operands, context);
+    case Opcode::kMap:
+      return eval_map(instruction, operands, context);
     default:
       op_fail(instruction, "internal: not a reduction");
   }

@@ -83,7 +83,7 @@ bool applies(Attr a, Opcode op) {
   switch (a) {
     case Attr::kDimensions:
       return one_of(op, {O::kBroadcast, O::kTranspose, O::kReduce, O::kReverse, O::kConcatenate,
-                         O::kSort, O::kAllGather, O::kReduceScatter, O::kAllToAll});
+                         O::kSort, O::kMap, O::kAllGather, O::kReduceScatter, O::kAllToAll});
     case Attr::kIotaDimension:
       return op == O::kIota;
     case Attr::kIndex:
@@ -125,8 +125,8 @@ bool applies(Attr a, Opcode op) {
     case Attr::kUniqueIndices:
       return op == O::kScatter;
     case Attr::kToApply:
-      return one_of(op, {O::kReduce, O::kReduceWindow, O::kScatter, O::kSort, O::kAllReduce,
-                         O::kReduceScatter, O::kCall});
+      return one_of(op, {O::kReduce, O::kReduceWindow, O::kScatter, O::kSort, O::kMap,
+                         O::kAllReduce, O::kReduceScatter, O::kCall});
     case Attr::kDirection:
     case Attr::kType:
       return op == O::kCompare;
@@ -445,6 +445,7 @@ void Parser::check_required(const InstrState& st) {
     case O::kReduce:
     case O::kReduceScatter:
     case O::kSort:
+    case O::kMap:
       need(Attr::kDimensions, "dimensions");
       need(Attr::kToApply, "to_apply");
       break;
@@ -543,6 +544,7 @@ std::vector<CompRef> Parser::ordered_calls(const InstrState& st) {
     case O::kReduceWindow:
     case O::kScatter:
     case O::kSort:
+    case O::kMap:
     case O::kAllReduce:
     case O::kReduceScatter:
     case O::kCall:

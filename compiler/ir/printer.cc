@@ -123,6 +123,7 @@ void append_called(const Instruction& in, std::string& out) {
     case O::kReduceWindow:
     case O::kScatter:
     case O::kSort:
+    case O::kMap:
     case O::kAllReduce:
     case O::kReduceScatter:
     case O::kCall:
@@ -165,7 +166,7 @@ void append_attributes(const Instruction& in, std::string& out) {
   };
 
   if (one_of(op, {O::kBroadcast, O::kTranspose, O::kReduce, O::kReverse, O::kConcatenate, O::kSort,
-                  O::kAllGather, O::kReduceScatter}) ||
+                  O::kMap, O::kAllGather, O::kReduceScatter}) ||
       (op == O::kAllToAll && !a.dimensions.empty()))
     add("dimensions", int_list(a.dimensions));
   if (op == O::kIota) add("iota_dimension", std::to_string(a.iota_dimension));

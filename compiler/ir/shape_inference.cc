@@ -429,6 +429,8 @@ Shape dispatch(const Instruction& inst) {
       return infer_scatter(inst);
     case Opcode::kSort:
       return infer_sort(inst);
+    case Opcode::kMap:
+      return infer_map(inst);
     case Opcode::kTuple:
       return infer_tuple(inst);
     case Opcode::kGetTupleElement:

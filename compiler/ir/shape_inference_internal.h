@@ -82,6 +82,7 @@ Shape infer_reduce(const Instruction& inst);
 Shape infer_reduce_window(const Instruction& inst);
 Shape infer_select_and_scatter(const Instruction& inst);
 Shape infer_sort(const Instruction& inst);
+Shape infer_map(const Instruction& inst);
 // shape_inference_linalg.cc
 Shape infer_dot(const Instruction& inst);
 Shape infer_convolution(const Instruction& inst);

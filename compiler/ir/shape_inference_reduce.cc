@@ -125,4 +125,28 @@ Shape infer_sort(const Instruction& inst) {
   return tuple_if_many(std::move(results));
 }
 
+// map: the computation applied to the operands' elements at each index (XLA's
+// dimensions list every dimension, in order).
+Shape infer_map(const Instruction& inst) {
+  if (inst.operand_count() < 1) fail("expects at least one operand");
+  const Shape& first = operand_shape(inst, 0);
+  std::vector<Shape> params;
+  for (int64_t i = 0; i < inst.operand_count(); ++i) {
+    const Shape& s = operand_shape(inst, i);
+    expect_array(s, fmt::format("operand {}", i));
+    if (s.dims() != first.dims())
+      fail("operand {} {} must have the dimensions of operand 0 {}", i, str(s), str(first));
+    params.push_back(Shape::scalar(s.type()));
+  }
+  const auto& dims = inst.attrs().dimensions;
+  for (size_t d = 0; d < dims.size(); ++d)
+    if (dims[d] != static_cast<int64_t>(d) || dims.size() != static_cast<size_t>(first.rank()))
+      fail("dimensions {} must list every dimension of the operands in order", str(dims));
+  expect_called_count(inst, 1);
+  check_signature(called_computation(inst, 0), params, nullptr, "mapped");
+  const Shape& root = root_shape(called_computation(inst, 0));
+  if (!root.is_scalar()) fail("the mapped computation must return a scalar, not {}", str(root));
+  return Shape(root.type(), first.dims());
+}
+
 }  // namespace podsim::ir::infer

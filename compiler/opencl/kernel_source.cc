@@ -783,6 +783,33 @@ std::optional<KernelSource> rng_bit_generator_kernel(const Instruction& rng, Ker
   return k;
 }
 
+// map: one work-item per element applies the computation to the operands' elements.
+std::optional<KernelSource> map_kernel(const Instruction& map, KernelSource k) {
+  const Shape& out = map.shape();
+  if (!out.is_array() || !storage_type(out.type()) || map.called().size() != 1)
+    return std::nullopt;
+  for (const Instruction* o : map.operands())
+    if (!o->shape().is_array() || !storage_type(o->shape().type())) return std::nullopt;
+  k.uses_fp64 = needs_fp64(map);
+  std::string body;
+  int counter = 0;
+  Emitter e(bind_inputs(map, k.inputs), body, counter);
+  const std::vector<std::string> idx = e.delinearize(out.dims(), "i");
+  std::vector<std::string> args;
+  for (const Instruction* o : map.operands()) args.push_back(e.value(o, idx));
+  const std::vector<std::string> v = e.apply(*map.called(0), args);
+  if (!e.ok() || v.size() != 1) return std::nullopt;
+  const int64_t n = out.num_elements();
+  k.source = fmt::format(
+      "{} {{\n  typedef {} I;\n  const I i = (I)get_global_id(0);\n  if (i >= {}) return;\n{}  "
+      "{}\n}}\n",
+      signature(k.name, k.inputs, out), n > INT32_MAX ? "long" : "int", n, body,
+      store_stmt(out.type(), "out", "i", v[0]));
+  k.local_size = kWorkGroup;
+  k.global_size = (n + kWorkGroup - 1) / kWorkGroup * kWorkGroup;
+  return k;
+}
+
 }  // namespace
 
 std::optional<std::string> storage_type(PrimitiveType type) {
@@ -882,6 +909,7 @@ std::optional<KernelSource> make_kernel_source(const Instruction& instruction,
     return rng_bit_generator_kernel(instruction, {name});
   if (instruction.opcode() == Opcode::kSelectAndScatter)
     return select_and_scatter_kernel(instruction, {name});
+  if (instruction.opcode() == Opcode::kMap) return map_kernel(instruction, {name});
   if (!instruction.shape().is_array() || !storage_type(instruction.shape().type()))
     return std::nullopt;
   for (const Instruction* o : instruction.operands())

@@ -135,21 +135,25 @@ struct Completion {
     metric_record("ExecuteTime", std::chrono::duration<double, std::nano>(
                                      std::chrono::steady_clock::now() - done->start)
                                      .count());
-    for (const auto& r : done->results) {
+    // The run lets go of its memory and buffers before anyone waiting on them wakes.
+    std::vector<std::shared_ptr<Event>> events;
+    for (const auto& r : done->results) events.push_back(r->ready_event());
+    OpenClDevice& device = *done->device;
+    const OpenClDevice::RunToken run = done->run;
+    const std::string what = std::move(done->what);
+    done.reset();
+    device.end_run(run);
+    for (const auto& e : events) {
       if (status == CL_COMPLETE) {
-        r->ready_event()->set_ready();
+        e->set_ready();
       } else {
         try {
-          check(status, done->what);
+          check(status, what);
         } catch (...) {
-          r->ready_event()->set_error(std::current_exception());
+          e->set_error(std::current_exception());
         }
       }
     }
-    OpenClDevice& device = *done->device;
-    const OpenClDevice::RunToken run = done->run;
-    done.reset();
-    device.end_run(run);
   }
 };
 
@@ -244,20 +248,25 @@ class OpenClClient final : public Client {
     for (const ir::Literal* leaf : literal_leaves(*host))
       memory.push_back(d.allocate(leaf->bytes().size()));
     auto buffer = std::make_shared<OpenClBuffer>(host->shape(), d, memory, Event::make());
-    d.worker().enqueue([&d, buffer, host]() noexcept {
-      try {
-        ScopedTimer timer("TransferToDeviceTime");
-        const std::vector<ir::Literal*> leaves = literal_leaves(*host);
-        for (size_t k = 0; k < leaves.size(); ++k) {
-          const size_t bytes = leaves[k]->bytes().size();
-          metric_record("InboundData", static_cast<double>(bytes), MetricUnit::kBytes);
-          d.write(*buffer->leaves()[k], leaves[k]->bytes().data(), bytes);
-        }
-        buffer->ready_event()->set_ready();
-      } catch (...) {
-        buffer->ready_event()->set_error(std::current_exception());
-      }
-    });
+    // The job lets go of the memory before the buffer becomes ready (whoever waited may
+    // drop the buffer at once, and its memory with it).
+    d.worker().enqueue(
+        [&d, memory, event = buffer->ready_event(), host]() mutable noexcept {
+          try {
+            ScopedTimer timer("TransferToDeviceTime");
+            const std::vector<ir::Literal*> leaves = literal_leaves(*host);
+            for (size_t k = 0; k < leaves.size(); ++k) {
+              const size_t bytes = leaves[k]->bytes().size();
+              metric_record("InboundData", static_cast<double>(bytes), MetricUnit::kBytes);
+              d.write(*memory[k], leaves[k]->bytes().data(), bytes);
+            }
+            memory.clear();
+            event->set_ready();
+          } catch (...) {
+            memory.clear();
+            event->set_error(std::current_exception());
+          }
+        });
     return buffer;
   }
 

@@ -167,6 +167,9 @@ std::map<Opcode, std::string> opcode_modules() {
       kAdd,
       "  a = f32[4,4] parameter(0)\n  z = f32[] constant(0)\n"
       "  ROOT r = f32[2,2] reduce-window(a, z), window={size=2x2 stride=2x2}, to_apply=add\n");
+  m[O::kMap] = module_with(kAdd,
+                           "  a = f32[2,3] parameter(0)\n  b = f32[2,3] parameter(1)\n"
+                           "  ROOT r = f32[2,3] map(a, b), dimensions={0,1}, to_apply=add\n");
   m[O::kSelectAndScatter] = module_with(
       std::string(kAdd) + R"(
 ge {

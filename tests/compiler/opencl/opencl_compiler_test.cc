@@ -99,12 +99,13 @@ lt {
   EXPECT_EQ(only_step(*p, Step::Kind::kHost).instruction->opcode(), ir::Opcode::kSort);
 }
 
-TEST(OpenClCompiler, SortsScattersSelectAndScattersAndRandomBitsAreKernels) {
+TEST(OpenClCompiler, SortsScattersSelectAndScattersMapsAndRandomBitsAreKernels) {
   // Every such case of the NumPy oracle (run on a device by opencl_numpy_integration_test).
   int seen = 0;
   for (const std::string& name : podsim::testing::numpy_cases::all_cases()) {
     if (!name.starts_with("sort_") && !name.starts_with("scatter_") &&
-        !name.starts_with("select_and_scatter_") && !name.starts_with("rng_bit_generator_"))
+        !name.starts_with("select_and_scatter_") && !name.starts_with("rng_bit_generator_") &&
+        !name.starts_with("map_"))
       continue;
     std::ifstream in(podsim::testing::numpy_cases::case_dir() + "/" + name + ".hlo");
     std::stringstream text;

@@ -253,8 +253,37 @@ def select_and_scatter_cases(ctx):
         ctx.add(f'select_and_scatter_{t}_{k}', m.text(e, r), [(t, x), (t, src)], [(t, y)])
 
 
+def map_cases(ctx):
+    """map applies a computation of several ops to the operands' elements."""
+    rng = ctx.rng
+    # f32: a * b + a, rounded after each op.
+    a, b = rand_float(rng, 'f32', [3, 4]), rand_float(rng, 'f32', [3, 4])
+    m = Module()
+    c = m.comp('fma_like')
+    x, y = c.param('f32', []), c.param('f32', [])
+    fn = m.finish(c, c.op('add', 'f32', [], [c.op('multiply', 'f32', [], [x, y]), x]))
+    e = m.entry()
+    r = e.op('map', 'f32', [3, 4], [e.param('f32', [3, 4]), e.param('f32', [3, 4])],
+             ['dimensions={0,1}', f'to_apply=%{fn}'])
+    ctx.add('map_f32', m.text(e, r), [('f32', a), ('f32', b)], [('f32', (a * b) + a)])
+    # s32 and f32 in, f32 out: convert(i) * f, a scalar constant inside.
+    i, f = rand_int(rng, 's32', [7], -100, 100), rand_float(rng, 'f32', [7])
+    m = Module()
+    c = m.comp('scale')
+    x, y = c.param('s32', []), c.param('f32', [])
+    half = c.constant('f32', np.float32(0.5))
+    prod = c.op('multiply', 'f32', [], [c.op('convert', 'f32', [], [x]), y])
+    fn = m.finish(c, c.op('add', 'f32', [], [prod, half]))
+    e = m.entry()
+    r = e.op('map', 'f32', [7], [e.param('s32', [7]), e.param('f32', [7])],
+             ['dimensions={0}', f'to_apply=%{fn}'])
+    want = (i.astype(np.float32) * f) + np.float32(0.5)
+    ctx.add('map_s32_f32', m.text(e, r), [('s32', i), ('f32', f)], [('f32', want)])
+
+
 def generate(ctx):
     reduce_cases(ctx)
     reduce_window_cases(ctx)
     select_and_scatter_cases(ctx)
+    map_cases(ctx)
 
