@@ -265,9 +265,13 @@ OpPtr int_op(Opcode opcode) {
     case Opcode::kNot:
       return int_unary<T>([](T x) { return static_cast<T>(~x); });
     case Opcode::kPopcnt:
-      return int_unary<T>([](T x) { return static_cast<T>(std::popcount(static_cast<std::make_unsigned_t<T>>(x))); });
+      return int_unary<T>([](T x) {
+        return static_cast<T>(std::popcount(static_cast<std::make_unsigned_t<T>>(x)));
+      });
     case Opcode::kClz:
-      return int_unary<T>([](T x) { return static_cast<T>(std::countl_zero(static_cast<std::make_unsigned_t<T>>(x))); });
+      return int_unary<T>([](T x) {
+        return static_cast<T>(std::countl_zero(static_cast<std::make_unsigned_t<T>>(x)));
+      });
     case Opcode::kAbs:
       return int_unary<T>([](T x) {
         if constexpr (std::is_signed_v<T>)

@@ -21,6 +21,7 @@
 #include <cstring>
 
 #include "compiler/ir/evaluator_elementwise.h"
+#include "compiler/ir/rng_layout.h"
 
 namespace podsim::ir::eval {
 namespace {
@@ -82,14 +83,7 @@ uint64_t three_fry(Literal& out, uint64_t key, uint64_t counter) {
     store(out, 0, threefry2x32(split64(counter), k)[0]);
     return counter + 1;
   }
-  size_t split = dims.size();
-  for (size_t i = 0; i < dims.size() && split == dims.size(); ++i)
-    if (dims[i] % 2 == 0) split = i;
-  if (split == dims.size()) {
-    split = 0;
-    for (size_t i = 1; i < dims.size(); ++i)
-      if (dims[i] > dims[split]) split = i;
-  }
+  const size_t split = three_fry_split_dimension(dims);
   std::vector<int64_t> half = dims;
   half[split] = (dims[split] + 1) / 2;
   int64_t linear = 0;

@@ -2,12 +2,27 @@
 
 #include <fmt/format.h>
 
+#include <utility>
+
 #include "compiler/opencl/kernel_source.h"
 
 namespace podsim::opencl {
 namespace {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// A kernel's sizes as macros of its source: the #defines before it, the #undefs after.
+std::pair<std::string, std::string> size_macros(const GemmShape& s, const GemmTiling& t) {
+  const std::pair<const char*, int64_t> sizes[] = {
+      {"TM", t.tile_m}, {"TN", t.tile_n}, {"TK", t.tile_k}, {"RM", t.reg_m}, {"RN", t.reg_n},
+      {"NT", t.threads()}, {"M", s.m}, {"N", s.n}, {"K", s.k}};
+  std::string defines, undefs;
+  for (const auto& [name, value] : sizes) {
+    defines += fmt::format("#define {} {}\n", name, value);
+    undefs += fmt::format("#undef {}\n", name);
+  }
+  return {defines, undefs};
+}
 
 // The pipelined kernel (see GemmTiling::pipelined). Each work-item loads its share of the
 // next slab of A and B into registers (16-byte loads along the contiguous dimension)
@@ -50,7 +65,8 @@ std::string pipelined_source(const GemmShape& s, const GemmTiling& t, const std:
   const auto [load_a, store_a] = slab("pa", s.trans_a, "a", "as", "M", t.tile_m);
   const auto [load_b, store_b] = slab("pb", !s.trans_b, "b", "bs", "N", t.tile_n);
   auto loop = [threads](int count, int total, const std::string& body) {
-    const std::string guard = total % threads == 0 ? "" : fmt::format("      if (l >= {}) break;\n", total);
+    const std::string guard =
+        total % threads == 0 ? "" : fmt::format("      if (l >= {}) break;\n", total);
     return fmt::format(
         "    for (int q = 0; q < {}; ++q) {{\n      const int l = tid + q * NT;\n{}{}    }}\n",
         count, guard, body);
@@ -61,16 +77,9 @@ std::string pipelined_source(const GemmShape& s, const GemmTiling& t, const std:
   const std::string load =
       with_f0("row0", loop(la, na, load_a)) + with_f0("col0", loop(lb, nb, load_b));
   const std::string store = loop(la, na, store_a) + loop(lb, nb, store_b);
+  const auto macros = size_macros(s, t);
   return fmt::format(
-      R"(#define TM {tm}
-#define TN {tn}
-#define TK {tk}
-#define RM {rm}
-#define RN {rn}
-#define NT {nt}
-#define M {m}
-#define N {n}
-#define K {k}
+      R"({defines}
 __kernel __attribute__((reqd_work_group_size({wx}, {wy}, 1)))
 void {name}(__global const float* restrict a, __global const float* restrict b, __global float* restrict out) {{
   const int tx = get_local_id(0), ty = get_local_id(1);
@@ -127,21 +136,11 @@ void {name}(__global const float* restrict a, __global const float* restrict b, 
           (float4)(acc[i][4 * c], acc[i][4 * c + 1], acc[i][4 * c + 2], acc[i][4 * c + 3]);
   }}
 }}
-#undef TM
-#undef TN
-#undef TK
-#undef RM
-#undef RN
-#undef NT
-#undef M
-#undef N
-#undef K
+{undefs}
 )",
-      fmt::arg("tm", t.tile_m), fmt::arg("tn", t.tile_n), fmt::arg("tk", t.tile_k),
-      fmt::arg("rm", t.reg_m), fmt::arg("rn", t.reg_n), fmt::arg("nt", threads),
-      fmt::arg("m", s.m), fmt::arg("n", s.n), fmt::arg("k", s.k), fmt::arg("wx", wx),
-      fmt::arg("wy", wy), fmt::arg("name", name), fmt::arg("la", la), fmt::arg("lb", lb),
-      fmt::arg("load", load), fmt::arg("store", store));
+      fmt::arg("defines", macros.first), fmt::arg("undefs", macros.second), fmt::arg("wx", wx),
+      fmt::arg("wy", wy), fmt::arg("name", name), fmt::arg("la", la), fmt::arg("lb", lb), fmt::arg("load", load),
+      fmt::arg("store", store));
 }
 
 }  // namespace
@@ -210,15 +209,9 @@ std::string gemm_source(const GemmShape& s, const GemmTiling& t, const std::stri
                    "&bs[kk][nn]);\n"
                    "    }\n";
   }
+  const auto macros = size_macros(s, t);
   return fmt::format(
-      R"(#define TM {tm}
-#define TN {tn}
-#define TK {tk}
-#define RM {rm}
-#define RN {rn}
-#define M {m}
-#define N {n}
-#define K {k}
+      R"({defines}
 __kernel __attribute__((reqd_work_group_size(TN / RN, TM / RM, 1)))
 void {name}(__global const {sa}* restrict a, __global const {sb}* restrict b, __global {sc}* restrict out) {{
   const int tx = get_local_id(0), ty = get_local_id(1);
@@ -252,18 +245,9 @@ void {name}(__global const {sa}* restrict a, __global const {sb}* restrict b, __
     }}
   }}
 }}
-#undef TM
-#undef TN
-#undef TK
-#undef RM
-#undef RN
-#undef M
-#undef N
-#undef K
+{undefs}
 )",
-      fmt::arg("tm", t.tile_m), fmt::arg("tn", t.tile_n), fmt::arg("tk", t.tile_k),
-      fmt::arg("rm", t.reg_m), fmt::arg("rn", t.reg_n), fmt::arg("m", s.m), fmt::arg("n", s.n),
-      fmt::arg("k", s.k), fmt::arg("name", name), fmt::arg("sa", *storage_type(s.a_type)),
+      fmt::arg("defines", macros.first), fmt::arg("undefs", macros.second), fmt::arg("name", name), fmt::arg("sa", *storage_type(s.a_type)),
       fmt::arg("sb", *storage_type(s.b_type)), fmt::arg("sc", *storage_type(s.c_type)),
       fmt::arg("c", c), fmt::arg("slab_a", slab_a), fmt::arg("slab_b", slab_b),
       fmt::arg("store", store_stmt(s.c_type, "out", "coff + (long)row * N + col", "acc[i][j]")));

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "compiler/ir/module.h"
+#include "compiler/ir/rng_layout.h"
 #include "compiler/opencl/emitter.h"
 
 namespace podsim::opencl {
@@ -363,8 +364,10 @@ std::optional<KernelSource> sort_kernel(const Instruction& sort, KernelSource k)
   }
   std::vector<std::string> before_args, after_args;  // comparator(y, x) and (x, y)
   for (int64_t o = 0; o < operands; ++o) {
-    before_args.insert(before_args.end(), {other[static_cast<size_t>(o)], mine[static_cast<size_t>(o)]});
-    after_args.insert(after_args.end(), {mine[static_cast<size_t>(o)], other[static_cast<size_t>(o)]});
+    before_args.insert(before_args.end(),
+                       {other[static_cast<size_t>(o)], mine[static_cast<size_t>(o)]});
+    after_args.insert(after_args.end(),
+                      {mine[static_cast<size_t>(o)], other[static_cast<size_t>(o)]});
   }
   const ir::Computation& comparator = *sort.called(0);
   const std::vector<std::string> before = e.apply(comparator, before_args);
@@ -413,8 +416,8 @@ std::optional<KernelSource> select_and_scatter_kernel(const Instruction& sas, Ke
       static_cast<int64_t>(window.size()) != shape.rank() || !sas.shape().is_array())
     return std::nullopt;
   for (const ir::WindowDim& w : window)
-    if (w.lhs_dilation != 1 || w.rhs_dilation != 1 || w.reversal || w.pad_low < 0 ||
-        w.stride < 1 || w.size < 1)
+    if (w.lhs_dilation != 1 || w.rhs_dilation != 1 || w.reversal || w.pad_low < 0 || w.stride < 1 ||
+        w.size < 1)
       return std::nullopt;
   k.uses_fp64 = needs_fp64(sas);
   std::map<const Instruction*, int> inputs = bind_inputs(sas, k.inputs);
@@ -463,7 +466,8 @@ std::optional<KernelSource> select_and_scatter_kernel(const Instruction& sas, Ke
       "    const I at = {position};\n    const {c} cand = {operand};\n"
       "    if (sel >= 0) {{\n{select_body}      if ({keep}) continue;\n    }}\n"
       "    sel = at;\n    selv = cand;\n{close_window}"
-      "  if (sel == i) {{\n    const {c} src = {source_value};\n{scatter_body}    acc = {combined};\n  }}\n"
+      "  if (sel == i) {{\n    const {c} src = {source_value};\n{scatter_body}    acc = "
+      "{combined};\n  }}\n"
       "{close_source}  {store}\n}}\n",
       fmt::arg("name", k.name), fmt::arg("args", arguments(k.inputs, {sas.shape()})),
       fmt::arg("I", n > INT32_MAX || source.num_elements() > INT32_MAX ? "long" : "int"),
@@ -573,9 +577,10 @@ std::optional<KernelSource> make_scatter_source(const Instruction& scatter,
   const std::string in_indices = fmt::format("in{}", inputs.at(scatter.operand(n)));
   for (size_t k2 = 0; k2 < sd.scatter_dims_to_operand_dims.size(); ++k2)
     start[static_cast<size_t>(sd.scatter_dims_to_operand_dims[k2])] = inner.temp(
-        "long", start_value(indices.type(),
-                            load_expr(indices.type(), in_indices,
-                                      fmt::format("ib + {}", static_cast<int64_t>(k2) * vector_stride))));
+        "long",
+        start_value(indices.type(),
+                    load_expr(indices.type(), in_indices,
+                              fmt::format("ib + {}", static_cast<int64_t>(k2) * vector_stride))));
   for (size_t b = 0; b < sd.input_batching_dims.size(); ++b) {
     const int64_t d = sd.scatter_indices_batching_dims[b];
     if (d == ivd || d < 0 || d >= indices.rank()) return std::nullopt;
@@ -588,15 +593,19 @@ std::optional<KernelSource> make_scatter_source(const Instruction& scatter,
   for (int64_t d = 0; d < rank; ++d) {
     const std::string& sv = start[static_cast<size_t>(d)];
     if (sv != "0L")
-      in_bounds += fmt::format(" && {0} >= 0 && {0} <= {1}", sv, op.dim(d) - extent[static_cast<size_t>(d)]);
+      in_bounds +=
+          fmt::format(" && {0} >= 0 && {0} <= {1}", sv, op.dim(d) - extent[static_cast<size_t>(d)]);
     op_offset += fmt::format(" + (I){} * {}", sv, op_strides[static_cast<size_t>(d)]);
   }
   for (size_t k2 = 0; k2 < window_operand_dims.size(); ++k2) {
-    op_offset += fmt::format(" + (I){} * {}", w[k2], op_strides[static_cast<size_t>(window_operand_dims[k2])]);
-    up_offset += fmt::format(" + (I){} * {}", w[k2], up_strides[static_cast<size_t>(sd.update_window_dims[k2])]);
+    op_offset += fmt::format(" + (I){} * {}", w[k2],
+                             op_strides[static_cast<size_t>(window_operand_dims[k2])]);
+    up_offset += fmt::format(" + (I){} * {}", w[k2],
+                             up_strides[static_cast<size_t>(sd.update_window_dims[k2])]);
   }
   for (size_t j = 0; j < update_scatter_dims.size(); ++j)
-    up_offset += fmt::format(" + (I){} * {}", g[j], up_strides[static_cast<size_t>(update_scatter_dims[j])]);
+    up_offset +=
+        fmt::format(" + (I){} * {}", g[j], up_strides[static_cast<size_t>(update_scatter_dims[j])]);
   std::vector<std::string> args;
   std::string loads;
   for (int64_t i = 0; i < n; ++i) {
@@ -607,8 +616,9 @@ std::optional<KernelSource> make_scatter_source(const Instruction& scatter,
   }
   for (int64_t i = 0; i < n; ++i) {
     const PrimitiveType t = outs[static_cast<size_t>(i)].type();
-    loads += fmt::format("    const {} upd{} = {};\n", *compute_type(t), i,
-                         load_expr(t, fmt::format("in{}", inputs.at(scatter.operand(n + 1 + i))), "from"));
+    loads += fmt::format(
+        "    const {} upd{} = {};\n", *compute_type(t), i,
+        load_expr(t, fmt::format("in{}", inputs.at(scatter.operand(n + 1 + i))), "from"));
     args.push_back(fmt::format("upd{}", i));
   }
   std::string combine;
@@ -618,8 +628,10 @@ std::optional<KernelSource> make_scatter_source(const Instruction& scatter,
     return std::nullopt;
   std::string stores;
   for (int64_t i = 0; i < n; ++i)
-    stores += "    " + store_stmt(outs[static_cast<size_t>(i)].type(), fmt::format("out{}", i), "at",
-                                  combined[static_cast<size_t>(i)]) + "\n";
+    stores += "    " +
+              store_stmt(outs[static_cast<size_t>(i)].type(), fmt::format("out{}", i), "at",
+                         combined[static_cast<size_t>(i)]) +
+              "\n";
   const int64_t largest = std::max({op.num_elements(), up.num_elements(), indices.num_elements()});
   // Per scatter index: its start, skipped when the window does not fit; per window
   // position: the element's update.
@@ -629,20 +641,21 @@ std::optional<KernelSource> make_scatter_source(const Instruction& scatter,
       fmt::format("{}    const I at = {};\n    const I from = {};\n{}{}{}", head, op_offset,
                   up_offset, loads, combine, stores);
   const std::string loops =
-      parallel ? fmt::format(
-                     "  for (I wi = (I)get_global_id(0); wi < {0}; wi += (I)get_global_size(0)) {{\n"
-                     "  for (I g = 0; g < {1}; ++g) {{\n{2}{3}  }}\n  }}\n",
-                     windows, updates, per_update, per_element)
-               : fmt::format(
-                     "  for (I g = 0; g < {1}; ++g) {{\n{2}"
-                     "  for (I wi = 0; wi < {0}; ++wi) {{\n{3}  }}\n  }}\n",
-                     windows, updates, per_update, per_element);
+      parallel
+          ? fmt::format(
+                "  for (I wi = (I)get_global_id(0); wi < {0}; wi += (I)get_global_size(0)) {{\n"
+                "  for (I g = 0; g < {1}; ++g) {{\n{2}{3}  }}\n  }}\n",
+                windows, updates, per_update, per_element)
+          : fmt::format(
+                "  for (I g = 0; g < {1}; ++g) {{\n{2}"
+                "  for (I wi = 0; wi < {0}; ++wi) {{\n{3}  }}\n  }}\n",
+                windows, updates, per_update, per_element);
   k.source = fmt::format("__kernel void {}({}) {{\n  typedef {} I;\n{}}}\n", name,
                          arguments(k.inputs, outs), largest > INT32_MAX ? "long" : "int", loops);
   k.local_size = parallel ? std::clamp<int64_t>(windows, 1, kWorkGroup) : 1;
-  k.global_size = parallel ? std::max<int64_t>(1, (windows + k.local_size - 1) / k.local_size) *
-                                 k.local_size
-                           : 1;
+  k.global_size =
+      parallel ? std::max<int64_t>(1, (windows + k.local_size - 1) / k.local_size) * k.local_size
+               : 1;
   return k;
 }
 
@@ -700,7 +713,10 @@ std::optional<KernelSource> rng_bit_generator_kernel(const Instruction& rng, Ker
   const bool threefry = rng.attrs().rng_algorithm == ir::RngAlgorithm::kThreeFry;
   const int64_t state_size = state.dim(0);
   if (threefry ? state_size != 2 : state_size != 2 && state_size != 3) return std::nullopt;
-  const std::string bits = width == 1 ? "uchar" : width == 2 ? "ushort" : width == 4 ? "uint" : "ulong";
+  const std::string bits = width == 1   ? "uchar"
+                           : width == 2 ? "ushort"
+                           : width == 4 ? "uint"
+                                        : "ulong";
   const std::vector<int64_t>& dims = data.dims();
   const int64_t n = data.num_elements();
   bind_inputs(rng, k.inputs);
@@ -709,7 +725,7 @@ std::optional<KernelSource> rng_bit_generator_kernel(const Instruction& rng, Ker
   Emitter e({}, body, counter);
   int64_t work = 0;
   if (threefry) {
-    new_state = "  if (w == 0) { out0[0] = in0[0]; out0[1] = in0[1] + (ulong)" ;
+    new_state = "  if (w == 0) { out0[0] = in0[0]; out0[1] = in0[1] + (ulong)";
     if (width == 8 || dims.empty()) {
       work = n;
       body += width == 8
@@ -717,16 +733,8 @@ std::optional<KernelSource> rng_bit_generator_kernel(const Instruction& rng, Ker
                     "  out1[w] = (ulong)y.x | (ulong)y.y << 32;\n"
                   : fmt::format("  out1[0] = ({})podsim_threefry(in0[1], in0[0]).x;\n", bits);
     } else {
-      // The output halved along its first even dimension (else its largest, the first of
-      // equals): each pair's two words fill positions 2h and 2h + 1 there.
-      size_t split = dims.size();
-      for (size_t i = 0; i < dims.size() && split == dims.size(); ++i)
-        if (dims[i] % 2 == 0) split = i;
-      if (split == dims.size()) {
-        split = 0;
-        for (size_t i = 1; i < dims.size(); ++i)
-          if (dims[i] > dims[split]) split = i;
-      }
+      // Pair h's two words fill positions 2h and 2h + 1 of the split dimension.
+      const size_t split = ir::three_fry_split_dimension(dims);
       std::vector<int64_t> half = dims;
       half[split] = (dims[split] + 1) / 2;
       work = 1;
@@ -758,22 +766,23 @@ std::optional<KernelSource> rng_bit_generator_kernel(const Instruction& rng, Ker
           "  if (2 * (I)w + 1 < {}) out1[2 * (I)w + 1] = (ulong)y.z | (ulong)y.w << 32;\n",
           n);
     } else {
-      body += fmt::format("  const uint words[4] = {{y.x, y.y, y.z, y.w}};\n"
-                          "  for (int j = 0; j < 4 && 4 * (I)w + j < {}; ++j)\n"
-                          "    out1[4 * (I)w + j] = ({})words[j];\n",
-                          n, bits);
+      body += fmt::format(
+          "  const uint words[4] = {{y.x, y.y, y.z, y.w}};\n"
+          "  for (int j = 0; j < 4 && 4 * (I)w + j < {}; ++j)\n"
+          "    out1[4 * (I)w + j] = ({})words[j];\n",
+          n, bits);
     }
     new_state = fmt::format(
         "  if (w == 0) {{\n    const ulong low = in0[1] + (ulong){0};\n    out0[0] = in0[0];\n"
         "    out0[1] = low;\n{1}  }}\n",
-        work,
-        state_size == 3 ? "    out0[2] = in0[2] + (low < in0[1] ? 1 : 0);\n" : "");
+        work, state_size == 3 ? "    out0[2] = in0[2] + (low < in0[1] ? 1 : 0);\n" : "");
   }
   if (!e.ok()) return std::nullopt;
   const int64_t items = std::max<int64_t>(work, 1);
   k.source = fmt::format(
       "{helpers}__kernel void {name}(__global const ulong* restrict in0, __global ulong* restrict "
-      "out0, __global {bits}* restrict out1) {{\n  typedef {I} I;\n  const I w = (I)get_global_id(0);\n"
+      "out0, __global {bits}* restrict out1) {{\n  typedef {I} I;\n  const I w = "
+      "(I)get_global_id(0);\n"
       "  if (w >= {items}) return;\n{state}  if (w >= {work}) return;\n{body}}}\n",
       fmt::arg("helpers", kRngHelpers), fmt::arg("name", k.name), fmt::arg("bits", bits),
       fmt::arg("I", n > INT32_MAX ? "long" : "int"), fmt::arg("items", items),
@@ -786,8 +795,7 @@ std::optional<KernelSource> rng_bit_generator_kernel(const Instruction& rng, Ker
 // map: one work-item per element applies the computation to the operands' elements.
 std::optional<KernelSource> map_kernel(const Instruction& map, KernelSource k) {
   const Shape& out = map.shape();
-  if (!out.is_array() || !storage_type(out.type()) || map.called().size() != 1)
-    return std::nullopt;
+  if (!out.is_array() || !storage_type(out.type()) || map.called().size() != 1) return std::nullopt;
   for (const Instruction* o : map.operands())
     if (!o->shape().is_array() || !storage_type(o->shape().type())) return std::nullopt;
   k.uses_fp64 = needs_fp64(map);

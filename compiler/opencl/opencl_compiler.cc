@@ -141,8 +141,7 @@ class Builder {
     const int untimed = g.flops() < kTimedGemmFlops ? default_gemm_tiling(g) : -1;
     for (size_t t = 0; t < kGemmTilings.size(); ++t) {
       s.gemm_kernels.emplace_back();
-      if ((untimed >= 0 && static_cast<int>(t) != untimed) ||
-          !gemm_tiling_fits(g, kGemmTilings[t]))
+      if ((untimed >= 0 && static_cast<int>(t) != untimed) || !gemm_tiling_fits(g, kGemmTilings[t]))
         continue;
       s.gemm_kernels.back() = fmt::format("g{}_{}", kernels_++, t);
       source_ += gemm_source(g, kGemmTilings[t], s.gemm_kernels.back());

@@ -110,8 +110,8 @@ TEST_F(OpenClBackend, EveryGemmChoiceGivesTheEvaluatorsProduct) {
                         Case{1, 200, "lhs_contracting_dims={0}, rhs_contracting_dims={1}"},
                         Case{2, 256, "lhs_contracting_dims={2}, rhs_contracting_dims={1}"}}) {
     const std::string dims = c.batch > 1 ? fmt::format("{}{}", kBatch, c.dims) : c.dims;
-    const std::string shape =
-        c.batch > 1 ? fmt::format("f32[{0},{1},{1}]", c.batch, c.n) : fmt::format("f32[{0},{0}]", c.n);
+    const std::string shape = c.batch > 1 ? fmt::format("f32[{0},{1},{1}]", c.batch, c.n)
+                                          : fmt::format("f32[{0},{0}]", c.n);
     const std::string text = fmt::format(R"(HloModule dot
 ENTRY e {{
   a = {0} parameter(0)
@@ -227,7 +227,7 @@ ENTRY e {{
   y = f32[{0}] multiply(x, twos)
   ROOT z = f32[{0}] multiply(y, halves)
 }})",
-                                                         n));
+                                             n));
   Device& device = *client_->devices()[0];
   ir::Literal x(ir::Shape(ir::PrimitiveType::kF32, {n}));
   for (int64_t i = 0; i < n; ++i) x.set_from_double(i, static_cast<double>(i % 1000));

@@ -250,23 +250,22 @@ class OpenClClient final : public Client {
     auto buffer = std::make_shared<OpenClBuffer>(host->shape(), d, memory, Event::make());
     // The job lets go of the memory before the buffer becomes ready (whoever waited may
     // drop the buffer at once, and its memory with it).
-    d.worker().enqueue(
-        [&d, memory, event = buffer->ready_event(), host]() mutable noexcept {
-          try {
-            ScopedTimer timer("TransferToDeviceTime");
-            const std::vector<ir::Literal*> leaves = literal_leaves(*host);
-            for (size_t k = 0; k < leaves.size(); ++k) {
-              const size_t bytes = leaves[k]->bytes().size();
-              metric_record("InboundData", static_cast<double>(bytes), MetricUnit::kBytes);
-              d.write(*memory[k], leaves[k]->bytes().data(), bytes);
-            }
-            memory.clear();
-            event->set_ready();
-          } catch (...) {
-            memory.clear();
-            event->set_error(std::current_exception());
-          }
-        });
+    d.worker().enqueue([&d, memory, event = buffer->ready_event(), host]() mutable noexcept {
+      try {
+        ScopedTimer timer("TransferToDeviceTime");
+        const std::vector<ir::Literal*> leaves = literal_leaves(*host);
+        for (size_t k = 0; k < leaves.size(); ++k) {
+          const size_t bytes = leaves[k]->bytes().size();
+          metric_record("InboundData", static_cast<double>(bytes), MetricUnit::kBytes);
+          d.write(*memory[k], leaves[k]->bytes().data(), bytes);
+        }
+        memory.clear();
+        event->set_ready();
+      } catch (...) {
+        memory.clear();
+        event->set_error(std::current_exception());
+      }
+    });
     return buffer;
   }
 
@@ -388,7 +387,12 @@ std::vector<std::shared_ptr<Buffer>> OpenClExecutable::execute(
         copy(d, *out[k], *to, ref_bytes(program_->entry(), program_->results()[k]));
       // The outputs become ready when the device has run everything enqueued so far; the
       // worker goes on to the next job meanwhile. The run's memory lives until then.
-      auto* done = new Completion{&d, run, results, slots, arg_memory, start,
+      auto* done = new Completion{&d,
+                                  run,
+                                  results,
+                                  slots,
+                                  arg_memory,
+                                  start,
                                   "running " + program_->module().name() + " on " + d.describe()};
       cl_event marker = nullptr;
       cl_int err = clEnqueueMarkerWithWaitList(d.queue(), 0, nullptr, &marker);
