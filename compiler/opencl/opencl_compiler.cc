@@ -16,6 +16,7 @@
 #include "compiler/ir/printer.h"
 #include "compiler/ir/verifier.h"
 #include "compiler/opencl/kernel_source.h"
+#include "compiler/opencl/placement_source.h"
 #include "compiler/passes/pass.h"
 
 namespace podsim::opencl {
