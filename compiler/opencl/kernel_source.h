@@ -18,8 +18,8 @@
 // Numerics follow the reference evaluator: 16-bit floats are stored as 16 bits and
 // computed in f32, rounded back after every op; f32 division and square root are
 // correctly rounded (the program is built with -cl-fp32-correctly-rounded-divide-sqrt)
-// and nothing outside GEMMs is contracted into FMAs, so elementwise ops on + - * / sqrt and tanh give
-// the evaluator's bits; transcendental functions are within the OpenCL C's ulp bounds.
+// and nothing outside GEMMs is contracted into FMAs, so elementwise ops on + - * / sqrt and tanh
+// give the evaluator's bits; transcendental functions are within the OpenCL C's ulp bounds.
 #pragma once
 
 #include <cstdint>
