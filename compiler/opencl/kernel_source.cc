@@ -9,7 +9,6 @@
 #include "compiler/ir/module.h"
 #include "compiler/ir/rng_layout.h"
 #include "compiler/opencl/emitter.h"
-#include "compiler/opencl/placement_source.h"
 
 namespace podsim::opencl {
 
@@ -350,7 +349,10 @@ uint4 podsim_philox(ulong low, ulong high, ulong key) {
 #endif
 )";
 
-std::optional<KernelSource> rng_bit_generator_kernel(const Instruction& rng, KernelSource k) {
+std::optional<KernelSource> rng_bit_generator_kernel(const Instruction& rng,
+                                                     const std::string& name) {
+  KernelSource k;
+  k.name = name;
   const Shape& shape = rng.shape();
   const Shape& state = rng.operand(0)->shape();
   if (!shape.is_tuple() || shape.tuple_size() != 2 || !shape.element(1).is_array() ||
@@ -443,7 +445,9 @@ std::optional<KernelSource> rng_bit_generator_kernel(const Instruction& rng, Ker
 }
 
 // map: one work-item per element applies the computation to the operands' elements.
-std::optional<KernelSource> map_kernel(const Instruction& map, KernelSource k) {
+std::optional<KernelSource> map_kernel(const Instruction& map, const std::string& name) {
+  KernelSource k;
+  k.name = name;
   const Shape& out = map.shape();
   if (!out.is_array() || !storage_type(out.type()) || map.called().size() != 1) return std::nullopt;
   for (const Instruction* o : map.operands())
@@ -562,12 +566,9 @@ float podsim_tanh(float x) {
 
 std::optional<KernelSource> make_kernel_source(const Instruction& instruction,
                                                const std::string& name) {
-  if (instruction.opcode() == Opcode::kSort) return make_sort_source(instruction, name);
   if (instruction.opcode() == Opcode::kRngBitGenerator)
-    return rng_bit_generator_kernel(instruction, {name});
-  if (instruction.opcode() == Opcode::kSelectAndScatter)
-    return make_select_and_scatter_source(instruction, name);
-  if (instruction.opcode() == Opcode::kMap) return map_kernel(instruction, {name});
+    return rng_bit_generator_kernel(instruction, name);
+  if (instruction.opcode() == Opcode::kMap) return map_kernel(instruction, name);
   if (!instruction.shape().is_array() || !storage_type(instruction.shape().type()))
     return std::nullopt;
   for (const Instruction* o : instruction.operands())

@@ -293,7 +293,12 @@ int build_plan(const ir::Computation& computation, Shared& shared, int depth) {
       }
     }
     if (i.opcode() != Opcode::kConstant && i.opcode() != Opcode::kDot && !control) {
-      if (std::optional<KernelSource> k = make_kernel_source(i, b.kernel_name(i))) {
+      const std::string name = b.kernel_name(i);
+      std::optional<KernelSource> k = i.opcode() == Opcode::kSort ? make_sort_source(i, name)
+                                      : i.opcode() == Opcode::kSelectAndScatter
+                                          ? make_select_and_scatter_source(i, name)
+                                          : make_kernel_source(i, name);
+      if (k) {
         std::vector<BufferRef> args;
         for (const Instruction* o : k->inputs) args.push_back(leaves_of(o).at(0));
         b.add_kernel(*k, i, std::move(args), std::move(s.outputs));
