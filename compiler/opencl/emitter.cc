@@ -7,7 +7,6 @@
 #include <utility>
 
 #include "compiler/ir/module.h"
-#include "compiler/opencl/kernel_source.h"
 
 namespace podsim::opencl {
 
@@ -59,6 +58,60 @@ std::string join(const std::vector<std::string>& v) {
 }
 
 }  // namespace
+
+std::optional<std::string> storage_type(PrimitiveType type) {
+  switch (type) {
+    case PrimitiveType::kPred:
+      return "uchar";
+    case PrimitiveType::kS8:
+      return "char";
+    case PrimitiveType::kS16:
+      return "short";
+    case PrimitiveType::kS32:
+      return "int";
+    case PrimitiveType::kS64:
+      return "long";
+    case PrimitiveType::kU8:
+      return "uchar";
+    case PrimitiveType::kU16:
+      return "ushort";
+    case PrimitiveType::kU32:
+      return "uint";
+    case PrimitiveType::kU64:
+      return "ulong";
+    case PrimitiveType::kF16:
+      return "half";
+    case PrimitiveType::kBF16:
+      return "ushort";
+    case PrimitiveType::kF32:
+      return "float";
+    case PrimitiveType::kF64:
+      return "double";
+    default:
+      return std::nullopt;
+  }
+}
+
+std::optional<std::string> compute_type(PrimitiveType type) {
+  if (is_16bit_float(type)) return "float";
+  return storage_type(type);
+}
+
+std::string load_expr(PrimitiveType type, const std::string& buffer, const std::string& index) {
+  if (type == PrimitiveType::kBF16)
+    return fmt::format("as_float((uint){}[{}] << 16)", buffer, index);
+  if (type == PrimitiveType::kF16) return fmt::format("vload_half({}, {})", index, buffer);
+  return fmt::format("{}[{}]", buffer, index);
+}
+
+std::string store_stmt(PrimitiveType type, const std::string& buffer, const std::string& index,
+                       const std::string& value) {
+  if (type == PrimitiveType::kBF16)
+    return fmt::format("{}[{}] = podsim_to_bf16({});", buffer, index, value);
+  if (type == PrimitiveType::kF16)
+    return fmt::format("vstore_half_rte({}, {}, {});", value, index, buffer);
+  return fmt::format("{}[{}] = {};", buffer, index, value);
+}
 
 std::vector<int64_t> strides_of(const std::vector<int64_t>& dims) {
   std::vector<int64_t> s(dims.size(), 1);

@@ -1,8 +1,10 @@
 // Internal to the OpenCL target: the emitter of OpenCL C statements that compute an
-// instruction's value at a symbolic index (kernel_source.cc assembles kernels from them).
+// instruction's value at a symbolic index (kernel_source.cc and placement_source.cc
+// assemble kernels from them).
 // Index math folds broadcasts, transposes, reshapes, slices, pads, concatenations,
 // reverses, gathers and dynamic slices into the loads of the kernel's inputs; 16-bit
-// floats compute in f32 and round after every op, as the reference evaluator does.
+// floats compute in f32 and round after every op, as the reference evaluator does. Also
+// how each element type is stored, computed, loaded and stored in OpenCL C.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +21,17 @@ namespace podsim::opencl {
 inline bool is_16bit_float(ir::PrimitiveType t) {
   return t == ir::PrimitiveType::kF16 || t == ir::PrimitiveType::kBF16;
 }
+
+// OpenCL C names of the storage and compute types of an element type; nullopt for types
+// the target does not handle.
+std::optional<std::string> storage_type(ir::PrimitiveType type);
+std::optional<std::string> compute_type(ir::PrimitiveType type);
+
+// `expr` (of compute type) loaded from / stored to element `index` of buffer `buffer` of
+// element type `type`.
+std::string load_expr(ir::PrimitiveType type, const std::string& buffer, const std::string& index);
+std::string store_stmt(ir::PrimitiveType type, const std::string& buffer, const std::string& index,
+                       const std::string& value);
 
 // Row-major strides of dims.
 std::vector<int64_t> strides_of(const std::vector<int64_t>& dims);

@@ -4,7 +4,7 @@
 
 #include <utility>
 
-#include "compiler/opencl/kernel_source.h"
+#include "compiler/opencl/emitter.h"
 
 namespace podsim::opencl {
 namespace {

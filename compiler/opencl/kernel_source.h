@@ -64,15 +64,4 @@ bool needs_fp64(const ir::Instruction& instruction);
 // float min/max with NaN propagation).
 std::string prelude_source(bool fp64);
 
-// OpenCL C names of the storage and compute types of an element type; nullopt for types
-// the target does not handle.
-std::optional<std::string> storage_type(ir::PrimitiveType type);
-std::optional<std::string> compute_type(ir::PrimitiveType type);
-
-// `expr` (of compute type) loaded from / stored to element `index` of buffer `buffer` of
-// element type `type`.
-std::string load_expr(ir::PrimitiveType type, const std::string& buffer, const std::string& index);
-std::string store_stmt(ir::PrimitiveType type, const std::string& buffer, const std::string& index,
-                       const std::string& value);
-
 }  // namespace podsim::opencl
