@@ -53,6 +53,7 @@ struct ChipConfig {
   hbmLatencyNs @14 :Float64;
   dmaEngines @15 :Int32;
   iciPorts @16 :Int32;
+  # Retired: the links' figures are the pod's (PodConfig). Neither written nor read.
   iciLinkBandwidthBytesPerS @17 :Float64;
   iciLatencyNs @18 :Float64;
   hostLinkBandwidthBytesPerS @19 :Float64;

@@ -60,8 +60,6 @@ void write_chip(schema::ChipConfig::Builder b, const topology::ChipConfig& c) {
   b.setHbmLatencyNs(c.hbm_latency_ns);
   b.setDmaEngines(c.dma_engines);
   b.setIciPorts(c.ici_ports);
-  b.setIciLinkBandwidthBytesPerS(c.ici_link_bandwidth_bytes_per_s);
-  b.setIciLatencyNs(c.ici_latency_ns);
   b.setHostLinkBandwidthBytesPerS(c.host_link_bandwidth_bytes_per_s);
   b.setScalarLatencyCycles(c.scalar_latency_cycles);
   b.setVmemLatencyCycles(c.vmem_latency_cycles);
@@ -104,8 +102,6 @@ topology::ChipConfig read_chip(schema::ChipConfig::Reader r) {
   c.hbm_latency_ns = r.getHbmLatencyNs();
   c.dma_engines = r.getDmaEngines();
   c.ici_ports = r.getIciPorts();
-  c.ici_link_bandwidth_bytes_per_s = r.getIciLinkBandwidthBytesPerS();
-  c.ici_latency_ns = r.getIciLatencyNs();
   c.host_link_bandwidth_bytes_per_s = r.getHostLinkBandwidthBytesPerS();
   c.scalar_latency_cycles = r.getScalarLatencyCycles();
   c.vmem_latency_cycles = r.getVmemLatencyCycles();
@@ -202,7 +198,12 @@ Executable read_root(schema::Executable::Reader root) {
   Executable e;  // read into this podsim's version: older files lack only newer parts
   e.compiler_version = string(root.getCompilerVersion());
   e.chip = read_chip(root.getChip());
-  if (root.hasPod()) e.pod = topology::parse_pod_config(string(root.getPod()), "the pod");
+  if (root.hasPod()) {
+    e.pod = topology::parse_pod_config(string(root.getPod()), "the pod");
+    // The pod's text names its chip by preset where it is one; the chip record is the
+    // executable's own, which stays as compiled when this podsim's preset has changed.
+    if (e.pod->chip.name == e.chip.name) e.pod->chip = e.chip;
+  }
   e.replicas = root.getReplicas();
   e.partitions = root.getPartitions();
   for (schema::Region::Reader r : root.getRegions()) {

@@ -37,12 +37,7 @@ const ChipField kFields[] = {
     {"dma_engines", FieldUnit::kCount, &ChipConfig::dma_engines, 1, 256,
      "DMA engines per TensorCore"},
     {"ici_ports", FieldUnit::kCount, &ChipConfig::ici_ports, 0, 64,
-     "inter-chip interconnect links"},
-    {"ici_link_bandwidth_bytes_per_s", FieldUnit::kBytesPerSecond,
-     &ChipConfig::ici_link_bandwidth_bytes_per_s, 1e6, 1e15,
-     "ICI bandwidth per link, per direction"},
-    {"ici_latency_ns", FieldUnit::kNanoseconds, &ChipConfig::ici_latency_ns, 0, 1e7,
-     "ICI latency per hop"},
+     "inter-chip interconnect links (their figures are the pod's)"},
     {"host_link_bandwidth_bytes_per_s", FieldUnit::kBytesPerSecond,
      &ChipConfig::host_link_bandwidth_bytes_per_s, 1e6, 1e15, "host <-> chip bandwidth"},
     // Timing-model assumptions (no TPU publishes them); optional.

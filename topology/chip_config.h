@@ -37,9 +37,9 @@ struct ChipConfig {
 
   int dma_engines = 0;  // per TensorCore
 
+  // ICI links the chip has; their figures (bandwidth, latency, flow control) are the
+  // pod's (topology/pod_config.h), which wires them.
   int ici_ports = 0;
-  double ici_link_bandwidth_bytes_per_s = 0;  // per link, per direction
-  double ici_latency_ns = 0;                  // per hop
 
   double host_link_bandwidth_bytes_per_s = 0;  // host <-> chip (PCIe)
 

@@ -150,8 +150,17 @@ ChipConfig chip_from_table(const toml::table& table, std::string_view source) {
     config = preset(string_value(*base, "base", source));
     from_preset = true;
   }
-  read_fields<ChipConfig>(table, chip_fields(), config, from_preset, source, "v4",
-                          [](std::string_view, const toml::node&) { return false; });
+  read_fields<ChipConfig>(
+      table, chip_fields(), config, from_preset, source, "v4",
+      [source](std::string_view key, const toml::node& node) {
+        // Link figures used to be chip fields too; the pod's are the ones a run uses.
+        if (key == "ici_link_bandwidth_bytes_per_s" || key == "ici_latency_ns")
+          fail("{}: '{}' is a figure of the pod's links now: set {} in the pod's TOML "
+               "(`podsim topology show v5e-8 --toml` lists a pod's fields)",
+               where(source, node), key,
+               key == "ici_latency_ns" ? "ici_link_latency_ns" : key);
+        return false;
+      });
   config.validate();
   return config;
 }

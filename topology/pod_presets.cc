@@ -27,7 +27,8 @@ struct Generation {
   Dims max_dims;            // sorted, largest slice axes
   int cores_per_name_unit;  // v4-N, v5p-N count TensorCores: 2; others chips: 1
   Dims host_block;
-  double link_bytes_per_s;
+  double link_bytes_per_s;  // per link, per direction
+  double link_latency_ns;   // per hop
   double dcn_host_bytes_per_s;
   std::string_view figures;  // provenance of the link figures
 };
@@ -43,6 +44,7 @@ const Generation kGenerations[] = {
      2,
      {2, 2, 1},
      45 * kGB,
+     1000,
      25 * kGB,
      "Published: 4096-chip pod, 3-D torus of 4x4x4 cubes, 4 chips per host, 24 TB/s bisection and "
      "1.1 PB/s "
@@ -59,6 +61,7 @@ const Generation kGenerations[] = {
      2,
      {2, 2, 1},
      100 * kGB,
+     1000,
      25 * kGB,
      "Published: 8960-chip pod (16x20x28), 3-D torus, 4 chips per host, 4800 Gbps ICI per chip "
      "(100 GB/s per "
@@ -73,6 +76,7 @@ const Generation kGenerations[] = {
      1,
      {2, 4, 1},
      50 * kGB,
+     1000,
      25 * kGB,
      "Published: 256-chip pod (16x16), 2-D torus, 8 chips per host, 1600 Gbps ICI per chip (50 "
      "GB/s per link "
@@ -87,6 +91,7 @@ const Generation kGenerations[] = {
      1,
      {2, 4, 1},
      100 * kGB,
+     1000,
      100 * kGB,
      "Published: 256-chip pod (16x16), 2-D torus, 8 chips per host, 3200 Gbps ICI per chip (100 "
      "GB/s per link "
@@ -101,10 +106,11 @@ const Generation kGenerations[] = {
      1,
      {1, 1, 1},
      10 * kGB,
+     500,
      10 * kGB,
      "A small made-up pod of tiny chips for tests: one chip per host, an axis wraps when it spans "
      "3 or more "
-     "chips (`:mesh` keeps it open), 10 GB/s links."},
+     "chips (`:mesh` keeps it open), 10 GB/s links, 500 ns per hop."},
 };
 
 const Generation& generation(std::string_view name) {
@@ -189,7 +195,7 @@ PodConfig make_pod(const Generation& g, std::string name, const Dims& d, bool tw
   p.host_z = std::min(g.host_block[2], d[2]);
   p.slices = slices;
   p.ici_link_bandwidth_bytes_per_s = g.link_bytes_per_s;
-  p.ici_link_latency_ns = g.name == "tiny" ? p.chip.ici_latency_ns : 1000;
+  p.ici_link_latency_ns = g.link_latency_ns;
   p.ici_packet_bytes = 256;
   // Enough credits to keep a link busy over a round trip (2 x latency x bandwidth), in a
   // power of two of packets, as link-level flow control is sized.

@@ -24,7 +24,6 @@ ChipConfig tpu_common() {
   c.vector_registers = 32;
   c.dma_engines = 4;
   c.hbm_latency_ns = 500;
-  c.ici_latency_ns = 1000;
   return c;
 }
 
@@ -33,8 +32,8 @@ ChipConfig v4() {
   c.name = "v4";
   c.description =
       "TPU v4. Published: 2 TensorCores x 4 MXUs of 128x128, 1050 MHz, 275 TFLOP/s bf16, "
-      "32 GiB HBM2 at 1200 GB/s, 6 ICI links (3-D torus), 2400 Gbps ICI per chip. "
-      "Derived: 50 GB/s per link per direction. Assumed: 16 MiB VMEM per core, 32 HBM "
+      "32 GiB HBM2 at 1200 GB/s, 6 ICI links (3-D torus), 2400 Gbps ICI per chip "
+      "(the links' figures are the pod's: `topology show v4-8`). Assumed: 16 MiB VMEM per core, 32 HBM "
       "channels, PCIe Gen3 x16 host link (16 GB/s), latencies, 4 DMA engines per core.";
   c.clock_hz = 1.05e9;
   c.tensor_cores = 2;
@@ -45,7 +44,6 @@ ChipConfig v4() {
   c.hbm_channels = 32;
   c.hbm_bandwidth_bytes_per_s = 1200 * kGB;
   c.ici_ports = 6;
-  c.ici_link_bandwidth_bytes_per_s = 2400e9 / 8 / 6;
   c.host_link_bandwidth_bytes_per_s = 16 * kGB;
   return c;
 }
@@ -55,8 +53,8 @@ ChipConfig v5e() {
   c.name = "v5e";
   c.description =
       "TPU v5e. Published: 1 TensorCore x 4 MXUs of 128x128, 197 TFLOP/s bf16, 16 GB HBM2 "
-      "at 819 GB/s, 4 ICI links (2-D torus), 1600 Gbps ICI per chip. Derived: 1.5 GHz "
-      "from the peak, 50 GB/s per link per direction. Assumed: 128 MiB VMEM, 16 HBM "
+      "at 819 GB/s, 4 ICI links (2-D torus), 1600 Gbps ICI per chip (the links' "
+      "figures are the pod's). Derived: 1.5 GHz from the peak. Assumed: 128 MiB VMEM, 16 HBM "
       "channels, PCIe Gen4 x16 host link (32 GB/s), latencies, 4 DMA engines.";
   c.clock_hz = 1.5e9;
   c.tensor_cores = 1;
@@ -67,7 +65,6 @@ ChipConfig v5e() {
   c.hbm_channels = 16;
   c.hbm_bandwidth_bytes_per_s = 819 * kGB;
   c.ici_ports = 4;
-  c.ici_link_bandwidth_bytes_per_s = 1600e9 / 8 / 4;
   c.host_link_bandwidth_bytes_per_s = 32 * kGB;
   return c;
 }
@@ -78,7 +75,7 @@ ChipConfig v5p() {
   c.description =
       "TPU v5p. Published: 2 TensorCores x 4 MXUs of 128x128, 459 TFLOP/s bf16, 95 GiB "
       "HBM at 2765 GB/s, 6 ICI links (3-D torus), 4800 Gbps ICI per chip. Derived: "
-      "1.75 GHz from the peak, 100 GB/s per link per direction. Assumed: 64 MiB VMEM per "
+      "1.75 GHz from the peak (the links' figures are the pod's). Assumed: 64 MiB VMEM per "
       "core, 48 HBM channels, PCIe Gen4 x16 host link (32 GB/s), latencies, 4 DMA "
       "engines per core.";
   c.clock_hz = 1.75e9;
@@ -90,7 +87,6 @@ ChipConfig v5p() {
   c.hbm_channels = 48;
   c.hbm_bandwidth_bytes_per_s = 2765 * kGB;
   c.ici_ports = 6;
-  c.ici_link_bandwidth_bytes_per_s = 4800e9 / 8 / 6;
   c.host_link_bandwidth_bytes_per_s = 32 * kGB;
   return c;
 }
@@ -101,9 +97,9 @@ ChipConfig v6e() {
   c.description =
       "TPU v6e (Trillium). Published: 1 TensorCore, MXUs of 256x256, 918 TFLOP/s bf16, "
       "128 MiB VMEM (JAX's TPU info), 32 GB HBM at 1640 GB/s, 4 ICI links (2-D torus), "
-      "3584 Gbps ICI per chip. Assumed: 4 MXUs at 1.75 GHz (the published peak; Google "
+      "3584 Gbps ICI per chip (the links' figures are the pod's). Assumed: 4 MXUs at 1.75 GHz (the published peak; Google "
       "and JAX count 2 MXUs, which at one MAC per cell per cycle would need 3.5 GHz), "
-      "112 GB/s per link per direction, 32 HBM channels, PCIe Gen4 x16 host link "
+      "32 HBM channels, PCIe Gen4 x16 host link "
       "(32 GB/s), latencies, 4 DMA engines, 36 cycles per MXU pass beyond its rows (from "
       "the measured efficiency of large GEMMs: sim/timing/README.md).";
   c.clock_hz = 1.75e9;
@@ -115,7 +111,6 @@ ChipConfig v6e() {
   c.hbm_channels = 32;
   c.hbm_bandwidth_bytes_per_s = 1640 * kGB;
   c.ici_ports = 4;
-  c.ici_link_bandwidth_bytes_per_s = 3584e9 / 8 / 4;
   c.host_link_bandwidth_bytes_per_s = 32 * kGB;
   c.mxu_pass_overhead_cycles = 36;
   return c;
@@ -142,8 +137,6 @@ ChipConfig tiny() {
   c.hbm_latency_ns = 100;
   c.dma_engines = 2;
   c.ici_ports = 4;
-  c.ici_link_bandwidth_bytes_per_s = 10 * kGB;
-  c.ici_latency_ns = 500;
   c.host_link_bandwidth_bytes_per_s = 8 * kGB;
   return c;
 }

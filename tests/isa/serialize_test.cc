@@ -185,6 +185,18 @@ TEST(Serialize, ReadsFormatVersion1) {
   EXPECT_EQ(old, assemble(text));
 }
 
+// A pod executable whose chip preset has changed since it was compiled (format2/ holds
+// every_opcode.pex as written before the v4 preset's description changed) still reads: its
+// own chip record is the chip, the pod's included.
+TEST(Serialize, APodExecutableKeepsTheChipItWasCompiledFor) {
+  Executable old = read_executable(std::string(PODSIM_SOURCE_DIR) +
+                                   "/tests/isa/format2/every_opcode.pex");
+  ASSERT_TRUE(old.pod.has_value());
+  EXPECT_EQ(old.chip.name, "v4");
+  EXPECT_NE(old.chip.description, topology::preset("v4").description);
+  EXPECT_EQ(old.pod->chip, old.chip);
+}
+
 // The fuzz seed corpus (tests/isa/corpus/*.pex) is the assembled tests/isa/testdata/*.s.
 // PODSIM_REGENERATE_CORPUS=1 rewrites it (after a format change).
 TEST(Serialize, SeedCorpusMatchesItsSources) {

@@ -56,14 +56,14 @@ name = "v4-fat"
 hbm_bytes = "64 GiB"
 hbm_bandwidth_bytes_per_s = "2.4 TB/s"
 clock_hz = "1.2 GHz"
-ici_link_bandwidth_bytes_per_s = "800 Gbps"
+host_link_bandwidth_bytes_per_s = "256 Gbps"
 mxus_per_core = 8
 )", "chip.toml");
   EXPECT_EQ(c.name, "v4-fat");
   EXPECT_EQ(c.hbm_bytes, int64_t{64} << 30);
   EXPECT_DOUBLE_EQ(c.hbm_bandwidth_bytes_per_s, 2.4e12);
   EXPECT_DOUBLE_EQ(c.clock_hz, 1.2e9);
-  EXPECT_DOUBLE_EQ(c.ici_link_bandwidth_bytes_per_s, 100e9);
+  EXPECT_DOUBLE_EQ(c.host_link_bandwidth_bytes_per_s, 32e9);
   EXPECT_EQ(c.mxus_per_core, 8);
   EXPECT_EQ(c.tensor_cores, 2);  // from the base
 }
@@ -96,6 +96,10 @@ TEST(ChipConfig, BadFilesGiveClearErrors) {
   EXPECT_NE(error_of("base = \"v9\"\n").find("unknown chip preset 'v9'"), std::string::npos);
   EXPECT_NE(error_of("clock_hz = 1e9\n").find("missing tensor_cores"), std::string::npos);
   EXPECT_NE(error_of("base = [\n").find("chip.toml:"), std::string::npos);
+  // Link figures belong to the pod: a chip file that still sets them says where they go.
+  EXPECT_NE(error_of("base = \"v4\"\nici_latency_ns = 500\n")
+                .find("'ici_latency_ns' is a figure of the pod's links now: set ici_link_latency_ns"),
+            std::string::npos);
 }
 
 TEST(ChipConfig, DescribeNamesEveryFieldWithUnits) {
