@@ -13,18 +13,19 @@
 
 #include "isa/isa.h"
 #include "sim/timing/timed_chip.h"
+#include "topology/pod_config.h"
 
 namespace podsim::bench {
 
 // Each flow's receiver's cycles (until its wait for the landing returned), in order.
-inline std::vector<uint64_t> flow_cycles(const std::string& pod, int64_t bytes,
+inline std::vector<uint64_t> flow_cycles(const topology::PodConfig& pod, int64_t bytes,
                                          const std::vector<std::pair<int, int>>& flows) {
   const std::string space = bytes > (int64_t{32} << 20) ? "hbm" : "vmem[0]";
   std::string text = fmt::format(
       ".pod \"{}\"\n.region a {} 0 {}\n.region b {} {} {}\n"
       ".descriptor d0 src=a dst=b elem=4 sizes=[{}] src_strides=[4] dst_strides=[4]\n"
       ".program core 0\n  sdev s1, 0\n",
-      pod, space, bytes, space, bytes, bytes, bytes / 4);
+      pod.name, space, bytes, space, bytes, bytes, bytes / 4);
   std::string senders;
   for (size_t i = 0; i < flows.size(); ++i) {
     text += fmt::format("  sli s2, {}\n  seq s3, s1, s2\n  bnz s3, send{}\n", flows[i].first, i);
@@ -37,10 +38,17 @@ inline std::vector<uint64_t> flow_cycles(const std::string& pod, int64_t bytes,
   sim::timing::TimingOptions options;
   options.timing_only = true;
   options.profile = false;
-  sim::timing::PodRunResult r = sim::timing::run_timed_pod(isa::assemble(text), {}, options);
+  isa::Executable executable = isa::assemble(text);
+  executable.pod = pod;  // its figures as given
+  sim::timing::PodRunResult r = sim::timing::run_timed_pod(executable, {}, options);
   std::vector<uint64_t> out;
   for (const auto& [from, to] : flows) out.push_back(r.chips.at(static_cast<size_t>(to)).cycles);
   return out;
+}
+
+inline std::vector<uint64_t> flow_cycles(const std::string& pod, int64_t bytes,
+                                         const std::vector<std::pair<int, int>>& flows) {
+  return flow_cycles(topology::pod_config(pod), bytes, flows);
 }
 
 }  // namespace podsim::bench

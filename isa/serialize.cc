@@ -13,6 +13,7 @@
 #include <iterator>
 
 #include "common/error.h"
+#include "common/utf8.h"
 #include "isa/executable.capnp.h"
 #include "isa/isa.h"
 
@@ -202,7 +203,12 @@ Executable read_root(schema::Executable::Reader root) {
     e.pod = topology::parse_pod_config(string(root.getPod()), "the pod");
     // The pod's text names its chip by preset where it is one; the chip record is the
     // executable's own, which stays as compiled when this podsim's preset has changed.
-    if (e.pod->chip.name == e.chip.name) e.pod->chip = e.chip;
+    // (Its text must be UTF-8 then: the pod is written back as TOML.)
+    if (e.pod->chip.name == e.chip.name) {
+      if (first_invalid_utf8(e.chip.description) != std::string_view::npos)
+        fail("the chip's description is not UTF-8");
+      e.pod->chip = e.chip;
+    }
   }
   e.replicas = root.getReplicas();
   e.partitions = root.getPartitions();

@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
       podsim::tools::add_profile_command(app),
       podsim::tools::add_train_command(app),
       podsim::tools::add_devices_command(app),
+      podsim::tools::add_models_command(app),
   };
 
   try {

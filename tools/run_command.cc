@@ -59,6 +59,7 @@ struct RunOptions {
   int trace_chip = 0;
   bool check_hazards = false;
   bool timing_only = false;
+  bool stats = false;  // --stats
   bool host_link = false;
   std::string hbm = "request-time";
 };
@@ -246,6 +247,7 @@ DeviceBytes run_on_pod(const isa::Executable& exe, const DeviceBytes& parameters
   result.profile.program = std::filesystem::path(options.file).stem().string();
   report += sim::timing::format_pod_summary(result, exe.chip);
   if (result.chips.size() <= 4) report += traces::format_summary(traces::summarize(result.profile));
+  if (options.stats) report += sim::timing::format_statistics(result.statistics);
   write_profile(result.profile, options, report);
   for (sim::timing::TimedRunResult& chip : result.chips) outputs.push_back(std::move(chip.outputs));
   return outputs;
@@ -282,6 +284,7 @@ std::vector<ir::Literal> run_sim_timed(ir::Module& module, const std::vector<ir:
   result.profile.program = module.name();
   report = traces::format_summary(traces::summarize(result.profile));
   report += sim::timing::format_host_link(result, exe.chip);
+  if (options.stats) report += sim::timing::format_statistics(result.statistics);
   write_profile(result.profile, options, report);
   write_trace(result.trace, exe, options, report);
   if (options.timing_only) return {};  // no data was computed
@@ -366,7 +369,7 @@ int run_executable(RunOptions options) {
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   ir::NamedLiterals outputs;
-  for (size_t d = 0; d < results.size(); ++d)
+  for (size_t d = 0; d < results.size() && !options.timing_only; ++d)  // (none computed)
     for (size_t k = 0; k < exe.outputs.size(); ++k) {
       const isa::Binding& b = exe.outputs[k];
       ir::Literal l(ir::Shape(ir_type(b.dtype), b.dims));
@@ -598,6 +601,9 @@ Command add_run_command(CLI::App& app) {
                   "--backend sim on a pod: the device id of the chip --trace-instructions traces (default 0)");
   cmd->add_flag("--check-hazards", options->check_hazards,
                 "--backend sim: fail if a DMA races with an access no synchronisation orders");
+  cmd->add_flag("--stats", options->stats,
+                "--backend sim: print every unit model's statistics (totals over the units; "
+                "`podsim models` says what each counts)");
   cmd->add_flag("--host-link", options->host_link,
                 "--backend sim: show the parameters' and outputs' transfers over the host link in the "
                 "profile and summary (a Host link track before and after the program)");

@@ -6,6 +6,7 @@
 #include <random>
 
 #include "common/error.h"
+#include "topology/chip_fields.h"
 #include "topology/pod_fields.h"
 #include "topology/torus.h"
 
@@ -33,8 +34,14 @@ const PodField kFields[] = {
     {"ici_packet_bytes", FieldUnit::kBytes, &PodConfig::ici_packet_bytes, 16, 1 << 20,
      "ICI flow-control unit (assumed)"},
     {"ici_buffer_packets", FieldUnit::kCount, &PodConfig::ici_buffer_packets, 1, 1 << 20,
-     "receive buffer per link direction, in packets: the credits (assumed: a round trip at "
-     "full bandwidth)"},
+     "receive buffer per link direction and virtual channel, in packets: the credits "
+     "(assumed: twice the credit loop at full bandwidth)"},
+    {"ici_credit_latency_ns", FieldUnit::kNanoseconds, &PodConfig::ici_credit_latency_ns, 0, 1e7,
+     "credits' way back to the sender, 0: at once (assumed: the link's latency)", true},
+    {"ici_virtual_channels", FieldUnit::kCount, &PodConfig::ici_virtual_channels, 1, 2,
+     "virtual channels per link; 2: dateline channels that keep a wrapping axis free of "
+     "deadlock (assumed)",
+     true},
     {"dcn_host_bandwidth_bytes_per_s", FieldUnit::kBytesPerSecond,
      &PodConfig::dcn_host_bandwidth_bytes_per_s, 1e6, 1e15,
      "DCN bandwidth per host, all its NICs, per direction"},
@@ -53,6 +60,16 @@ const PodField kFields[] = {
 }  // namespace
 
 std::span<const PodField> pod_fields() { return kFields; }
+
+std::optional<NamedField> find_field(const PodConfig& pod, std::string_view name) {
+  for (const PodField& f : pod_fields())
+    if (f.name == name)
+      return NamedField{f.get(pod), format_field_value(f.unit, f.get(pod)), f.doc};
+  for (const ChipField& f : chip_fields())
+    if (f.name == name)
+      return NamedField{f.get(pod.chip), format_field_value(f.unit, f.get(pod.chip)), f.doc};
+  return std::nullopt;
+}
 
 std::vector<double> PodConfig::chip_speeds() const {
   std::vector<double> speeds(static_cast<size_t>(chips()), 1.0);

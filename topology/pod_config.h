@@ -12,6 +12,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,7 +43,14 @@ struct PodConfig {
   double ici_link_bandwidth_bytes_per_s = 0;  // per link, per direction
   double ici_link_latency_ns = 0;             // per hop
   int64_t ici_packet_bytes = 0;               // flow-control unit of a link
-  int64_t ici_buffer_packets = 0;             // receive buffer per link direction (credits)
+  int64_t ici_buffer_packets = 0;             // receive buffer per link direction and VC
+  // Credits' way back to the sender (0: at once); the presets take the link's latency.
+  double ici_credit_latency_ns = 0;
+  // 1, or 2 for dateline virtual channels: a packet moves to the second once it has
+  // crossed a wrapping axis's wraparound link and back to the first when it turns to the
+  // next axis, which breaks the cycle of buffers around a ring (with one, a ring of full
+  // buffers deadlocks).
+  int ici_virtual_channels = 1;
 
   double dcn_host_bandwidth_bytes_per_s = 0;  // per host, all its NICs, per direction
   double dcn_latency_ns = 0;                  // NIC to NIC through the switch
@@ -90,6 +98,16 @@ std::vector<std::string> pod_preset_names();
 
 // Every field, and the figures derived from the links (for `podsim topology show`).
 std::string describe(const PodConfig& pod);
+
+// One field of a pod's table or of its chip's, found by its name there (what the timing
+// model's components read by name): its value, the value with its unit ("50 GB/s") and
+// its meaning. nullopt when neither table has the name.
+struct NamedField {
+  double value = 0;
+  std::string text;
+  std::string_view meaning;
+};
+std::optional<NamedField> find_field(const PodConfig& pod, std::string_view name);
 // The pod as TOML that parse_pod_config() reads back (its chip by name, or inline
 // when it is no preset).
 std::string to_toml(const PodConfig& pod);

@@ -90,6 +90,16 @@ struct Hazard {
   std::string message;  // one line naming both, their cycles, source ops and the range
 };
 
+// One statistic of one model instance over a run (the models declare theirs where they
+// register: `podsim models`).
+struct StatisticValue {
+  std::string component;  // "TensorCore 0 / MXU 1", "HBM", "interconnect"; on a pod "chip D / ..."
+  std::string model;      // its kind and name: "MXU systolic", "interconnect torus"
+  std::string name;       // "passes"
+  std::string unit;       // "count", "cycles", "bytes"
+  double value = 0;
+};
+
 struct TimedRunResult {
   std::vector<std::vector<uint8_t>>
       outputs;               // as FunctionalModel::read_output; none if timing_only
@@ -108,6 +118,7 @@ struct TimedRunResult {
   traces::Profile profile;               // with TimingOptions::profile
   std::vector<InstructionRecord> trace;  // with instruction_trace; sorted by issue, core, pc
   std::vector<Hazard> hazards;           // with check_hazards; at most kMaxHazards
+  std::vector<StatisticValue> statistics;  // every unit model's, in the chip's unit order
 };
 
 inline constexpr size_t kMaxHazards = 64;
@@ -133,6 +144,7 @@ struct PodRunResult {
   std::vector<LinkUse> links;     // in wiring order
   double ici_bytes = 0;           // summed over links (a byte crossing k hops counts k times)
   double dcn_bytes = 0;
+  std::vector<StatisticValue> statistics;  // every chip's ("chip D / ..."), then the interconnect's
 };
 
 // Runs the executable (of one chip: no pod, or a pod of one) with its parameters (exactly
@@ -169,6 +181,29 @@ std::string format_timing_summary(const TimedRunResult& result, const topology::
 // One line: the host link's transfers (bytes, cycles, time), which format_timing_summary
 // ends with.
 std::string format_host_link(const TimedRunResult& result, const topology::ChipConfig& chip);
+
+// Totals of a run's statistics per model and statistic (over every unit of every chip),
+// with the largest value of one unit: a table for `podsim run --stats`.
+std::string format_statistics(const std::vector<StatisticValue>& statistics);
+
+// A registered model as it declares itself: the fields it reads (with their values in a
+// pod and its chip) and the statistics it counts.
+struct ModelInfo {
+  struct Parameter {
+    std::string name, value, meaning;
+  };
+  struct Statistic {
+    std::string name, unit, meaning;
+  };
+  std::string kind;  // "mxu", "vpu", "dma", "hbm", "interconnect"
+  std::string name;
+  bool is_default = false;  // TimingOptions' choice
+  std::string summary;
+  std::vector<Parameter> parameters;
+  std::vector<Statistic> statistics;
+};
+std::vector<ModelInfo> describe_models(const topology::PodConfig& pod);
+std::string format_models(const std::vector<ModelInfo>& models);
 
 // Registered unit model names, for help texts and errors.
 std::vector<std::string> registered_unit_models(

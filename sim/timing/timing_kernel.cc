@@ -148,6 +148,40 @@ std::string format_pod_summary(const PodRunResult& r, const topology::ChipConfig
       100.0 * max_use, r.links.empty() ? 0.0 : 100.0 * sum_use / static_cast<double>(r.links.size()));
 }
 
+namespace {
+
+template <class Registry>
+void describe(const Registry& registry, std::string_view kind, const std::string& chosen,
+              const topology::PodConfig& pod, std::vector<ModelInfo>& out) {
+  for (const std::string& name : registry.names()) {
+    const ModelDeclaration& d = registry.declaration(name);
+    ModelInfo info{std::string(kind), name, name == chosen, std::string(d.summary), {}, {}};
+    for (std::string_view p : d.parameters) {
+      const std::optional<topology::NamedField> f = topology::find_field(pod, p);
+      info.parameters.push_back({std::string(p), f ? f->text : "?",
+                                 f ? std::string(f->meaning) : "(no such field)"});
+    }
+    for (const StatisticDeclaration& s : d.statistics)
+      info.statistics.push_back({std::string(s.name), std::string(s.unit), std::string(s.meaning)});
+    out.push_back(std::move(info));
+  }
+}
+
+}  // namespace
+
+std::vector<ModelInfo> describe_models(const topology::PodConfig& pod) {
+  const TimingOptions defaults;
+  return Kernel::instance().run([&] {
+    std::vector<ModelInfo> out;
+    describe(mxu_models(), "mxu", defaults.mxu_model, pod, out);
+    describe(vpu_models(), "vpu", defaults.vpu_model, pod, out);
+    describe(dma_models(), "dma", defaults.dma_model, pod, out);
+    describe(hbm_models(), "hbm", defaults.hbm_model, pod, out);
+    describe(interconnect_models(), "interconnect", defaults.interconnect_model, pod, out);
+    return out;
+  });
+}
+
 std::vector<std::string> registered_unit_models(std::string_view kind) {
   return Kernel::instance().run([&]() -> std::vector<std::string> {
     if (kind == "mxu") return mxu_models().names();

@@ -2,7 +2,10 @@
 // A model is an implementation file that registers a factory under a name (as Ramulator 2
 // does with its interfaces and implementations); TimingOptions picks one per kind by
 // name, so another MXU or HBM model is a new file plus one line in
-// register_builtin_unit_models().
+// register_builtin_unit_models(). Where it registers, a model declares what it reads and
+// what it counts (ModelDeclaration): the configuration fields it takes by name, which is
+// the only way its factory gets figures (Parameters), and its statistics, which a run
+// collects (`podsim models` lists every model's; `podsim run --stats` prints them).
 //
 // Time: SystemC time counts cycles of the chip's clock (the kernel's resolution is 1 ns
 // and one cycle is 1 ns of SystemC time), so every delay is an exact integer. Times
@@ -28,8 +31,9 @@
 
 #include "common/error.h"
 #include "sim/functional/functional_model.h"
+#include "sim/timing/timed_chip.h"
 #include "sim/timing/unit_latencies.h"
-#include "topology/chip_config.h"
+#include "topology/pod_config.h"
 
 namespace podsim::sim::timing {
 
@@ -46,11 +50,46 @@ struct UnitTiming {
   Cycle done = 0;
 };
 
+// Where a unit sits in its chip.
 struct UnitContext {
-  const topology::ChipConfig& chip;
-  const UnitLatencies& latencies;
   int core = 0;
   int index = 0;  // MXU or DMA engine index within the core
+};
+
+// A statistic a model counts over a run, and what a model declares where it registers
+// (as SST's components and Ramulator 2's implementations do): a line on what it models,
+// the configuration fields it reads (by their names in the pod's and the chip's field
+// tables, topology::find_field) and its statistics, in the order statistics() returns
+// them.
+struct StatisticDeclaration {
+  std::string_view name;
+  std::string_view unit;  // "count", "cycles", "bytes"
+  std::string_view meaning;
+};
+struct ModelDeclaration {
+  std::string_view summary;
+  std::vector<std::string_view> parameters;
+  std::vector<StatisticDeclaration> statistics;
+};
+
+// A model's figures: the fields it declared, read from the run's pod (a pod of one chip
+// for a single-chip run: its chip's fields). Reading a field the model did not declare is
+// a podsim::Error, so a declaration is complete; a declared name that neither table has
+// is one when the model is made.
+class Parameters {
+ public:
+  Parameters(const topology::PodConfig& pod, std::string model, const ModelDeclaration& declaration);
+  double operator[](std::string_view name) const;
+  int64_t count(std::string_view name) const { return static_cast<int64_t>((*this)[name]); }
+  // A field in nanoseconds as whole cycles of the chip's clock, rounded up.
+  int64_t ns_as_cycles(std::string_view name) const {
+    return ns_to_cycles((*this)[name], pod_.chip.clock_hz);
+  }
+
+ private:
+  const topology::PodConfig& pod_;
+  std::string model_;
+  const ModelDeclaration& declaration_;
 };
 
 // One systolic matrix unit. Calls come in program order with t = the earliest cycle the
@@ -62,6 +101,7 @@ class MxuModel {
   // mmul (waits for its weights); `accumulate` false starts a new output tile.
   virtual UnitTiming multiply(Cycle t, int64_t m_rows, bool accumulate) = 0;
   virtual UnitTiming pop(Cycle t, int64_t m_rows) = 0;  // mpop (waits for the result)
+  virtual std::vector<double> statistics() const { return {}; }  // as declared
   // Whether an mpop leaves issue free (the core hands it to the MXU's result path and
   // goes on, as with a DMA) rather than holding it until the pop starts.
   virtual bool pop_is_queued() const { return false; }
@@ -75,6 +115,7 @@ class VpuModel {
   // An op whose operands are ready at t; `registers` is how many vector registers it
   // moves (vxpose moves a block), or for loads and stores the cycles VMEM's banks need.
   virtual UnitTiming issue(Cycle t, VectorClass kind, int64_t registers) = 0;
+  virtual std::vector<double> statistics() const { return {}; }  // as declared
 };
 
 // A memory as a TLM-2.0 target: b_transport(payload, delay) takes the request time as
@@ -85,6 +126,7 @@ class MemoryTarget : public tlm::tlm_blocking_transport_if<tlm::tlm_generic_payl
  public:
   using TrafficHook = std::function<void(Cycle start, Cycle end, double bytes)>;
   void set_traffic_hook(TrafficHook hook) { on_traffic_ = std::move(hook); }
+  virtual std::vector<double> statistics() const { return {}; }  // as declared (HBM models)
 
  protected:
   TrafficHook on_traffic_;
@@ -143,33 +185,62 @@ class DmaEngineModel {
   virtual size_t queued() const = 0;    // transfers submitted and not started yet
   virtual void start() = 0;             // spawns its process (once per run)
   virtual void wake() = 0;              // re-check finishing/aborted
+  virtual std::vector<double> statistics() const { return {}; }  // as declared
 };
 
 template <class Model, class... Args>
 class Registry {
  public:
-  using Factory = std::function<std::unique_ptr<Model>(Args...)>;
+  using Factory = std::function<std::unique_ptr<Model>(const Parameters&, Args...)>;
   explicit Registry(std::string kind) : kind_(std::move(kind)) {}
-  void add(const std::string& name, Factory factory) { factories_[name] = std::move(factory); }
-  std::unique_ptr<Model> make(const std::string& name, Args... args) const {
-    auto it = factories_.find(name);
-    if (it == factories_.end()) {
-      std::string known;
-      for (const auto& [n, f] : factories_) known += (known.empty() ? "" : ", ") + n;
-      fail("unknown {} model '{}'; registered: {}", kind_, name, known);
-    }
-    return it->second(args...);
+  const std::string& kind() const { return kind_; }
+  void add(const std::string& name, ModelDeclaration declaration, Factory factory) {
+    entries_[name] = Entry{std::move(declaration), std::move(factory)};
+  }
+  // The model `name`, its parameters read from `pod`.
+  std::unique_ptr<Model> make(const std::string& name, const topology::PodConfig& pod,
+                              Args... args) const {
+    const Entry& e = entry(name);
+    return e.factory(Parameters(pod, kind_ + " model '" + name + "'", e.declaration), args...);
+  }
+  const ModelDeclaration& declaration(const std::string& name) const {
+    return entry(name).declaration;
   }
   std::vector<std::string> names() const {
     std::vector<std::string> out;
-    for (const auto& [n, f] : factories_) out.push_back(n);
+    for (const auto& [n, e] : entries_) out.push_back(n);
     return out;
   }
 
  private:
+  struct Entry {
+    ModelDeclaration declaration;
+    Factory factory;
+  };
+  const Entry& entry(const std::string& name) const {
+    auto it = entries_.find(name);
+    if (it == entries_.end()) {
+      std::string known;
+      for (const auto& [n, e] : entries_) known += (known.empty() ? "" : ", ") + n;
+      fail("unknown {} model '{}'; registered: {}", kind_, name, known);
+    }
+    return it->second;
+  }
   std::string kind_;
-  std::map<std::string, Factory> factories_;
+  std::map<std::string, Entry> entries_;
 };
+
+// Appends a model instance's statistics (values in the order its declaration lists them)
+// as StatisticValues of `component`; podsim::Error when the counts disagree.
+void add_statistics(const std::string& kind, const std::string& model,
+                    const ModelDeclaration& declaration, std::string component,
+                    const std::vector<double>& values, std::vector<StatisticValue>& out);
+template <class Registry>
+void add_statistics(const Registry& registry, const std::string& model, std::string component,
+                    const std::vector<double>& values, std::vector<StatisticValue>& out) {
+  add_statistics(registry.kind(), model, registry.declaration(model), std::move(component), values,
+                 out);
+}
 
 using MxuRegistry = Registry<MxuModel, const UnitContext&>;
 using VpuRegistry = Registry<VpuModel, const UnitContext&>;
@@ -197,6 +268,19 @@ void register_pipelined_dma(DmaRegistry& registry);
 // has `remote` set and its busy_end filled (when the last burst was handed over).
 DmaTiming run_bursts(DmaHost& host, const DmaJob& job, Cycle start, int64_t burst_bytes,
                      int engine_core, int engine);
+
+// What every DMA engine model reads and counts (with its own summary), and its counters.
+ModelDeclaration dma_engine_declaration(std::string_view summary);
+struct DmaEngineStatistics {
+  // A transfer the engine started at `start` and worked on until t.busy_end.
+  void count(const DmaJob& job, const DmaTiming& t, Cycle start) {
+    ++values[t.remote ? 1 : 0];
+    values[2] += static_cast<double>(job.transfer.bytes);
+    values[3] += static_cast<double>(t.busy_end - start);
+    values[4] += static_cast<double>(start - job.ready);
+  }
+  std::vector<double> values = std::vector<double>(5, 0.0);
+};
 void register_channel_hbm(HbmRegistry& registry);
 
 }  // namespace podsim::sim::timing

@@ -45,6 +45,7 @@ class DilatedMxu final : public MxuModel {
   }
   UnitTiming pop(Cycle t, int64_t m_rows) override { return d_.out(t, m_->pop(d_.in(t), m_rows)); }
   bool pop_is_queued() const override { return m_->pop_is_queued(); }
+  std::vector<double> statistics() const override { return m_->statistics(); }
 
  private:
   std::unique_ptr<MxuModel> m_;
@@ -57,6 +58,7 @@ class DilatedVpu final : public VpuModel {
   UnitTiming issue(Cycle t, VectorClass kind, int64_t registers) override {
     return d_.out(t, m_->issue(d_.in(t), kind, registers));
   }
+  std::vector<double> statistics() const override { return m_->statistics(); }
 
  private:
   std::unique_ptr<VpuModel> m_;
@@ -93,7 +95,6 @@ ChipRun::ChipRun(PodContext& pod, FunctionalModel& model,
       options_(options),
       latencies_(unit_latencies(model_.executable().chip)),
       dilation_(1.0 / speed),
-      chip_context_{model_.executable().chip, latencies_, 0, 0},
       base_(now_cycles()),
       recorder_(model_.executable(), base_, options.profile, options.instruction_trace) {
   const isa::Executable& exe = model_.executable();
@@ -112,7 +113,7 @@ ChipRun::ChipRun(PodContext& pod, FunctionalModel& model,
   host_in_ = host_transfers(exe.parameters, true, 0);
   if (options.profile_host_link) recorder_.set_profile_shift(host_in_);
 
-  hbm_ = hbm_models().make(options.hbm_model, chip_context_);
+  hbm_ = hbm_models().make(options.hbm_model, pod_.config(), UnitContext{});
   hbm_track_ = recorder_.add_track("HBM", "hbm", 0, true);
   hbm_->set_traffic_hook([this](Cycle s, Cycle e, double bytes) {
     if (recorder_.profiling()) recorder_.hbm_traffic(s, e, bytes);
@@ -123,15 +124,15 @@ ChipRun::ChipRun(PodContext& pod, FunctionalModel& model,
     for (const isa::Program& p : exe.programs)
       if (p.core == c) core->program = &p;
     std::string prefix = fmt::format("TensorCore {} / ", c);
-    UnitContext context{chip, latencies_, c, 0};
+    UnitContext context{c, 0};
     core->scalar_track = recorder_.add_track(prefix + "scalar issue", "scalar", 16);
     core->vpu_track = recorder_.add_track(prefix + "VPU", "vpu", 16);
-    core->vpu = vpu_models().make(options.vpu_model, context);
+    core->vpu = vpu_models().make(options.vpu_model, pod_.config(), context);
     if (dilation_ != 1) core->vpu = std::make_unique<DilatedVpu>(std::move(core->vpu), dilation_, base_);
     for (int m = 0; m < chip.mxus_per_core; ++m) {
       Mxu mxu;
       context.index = m;
-      mxu.model = mxu_models().make(options.mxu_model, context);
+      mxu.model = mxu_models().make(options.mxu_model, pod_.config(), context);
       if (dilation_ != 1)
         mxu.model = std::make_unique<DilatedMxu>(std::move(mxu.model), dilation_, base_);
       mxu.track = recorder_.add_track(fmt::format("{}MXU {}", prefix, m), "mxu", 0);
@@ -141,13 +142,12 @@ ChipRun::ChipRun(PodContext& pod, FunctionalModel& model,
     }
     for (int d = 0; d < chip.dma_engines; ++d) {
       context.index = d;
-      core->engines.push_back(dma_models().make(options.dma_model, context, *this));
+      core->engines.push_back(dma_models().make(options.dma_model, pod_.config(), context, *this));
       core->dma_tracks.push_back(recorder_.add_track(fmt::format("{}DMA {}", prefix, d), "dma", 0));
     }
-    context.index = 0;
     core->vmem_ports = std::make_unique<VmemPorts>(latencies_.vmem_ports);
-    core->vmem_banks = std::make_unique<VmemBanks>(context);
-    core->vmem_port = make_vmem_dma_port(context, *core->vmem_ports);
+    core->vmem_banks = std::make_unique<VmemBanks>(latencies_);
+    core->vmem_port = make_vmem_dma_port(latencies_, *core->vmem_ports);
     core->vreg_ready.assign(static_cast<size_t>(std::max(chip.vector_registers, 1)), 0);
     cores_.push_back(std::move(core));
   }
@@ -364,6 +364,19 @@ TimedRunResult ChipRun::finish(Cycle profile_end) {
     r.profile = recorder_.finish_profile(exe, std::max(end, profile_end),
                                          host_track_ >= 0 ? r.device_to_host_cycles : 0);
   if (options_.instruction_trace) r.trace = recorder_.finish_trace();
+  // Every unit model's statistics (a straggler's MXUs and VPU count their own cycles).
+  add_statistics(hbm_models(), options_.hbm_model, "HBM", hbm_->statistics(), r.statistics);
+  for (const auto& core : cores_) {
+    const std::string prefix = fmt::format("TensorCore {} / ", core->index);
+    add_statistics(vpu_models(), options_.vpu_model, prefix + "VPU", core->vpu->statistics(),
+                   r.statistics);
+    for (size_t m = 0; m < core->mxus.size(); ++m)
+      add_statistics(mxu_models(), options_.mxu_model, fmt::format("{}MXU {}", prefix, m),
+                     core->mxus[m].model->statistics(), r.statistics);
+    for (size_t d = 0; d < core->engines.size(); ++d)
+      add_statistics(dma_models(), options_.dma_model, fmt::format("{}DMA {}", prefix, d),
+                     core->engines[d]->statistics(), r.statistics);
+  }
   if (hazards_) {
     r.hazards = hazards_->take();
     if (options_.hazards_are_errors && !r.hazards.empty()) {

@@ -30,6 +30,8 @@ class PodContext {
   virtual ~PodContext() = default;
   virtual ChipRun& chip(int device) = 0;
   virtual Interconnect* interconnect() = 0;  // null for a single chip
+  // The pod's figures (a pod of one chip for a single-chip run): what models read.
+  virtual const topology::PodConfig& config() const = 0;
   // Ends the run on every chip; the error belongs to `from`.
   virtual void abort(std::exception_ptr error, ChipRun* from) = 0;
 };
@@ -140,7 +142,6 @@ class ChipRun final : public DmaHost {
   TimingOptions options_;
   UnitLatencies latencies_;  // from the executable's ChipConfig
   double dilation_ = 1;      // 1 / the chip's speed
-  UnitContext chip_context_;
   Cycle base_ = 0;
   Recorder recorder_;
   std::unique_ptr<HazardChecker> hazards_;

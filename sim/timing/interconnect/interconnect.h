@@ -17,13 +17,21 @@
 //   the latency); the next link cannot finish it before its last packet has arrived.
 // - Credits: a link starts a burst only when the receive buffer behind it has room for
 //   it (or is empty); the buffer drains as the next link sends the burst on, or as it is
-//   written into the destination memory. A busy link therefore backs traffic up hop by
-//   hop, and into the DMA engines: an engine waits (send() blocks in simulated time) while
-//   it has a buffer's worth of bursts queued for that link (each engine's injection port
-//   has a buffer of its own, like each link's far end, and is an input of the link). Credits return when the
-//   bytes leave the buffer (no separate credit latency); a buffer smaller than a round
-//   trip (2 x latency x bandwidth) keeps a link below its bandwidth, as in hardware. DCN
-//   links (NICs, switch) always buffer a round trip.
+//   written into the destination memory, and the credits reach the link
+//   ici_credit_latency_ns later (over the reverse link; DCN links: their own latency). A
+//   busy link therefore backs traffic up hop by hop, and into the DMA engines: an engine
+//   waits (send() blocks in simulated time) while it has a buffer's worth of bursts
+//   queued for that link (each engine's injection port has a buffer of its own, like
+//   each link's far end, and is an input of the link). A buffer smaller than the credit
+//   loop (a burst's serialisation, the hop, the credit's way back) keeps a link below its
+//   bandwidth, as in hardware. DCN links (NICs, switch) always buffer a round trip.
+// - Virtual channels: with PodConfig::ici_virtual_channels 2 each ICI link's buffer is
+//   one per channel (each of ici_buffer_packets), and a burst takes the second channel
+//   once its route has crossed the wraparound link of the axis it travels along (the
+//   dateline), the first again on the next axis. Dimension-order routes then have no
+//   cycle of buffers waiting on each other; with one channel a ring of full buffers
+//   stalls for good (reported as a deadlock). A link takes a burst from any input whose
+//   channel has credits: one channel waiting for credits does not block the other.
 // Once the engine has handed over a transfer's last burst and its data has been read
 // from the source, the interconnect calls the issuing chip's dma_source_read() (the
 // source may be reused: the sender's semaphore); the transfer lands when its last burst
@@ -55,7 +63,8 @@ struct LinkState {
   double cycles_per_byte = 0;
   Cycle latency = 0;
   int64_t packet_bytes = 256;
-  int64_t buffer_bytes = 0;
+  int64_t buffer_bytes = 0;  // per virtual channel
+  Cycle credit_latency = 0;  // credits' way back
   double bytes = 0;  // sent so far
   Cycle busy = 0;    // cycles spent sending
 };
@@ -88,6 +97,7 @@ class Interconnect {
   virtual void send(int src, int dst, Cycle ready, int64_t bytes, MemoryTarget& destination,
                     int64_t address, RemoteDelivery* delivery) = 0;
   virtual const std::vector<LinkState>& links() const = 0;
+  virtual std::vector<double> statistics() const { return {}; }  // as declared
 };
 
 // What an interconnect model is built from: the pod, its wiring, where each chip records

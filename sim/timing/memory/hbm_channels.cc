@@ -10,6 +10,7 @@
 // the channel ahead goes in between, not behind it; "channels" serves a channel's bursts
 // in the order they are asked for. (VMEM's side of DMA traffic is in vmem.cc.)
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "sim/timing/memory/bookings.h"
@@ -41,12 +42,19 @@ class ChannelMemory final : public MemoryTarget {
     const auto address = static_cast<int64_t>(p.get_address());
     Bookings& ch = channels_[static_cast<size_t>(address / interleave_) % channels_.size()];
     const Cycle service = service_cycles(p.get_data_length());
-    const Cycle start = ch.book(now, now + delay.value(), service,
-                                p.get_command() == tlm::TLM_WRITE_COMMAND ? 1 : 0);
+    const bool write = p.get_command() == tlm::TLM_WRITE_COMMAND;
+    const Cycle request = now + delay.value();
+    const Cycle start = ch.book(now, request, service, write ? 1 : 0);
+    stats_[write ? kWriteBytes : kReadBytes] += p.get_data_length();
+    ++stats_[kBursts];
+    stats_[kServiceCycles] += static_cast<double>(service);
+    stats_[kQueueCycles] += static_cast<double>(start - request);
     if (on_traffic_) on_traffic_(start, start + service, static_cast<double>(p.get_data_length()));
     delay = cycles(start + service + latency_ - now);
     p.set_response_status(tlm::TLM_OK_RESPONSE);
   }
+
+  std::vector<double> statistics() const override { return {stats_.begin(), stats_.end()}; }
 
  private:
   // Bursts mostly have one length: remember the last one's service time.
@@ -65,22 +73,40 @@ class ChannelMemory final : public MemoryTarget {
   Cycle latency_;
   unsigned last_length_ = 0;
   Cycle last_service_ = 1;
+  enum { kReadBytes, kWriteBytes, kBursts, kServiceCycles, kQueueCycles, kStatistics };
+  std::array<double, kStatistics> stats_{};
 };
 
 }  // namespace
 
 void register_channel_hbm(HbmRegistry& registry) {
   for (const bool by_request_time : {false, true})
-    registry.add(by_request_time ? "request-time" : "channels",
-                 [by_request_time](const UnitContext& c) -> std::unique_ptr<MemoryTarget> {
-                   return std::make_unique<ChannelMemory>(
-                       c.chip.hbm_channels, c.chip.hbm_bandwidth_bytes_per_s / c.chip.clock_hz,
-                       c.latencies.dma_burst_bytes,
-                       static_cast<Cycle>(ns_to_cycles(c.chip.hbm_latency_ns, c.chip.clock_hz)),
-                       static_cast<Cycle>(std::max<int64_t>(c.latencies.hbm_turnaround, 0)),
-                       static_cast<Cycle>(c.latencies.hbm_refresh_interval),
-                       static_cast<Cycle>(c.latencies.hbm_refresh), by_request_time);
-                 });
+    registry.add(
+        by_request_time ? "request-time" : "channels",
+        {by_request_time
+             ? "hbm_channels channels interleaved every dma_burst_bytes; a burst takes the first "
+               "free time at or after its request"
+             : "hbm_channels channels interleaved every dma_burst_bytes; a channel serves its "
+               "bursts in the order they are asked for",
+         {"hbm_channels", "hbm_bandwidth_bytes_per_s", "clock_hz", "hbm_latency_ns",
+          "dma_burst_bytes", "hbm_turnaround_cycles", "hbm_refresh_interval_ns", "hbm_refresh_ns"},
+         {{"read_bytes", "bytes", "bytes read"},
+          {"write_bytes", "bytes", "bytes written"},
+          {"bursts", "count", "bursts served"},
+          {"service_cycles", "cycles", "channel cycles spent serving bursts, all channels"},
+          {"queue_cycles", "cycles",
+           "cycles bursts waited for their channel (other bursts, turnarounds, refresh)"}}},
+        [by_request_time](const Parameters& p, const UnitContext&) -> std::unique_ptr<MemoryTarget> {
+          const int64_t refresh_interval = p.ns_as_cycles("hbm_refresh_interval_ns");
+          return std::make_unique<ChannelMemory>(
+              static_cast<int>(p.count("hbm_channels")),
+              p["hbm_bandwidth_bytes_per_s"] / p["clock_hz"], p.count("dma_burst_bytes"),
+              static_cast<Cycle>(p.ns_as_cycles("hbm_latency_ns")),
+              static_cast<Cycle>(std::max<int64_t>(p.count("hbm_turnaround_cycles"), 0)),
+              static_cast<Cycle>(refresh_interval),
+              static_cast<Cycle>(refresh_interval > 0 ? p.ns_as_cycles("hbm_refresh_ns") : 0),
+              by_request_time);
+        });
 }
 
 }  // namespace podsim::sim::timing

@@ -49,9 +49,8 @@ Cycle VmemPorts::reserve(Cycle t, int64_t n) {
   return last + 1;
 }
 
-VmemBanks::VmemBanks(const UnitContext& c)
-    : banks_(std::max<int64_t>(c.latencies.vmem_banks, 1)),
-      bank_bytes_(std::max<int64_t>(c.latencies.vmem_bank_bytes, 1)) {}
+VmemBanks::VmemBanks(const UnitLatencies& l)
+    : banks_(std::max<int64_t>(l.vmem_banks, 1)), bank_bytes_(std::max<int64_t>(l.vmem_bank_bytes, 1)) {}
 
 int64_t VmemBanks::cycles(int64_t base, int64_t rows, int64_t row_bytes, int64_t stride) const {
   if (rows <= 1 || row_bytes <= 0) return 1;
@@ -127,10 +126,9 @@ class VmemDmaPort final : public MemoryTarget {
 
 }  // namespace
 
-std::unique_ptr<MemoryTarget> make_vmem_dma_port(const UnitContext& c, VmemPorts& ports) {
-  return std::make_unique<VmemDmaPort>(static_cast<double>(c.latencies.vmem_dma_bytes_per_cycle),
-                                       static_cast<Cycle>(std::max<int64_t>(c.latencies.vmem, 0)),
-                                       ports);
+std::unique_ptr<MemoryTarget> make_vmem_dma_port(const UnitLatencies& l, VmemPorts& ports) {
+  return std::make_unique<VmemDmaPort>(static_cast<double>(l.vmem_dma_bytes_per_cycle),
+                                       static_cast<Cycle>(std::max<int64_t>(l.vmem, 0)), ports);
 }
 
 }  // namespace podsim::sim::timing

@@ -41,7 +41,7 @@ class VmemPorts {
 // VMEM banks of a core, from the ChipConfig and UnitLatencies.
 class VmemBanks {
  public:
-  explicit VmemBanks(const UnitContext& context);
+  explicit VmemBanks(const UnitLatencies& latencies);
   // Cycles the banks need to serve `rows` rows of row_bytes from `base`, `stride` apart:
   // the most distinct words any one bank serves (1 for a contiguous tile).
   int64_t cycles(int64_t base, int64_t rows, int64_t row_bytes, int64_t stride) const;
@@ -52,6 +52,6 @@ class VmemBanks {
 
 // VMEM as DMA engines see it: one path moving vmem_dma_bytes_per_cycle in arrival order,
 // through the ports, then the VMEM latency.
-std::unique_ptr<MemoryTarget> make_vmem_dma_port(const UnitContext& context, VmemPorts& ports);
+std::unique_ptr<MemoryTarget> make_vmem_dma_port(const UnitLatencies& latencies, VmemPorts& ports);
 
 }  // namespace podsim::sim::timing

@@ -12,7 +12,8 @@ namespace podsim::sim::timing {
 PodRun::PodRun(const isa::Executable& executable,
                const std::vector<std::vector<std::vector<uint8_t>>>& parameters,
                const TimingOptions& options)
-    : models_(executable) {
+    : config_(executable.pod.value_or(topology::PodConfig{})), models_(executable) {
+  if (!executable.pod) config_.chip = executable.chip;
   const int n = models_.chips();
   pod_ = n > 1;
   // Every chip's parameters, or only the devices' (the chips past them idle).
@@ -36,7 +37,8 @@ PodRun::PodRun(const isa::Executable& executable,
     for (auto& chip : chips_) context.recorders.push_back(&chip->recorder());
     context.aborted = [this] { return chips_.front()->aborted(); };
     context.fail = [this](std::exception_ptr error) { abort(error, chips_.front().get()); };
-    net_ = interconnect_models().make(options.interconnect_model, context);
+    net_ = interconnect_models().make(options.interconnect_model, config_, context);
+    options_interconnect_ = options.interconnect_model;
   }
 }
 
@@ -115,15 +117,22 @@ PodRunResult PodRun::finish() {
       r.profile.chips.push_back(std::move(p));
     }
     c.profile = {};
+    for (const StatisticValue& v : c.statistics) {
+      r.statistics.push_back(v);
+      if (pod_) r.statistics.back().component = fmt::format("chip {} / {}", d, v.component);
+    }
     r.chips.push_back(std::move(c));
   }
   r.seconds = static_cast<double>(r.cycles) / chip.clock_hz;
-  if (net_)
+  if (net_) {
     for (const LinkState& l : net_->links()) {
       if (l.bytes == 0) continue;
       r.links.push_back({l.name, l.category, l.bytes, l.busy});
       (l.category == "ici" ? r.ici_bytes : r.dcn_bytes) += l.bytes;
     }
+    add_statistics(interconnect_models(), options_interconnect_, "interconnect",
+                   net_->statistics(), r.statistics);
+  }
   return r;
 }
 

@@ -33,13 +33,16 @@ class PodRun final : public PodContext {
   int chips() const { return static_cast<int>(chips_.size()); }
   ChipRun& chip(int device) override { return *chips_.at(static_cast<size_t>(device)); }
   Interconnect* interconnect() override { return net_.get(); }
+  const topology::PodConfig& config() const override { return config_; }
   void abort(std::exception_ptr error, ChipRun* from) override;
 
  private:
+  topology::PodConfig config_;  // the executable's pod, or a pod of its one chip
   PodFunctionalModel models_;
   std::optional<topology::Torus> torus_;
   std::vector<std::unique_ptr<ChipRun>> chips_;
   std::unique_ptr<Interconnect> net_;
+  std::string options_interconnect_;  // its registered name
   bool pod_ = false;  // more than one chip: messages and profiles name the chip
 };
 

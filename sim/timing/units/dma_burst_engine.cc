@@ -84,12 +84,22 @@ DmaTiming run_bursts(DmaHost& host, const DmaJob& job, Cycle start, int64_t burs
   return t;
 }
 
+ModelDeclaration dma_engine_declaration(std::string_view summary) {
+  return {summary,
+          {"dma_burst_bytes"},
+          {{"transfers", "count", "transfers within the chip"},
+           {"remote_transfers", "count", "transfers to another chip (dma.remote)"},
+           {"bytes", "bytes", "bytes transferred"},
+           {"busy_cycles", "cycles", "cycles the engine worked on transfers"},
+           {"queue_cycles", "cycles", "cycles transfers waited for the engine once ready"}}};
+}
+
 namespace {
 
 class BurstDmaEngine final : public DmaEngineModel {
  public:
-  BurstDmaEngine(const UnitContext& c, DmaHost& host)
-      : host_(host), core_(c.core), index_(c.index), burst_(c.latencies.dma_burst_bytes) {}
+  BurstDmaEngine(const Parameters& p, const UnitContext& c, DmaHost& host)
+      : host_(host), core_(c.core), index_(c.index), burst_(p.count("dma_burst_bytes")) {}
 
   void submit(DmaJob job) override {
     queue_.push_back(std::move(job));
@@ -100,6 +110,7 @@ class BurstDmaEngine final : public DmaEngineModel {
     sc_core::sc_spawn([this] { run(); });
   }
   void wake() override { wake_.notify(sc_core::SC_ZERO_TIME); }
+  std::vector<double> statistics() const override { return stats_.values; }
 
  private:
   void run() {
@@ -121,8 +132,12 @@ class BurstDmaEngine final : public DmaEngineModel {
           now = start;
         }
         DmaTiming t = run_bursts(host_, job, start, burst_, core_, index_);
-        if (t.remote) continue;  // the interconnect completes it
+        if (t.remote) {  // the interconnect completes it
+          stats_.count(job, t, start);
+          continue;
+        }
         t.busy_end = std::max(t.end, start + 1);
+        stats_.count(job, t, start);
         if (t.end > now) sc_core::wait(cycles(t.end - now));
         if (host_.aborted()) return;
         host_.dma_completed(job, core_, index_, t);
@@ -137,14 +152,18 @@ class BurstDmaEngine final : public DmaEngineModel {
   int64_t burst_;
   std::deque<DmaJob> queue_;
   sc_core::sc_event wake_;
+  DmaEngineStatistics stats_;
 };
 
 }  // namespace
 
 void register_burst_dma(DmaRegistry& registry) {
-  registry.add("burst", [](const UnitContext& c, DmaHost& host) -> std::unique_ptr<DmaEngineModel> {
-    return std::make_unique<BurstDmaEngine>(c, host);
-  });
+  registry.add("burst",
+               dma_engine_declaration("one transfer at a time, the next once the last has landed"),
+               [](const Parameters& p, const UnitContext& c,
+                  DmaHost& host) -> std::unique_ptr<DmaEngineModel> {
+                 return std::make_unique<BurstDmaEngine>(p, c, host);
+               });
 }
 
 }  // namespace podsim::sim::timing

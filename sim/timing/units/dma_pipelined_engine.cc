@@ -16,8 +16,8 @@ namespace {
 
 class PipelinedDmaEngine final : public DmaEngineModel {
  public:
-  PipelinedDmaEngine(const UnitContext& c, DmaHost& host)
-      : host_(host), core_(c.core), index_(c.index), burst_(c.latencies.dma_burst_bytes) {}
+  PipelinedDmaEngine(const Parameters& p, const UnitContext& c, DmaHost& host)
+      : host_(host), core_(c.core), index_(c.index), burst_(p.count("dma_burst_bytes")) {}
 
   void submit(DmaJob job) override {
     queue_.push_back(std::move(job));
@@ -32,6 +32,7 @@ class PipelinedDmaEngine final : public DmaEngineModel {
     wake_.notify(sc_core::SC_ZERO_TIME);
     landed_.notify(sc_core::SC_ZERO_TIME);
   }
+  std::vector<double> statistics() const override { return stats_.values; }
 
  private:
   struct InFlight {
@@ -61,12 +62,14 @@ class PipelinedDmaEngine final : public DmaEngineModel {
         DmaTiming t = run_bursts(host_, job, start, burst_, core_, index_);
         if (t.remote) {  // the interconnect completes it
           free_ = t.busy_end;
+          stats_.count(job, t, start);
           continue;
         }
         int64_t bursts =
             (job.transfer.bytes + std::max<int64_t>(burst_, 1) - 1) / std::max<int64_t>(burst_, 1);
         t.busy_end = start + static_cast<Cycle>(std::max<int64_t>(bursts, 1));
         free_ = t.busy_end;
+        stats_.count(job, t, start);
         in_flight_.push_back({std::move(job), t, next_order_++});
         landed_.notify(sc_core::SC_ZERO_TIME);
       }
@@ -114,14 +117,18 @@ class PipelinedDmaEngine final : public DmaEngineModel {
   Cycle free_ = 0;
   bool issuing_done_ = false;
   sc_core::sc_event wake_, landed_;
+  DmaEngineStatistics stats_;
 };
 
 }  // namespace
 
 void register_pipelined_dma(DmaRegistry& registry) {
   registry.add("pipelined",
-               [](const UnitContext& c, DmaHost& host) -> std::unique_ptr<DmaEngineModel> {
-                 return std::make_unique<PipelinedDmaEngine>(c, host);
+               dma_engine_declaration("requests a transfer's bursts one a cycle, then starts the "
+                                      "next: several transfers in flight"),
+               [](const Parameters& p, const UnitContext& c,
+                  DmaHost& host) -> std::unique_ptr<DmaEngineModel> {
+                 return std::make_unique<PipelinedDmaEngine>(p, c, host);
                });
 }
 

@@ -18,6 +18,7 @@
 // interlock. With one accumulator the next mmul waits until the pop has ended, and the
 // mpop holds issue until it starts (the model as it was before accumulators).
 #include <algorithm>
+#include <array>
 #include <vector>
 
 #include "sim/timing/unit_models.h"
@@ -27,21 +28,25 @@ namespace {
 
 class SystolicMxu final : public MxuModel {
  public:
-  explicit SystolicMxu(const UnitContext& c)
-      : fill_drain_(c.latencies.mxu_fill_drain),
-        pass_overhead_(std::max<int64_t>(c.latencies.mxu_pass_overhead, 0)),
-        buffers_(static_cast<size_t>(std::max<int64_t>(c.latencies.mxu_accumulators, 1))) {}
+  explicit SystolicMxu(const Parameters& p)
+      : fill_drain_(p.count("mxu_fill_drain_cycles") > 0
+                        ? p.count("mxu_fill_drain_cycles")
+                        : p.count("mxu_rows") + p.count("mxu_cols")),
+        pass_overhead_(std::max<int64_t>(p.count("mxu_pass_overhead_cycles"), 0)),
+        buffers_(static_cast<size_t>(std::max<int64_t>(p.count("mxu_accumulators"), 1))) {}
 
   UnitTiming load_weights(Cycle t, int64_t k_rows) override {
     // The shadow buffer is free once the previous mmul latched what it held.
     Cycle start = std::max({t, weight_free_, last_latch_});
     Cycle end = start + static_cast<Cycle>(std::max<int64_t>(k_rows, 1));
     weight_free_ = weights_ready_ = end;
+    ++stats_[kWeightLoads];
     return {start, end, end};
   }
 
   UnitTiming multiply(Cycle t, int64_t m_rows, bool accumulate) override {
     Cycle start = std::max({t, weights_ready_, stream_free_});
+    const Cycle ready = start;
     if (!accumulate) {
       // A new output tile: the next accumulator, free once its last tile was popped.
       current_ = (current_ + 1) % buffers_.size();
@@ -50,6 +55,10 @@ class SystolicMxu final : public MxuModel {
       start = std::max(start, buffers_[current_].popped);
     }
     Cycle end = start + static_cast<Cycle>(std::max<int64_t>(m_rows, 1) + pass_overhead_);
+    ++stats_[kPasses];
+    stats_[kRows] += static_cast<double>(std::max<int64_t>(m_rows, 1));
+    stats_[kStreamCycles] += static_cast<double>(end - start);
+    stats_[kAccumulatorWait] += static_cast<double>(start - ready);
     last_latch_ = start;
     stream_free_ = end;
     buffers_[current_].ready = end + static_cast<Cycle>(fill_drain_);
@@ -61,10 +70,12 @@ class SystolicMxu final : public MxuModel {
     Cycle start = std::max({t, b.ready, result_path_free_});
     Cycle end = start + static_cast<Cycle>(std::max<int64_t>(m_rows, 1));
     b.popped = result_path_free_ = end;
+    ++stats_[kPops];
     return {start, end, end};
   }
 
   bool pop_is_queued() const override { return buffers_.size() > 1; }
+  std::vector<double> statistics() const override { return {stats_.begin(), stats_.end()}; }
 
  private:
   struct Buffer {
@@ -77,12 +88,27 @@ class SystolicMxu final : public MxuModel {
   size_t current_ = 0;
   Cycle weight_free_ = 0, weights_ready_ = 0, last_latch_ = 0;
   Cycle stream_free_ = 0, result_path_free_ = 0;
+  enum { kWeightLoads, kPasses, kRows, kPops, kStreamCycles, kAccumulatorWait, kStatistics };
+  std::array<double, kStatistics> stats_{};
 };
 
 }  // namespace
 
 void register_systolic_mxu(MxuRegistry& registry) {
-  registry.add("systolic", [](const UnitContext& c) { return std::make_unique<SystolicMxu>(c); });
+  registry.add(
+      "systolic",
+      {"a weight-stationary systolic array: double-buffered weights, mxu_accumulators "
+       "accumulator buffers, one result path",
+       {"mxu_rows", "mxu_cols", "mxu_fill_drain_cycles", "mxu_pass_overhead_cycles",
+        "mxu_accumulators"},
+       {{"weight_loads", "count", "weight tiles shifted in (mldw)"},
+        {"passes", "count", "passes streaming LHS rows (mmul)"},
+        {"rows", "count", "LHS rows streamed"},
+        {"pops", "count", "result pops (mpop)"},
+        {"stream_cycles", "cycles", "cycles the array streamed rows (with each pass's overhead)"},
+        {"accumulator_wait_cycles", "cycles",
+         "cycles passes waited for their accumulator to be popped"}}},
+      [](const Parameters& p, const UnitContext&) { return std::make_unique<SystolicMxu>(p); });
 }
 
 }  // namespace podsim::sim::timing

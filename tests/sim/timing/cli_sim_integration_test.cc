@@ -105,6 +105,40 @@ TEST(CliSim, TimingOnlyPrintsTheSameCyclesAndNoOutputs) {
 
 // The hand-written ring all-reduce on a simulated pod from the CLI: each chip's y is the
 // sum of every chip's x, on the timed and the functional pod.
+// `podsim models` shows what each model reads, with the pod's values; `--stats` prints
+// the run's statistics, the interconnect's bytes being the summary's ICI bytes.
+TEST(CliSim, ModelsListTheirParametersAndRunsPrintTheirStatistics) {
+  Result models = podsim("models v4-8");
+  ASSERT_EQ(models.exit_code, 0) << models.output;
+  EXPECT_NE(models.output.find("mxu model 'systolic' (default)"), std::string::npos) << models.output;
+  EXPECT_NE(models.output.find("interconnect model 'torus' (default)"), std::string::npos);
+  // v4's links: 45 GB/s (the pod preset's published figure).
+  std::istringstream lines(models.output);
+  std::string line;
+  bool bandwidth = false;
+  while (std::getline(lines, line))
+    if (line.find("parameter ici_link_bandwidth_bytes_per_s") != std::string::npos)
+      bandwidth = line.find("45 GB/s") != std::string::npos;
+  EXPECT_TRUE(bandwidth) << models.output;
+  EXPECT_NE(podsim("models no-such-pod").exit_code, 0);
+
+  const std::string program = std::string(PODSIM_SOURCE_DIR) + "/examples/pods/ring_all_reduce.s";
+  Result r = podsim("run " + program + " --topology v5e:2x2 --backend sim --timing-only --stats");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  double summary_mb = -1, statistic_bytes = -1;
+  std::istringstream out(r.output);
+  while (std::getline(out, line)) {
+    if (line.rfind("ICI: ", 0) == 0) summary_mb = std::stod(line.substr(5));
+    if (line.rfind("interconnect torus", 0) == 0 && line.find(" ici_bytes ") != std::string::npos) {
+      std::istringstream fields(line);
+      std::string kind, model, name;
+      fields >> kind >> model >> name >> statistic_bytes;
+    }
+  }
+  ASSERT_GT(summary_mb, 0) << r.output;
+  EXPECT_NEAR(statistic_bytes / 1e6, summary_mb, summary_mb * 1e-3) << r.output;
+}
+
 TEST(CliSim, RunsAHandWrittenExecutableOnAPod) {
   auto dir =
       std::filesystem::temp_directory_path() / ("podsim_cli_pod_" + std::to_string(::getpid()));

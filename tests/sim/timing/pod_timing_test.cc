@@ -400,6 +400,74 @@ TEST(TimedPod, LinksTakeLatencyPlusBytesOverBandwidth) {
     EXPECT_NEAR(static_cast<double>(cycles) / shared, 1.0, 0.05) << cycles << " vs " << shared;
 }
 
+// A buffer smaller than the credit loop throttles its link: each burst's credit comes back
+// when the burst has landed (its serialisation and the hop) plus the credit latency, so the
+// link sends a buffer's worth of bursts per loop.
+TEST(TimedPod, CreditsTakeTheirLatencyToComeBack) {
+  topology::PodConfig pod = topology::pod_config("v5e:4x4");
+  pod.ici_buffer_packets = 16;  // 4 KiB: two bursts
+  const double clock = pod.chip.clock_hz;
+  const double burst = static_cast<double>(pod.chip.dma_burst_bytes);
+  const double buffer = static_cast<double>(pod.ici_buffer_packets * pod.ici_packet_bytes);
+  const double serial = std::ceil(burst * clock / pod.ici_link_bandwidth_bytes_per_s);
+  const double hop = pod.ici_link_latency_ns * clock / 1e9;
+  const int64_t bytes = 1 << 20;
+  std::vector<double> simulated;
+  for (double credit_ns : {0.0, 1000.0, 3000.0}) {
+    pod.ici_credit_latency_ns = credit_ns;
+    const double loop = serial + hop + credit_ns * clock / 1e9;
+    const double analytic = static_cast<double>(bytes) / buffer * loop;
+    simulated.push_back(static_cast<double>(bench::flow_cycles(pod, bytes, {{0, 1}})[0]));
+    EXPECT_NEAR(simulated.back() / analytic, 1.0, 0.05)
+        << "credit latency " << credit_ns << " ns: " << simulated.back() << " vs " << analytic;
+  }
+  // The preset's buffers cover the loop: the credit latency costs nothing there.
+  const topology::PodConfig preset = topology::pod_config("v5e:4x4");
+  ASSERT_GT(preset.ici_credit_latency_ns, 0);
+  const double free_running = hop + static_cast<double>(bytes) * clock / preset.ici_link_bandwidth_bytes_per_s;
+  EXPECT_NEAR(static_cast<double>(bench::flow_cycles(preset, bytes, {{0, 1}})[0]) / free_running,
+              1.0, 0.05);
+}
+
+// On a ring of four chips, each sending to the chip two hops ahead (+ on the tie) through
+// buffers of one burst: with one virtual channel every buffer fills with a burst that waits
+// for the next buffer, around the ring, and nothing moves again; with dateline channels the
+// burst that has crossed the wraparound link waits in the second channel, and all land.
+TEST(TimedPod, DatelineChannelsKeepARingOfFullBuffersMoving) {
+  const std::string text = R"(.pod "tiny:4x1"
+.region a vmem[0] 0 8192
+.region b vmem[0] 8192 8192
+.descriptor d0 src=a dst=b elem=4 sizes=[2048] src_strides=[4] dst_strides=[4]
+.program core 0
+  sdev s1, 0
+  sdev s2, 5
+  saddi s4, s1, 2
+  srem s4, s4, s2
+  dma.remote d0, s0, s0, s4, q1, q2
+  sem.wait q1, 1
+  sem.wait q2, 1
+  halt
+)";
+  isa::Executable exe = isa::assemble(text);
+  ASSERT_TRUE(exe.pod && exe.pod->wrap_x);
+  exe.pod->ici_buffer_packets = 1;  // smaller than a burst: one burst at a time
+  exe.pod->ici_credit_latency_ns = 0;
+  TimingOptions options;
+  options.timing_only = true;
+  exe.pod->ici_virtual_channels = 1;
+  try {
+    run_timed_pod(exe, {}, options);
+    FAIL() << "expected the ring of full buffers to deadlock";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("deadlock at cycle"), std::string::npos) << e.what();
+  }
+  exe.pod->ici_virtual_channels = 2;
+  const PodRunResult r = run_timed_pod(exe, {}, options);
+  ASSERT_EQ(r.chips.size(), 4u);
+  // Each chip's 8 KiB crossed two links: every link of the + ring carried 16 KiB.
+  EXPECT_DOUBLE_EQ(r.ici_bytes, 4 * 2 * 8192.0);
+}
+
 TEST(TimedPod, AStragglerComputesAtItsSpeed) {
   // Every chip runs the same vector loop (VPU- and issue-bound); chip 1 runs at half speed
   // and takes about twice as long; the others are unaffected.
