@@ -15,8 +15,12 @@
 //     a permute: its longest route inside a slice),
 // and the ratio simulated / analytic. For a pod of several slices, all-reduce,
 // all-gather and reduce-scatter add the hierarchical schedule's DCN part (a 1 / n piece
-// of each chip's bytes at its share of its host's NICs, and the DCN latency); the
-// all-to-all and permute rows leave DCN out.
+// of each chip's bytes at its share of its host's NICs, and the DCN latency); all-to-all
+// and permute take the larger of their ICI time and their DCN time: the bytes that
+// leave each host for another slice (all-to-all: the other slices' share of every chip's
+// blocks; permute: each chip whose next chip is in another slice) through the host's NICs
+// or each chip's host link, whichever is slower, plus the DCN path's latency (host link,
+// switch and NIC, host link).
 //
 //   build/bin/bench/timing_collective_bench [--quick | --large] [--hbm MODEL] [pod ...]
 //     --quick: up to 1 MiB on two pods; --large: up to 1 GiB; --hbm: the HBM model
@@ -126,6 +130,26 @@ double analytic_seconds(const Op& op, double bytes, const PodConfig& pod) {
   double latency = (op.kind == Kind::kAllReduce ? 2 : 1) * diameter * pod.ici_link_latency_ns * 1e-9;
   if (pod.slices > 1 && op.kind != Kind::kPermute && op.kind != Kind::kAllToAll)
     latency += (op.kind == Kind::kAllReduce ? 2 : 1) * pod.dcn_latency_ns * 1e-9;
+  if (pod.slices > 1 && (op.kind == Kind::kPermute || op.kind == Kind::kAllToAll)) {
+    const podsim::topology::Torus torus(pod);
+    const int chips = pod.chips();
+    std::vector<double> host_bytes(static_cast<size_t>(pod.hosts()), 0.0);
+    double chip_bytes = 0;  // the most one chip sends over its host link
+    for (int d = 0; d < chips; ++d) {
+      double out = 0;
+      if (op.kind == Kind::kAllToAll)
+        out = bytes * (chips - pod.chips_per_slice()) / chips;
+      else if (torus.coord(d).slice != torus.coord((d + 1) % chips).slice)
+        out = bytes;
+      host_bytes[static_cast<size_t>(torus.host(d))] += out;
+      chip_bytes = std::max(chip_bytes, out);
+    }
+    const double dcn = std::max(*std::max_element(host_bytes.begin(), host_bytes.end()) /
+                                    pod.dcn_host_bandwidth_bytes_per_s,
+                                chip_bytes / pod.chip.host_link_bandwidth_bytes_per_s);
+    bandwidth = std::max(bandwidth, dcn);
+    latency = std::max(latency, (2 * pod.chip.host_link_latency_ns + pod.dcn_latency_ns) * 1e-9);
+  }
   return std::max(bandwidth, latency);
 }
 
