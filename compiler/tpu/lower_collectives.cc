@@ -599,7 +599,8 @@ Value lower_collective_permute(Lowerer& l, const Instruction& i, Scope& s) {
 // all-to-all (array form, dimensions={d}): the operand [outer, D, inner] is cut along d
 // into G blocks; block q goes to the group's chip q, where it lands as block p (the
 // sender's group position) of the result. After a handshake with the whole group (as
-// the one-shot all-reduce), every chip sends its G - 1 blocks at once and copies its own.
+// the one-shot all-reduce), every chip sends its G - 1 blocks at once (large ones in
+// pieces, see below) and copies its own.
 // A table row per device: its position p, then for k = 1 .. G - 1 the device at position
 // q = p + k (mod G) and q.
 Value lower_all_to_all(Lowerer& l, const Instruction& i, Scope& s) {
@@ -622,6 +623,16 @@ Value lower_all_to_all(Lowerer& l, const Instruction& i, Scope& s) {
   d.sizes = {outer, block};
   d.src_strides = d.dst_strides = {g * block * eb, eb};
   const int32_t blocks = pb.descriptor(d);
+  // Each block goes in `pieces` transfers of a piece of every row, the peers taking
+  // turns piece by piece, so that a DMA engine moves on from one route to the next before
+  // it has sent a whole block down it (32 MiB per chip, bench/timing_collective_bench:
+  // v5e:4x4 1.46 -> 1.07 times the torus model, v4:4x4x4 3.98 -> 2.76). Pieces of at
+  // least kMinPiece bytes, a power of two that divides the row's block.
+  constexpr int64_t kMinPiece = 64 << 10;
+  int64_t pieces = 1;
+  while (block % (2 * pieces) == 0 && outer * block / (2 * pieces) * eb >= kMinPiece) pieces *= 2;
+  d.sizes = {outer, block / pieces};
+  const int32_t piece = pb.descriptor(d);
 
   const int64_t row_len = 1 + 2 * (g - 1);
   std::vector<int64_t> table(static_cast<size_t>(t.devices() * row_len), 0);
@@ -653,18 +664,25 @@ Value lower_all_to_all(Lowerer& l, const Instruction& i, Scope& s) {
   Handshake handshake(l);
   handshake.signal(row, peers);
   handshake.await(row, peers);
-  for (int64_t k = 1; k < g; ++k) {
-    pb.emit(isa::Opcode::kSld, isa::DType::kS32, {peer, row, pb.sreg(8 * (2 * k - 1))});
-    pb.emit(isa::Opcode::kSld, isa::DType::kS32, {src, row, pb.sreg(8 * 2 * k)});
-    pb.emit(isa::Opcode::kSmuli, isa::DType::kS32, {src, src, block * eb});
-    pb.emit(isa::Opcode::kDmaRemote, isa::DType::kF32, {blocks, src, dst, peer, kSemSentHbm, kSemLanded});
-  }
+  const int from = pb.hold_sreg(), to = pb.hold_sreg();
+  for (int64_t c = 0; c < pieces; ++c)
+    for (int64_t k = 1; k < g; ++k) {
+      pb.emit(isa::Opcode::kSld, isa::DType::kS32, {peer, row, pb.sreg(8 * (2 * k - 1))});
+      pb.emit(isa::Opcode::kSld, isa::DType::kS32, {src, row, pb.sreg(8 * 2 * k)});
+      pb.emit(isa::Opcode::kSmuli, isa::DType::kS32, {src, src, block * eb});
+      const int64_t shift = c * (block / pieces) * eb;
+      pb.emit(isa::Opcode::kSaddi, isa::DType::kS32, {from, src, shift});
+      pb.emit(isa::Opcode::kSaddi, isa::DType::kS32, {to, dst, shift});
+      pb.emit(isa::Opcode::kDmaRemote, isa::DType::kF32, {piece, from, to, peer, kSemSentHbm, kSemLanded});
+    }
+  pb.release_sreg(from);
+  pb.release_sreg(to);
   pb.release_sreg(peer);
   pb.release_sreg(src);
   pb.release_sreg(dst);
   pb.wait(kSemLoad, 1);
-  pb.wait(kSemSentHbm, g - 1);
-  pb.wait(kSemLanded, g - 1);
+  pb.wait(kSemSentHbm, (g - 1) * pieces);
+  pb.wait(kSemLanded, (g - 1) * pieces);
   return Value{step.out, shape, {}};
 }
 

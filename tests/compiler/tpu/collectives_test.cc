@@ -229,6 +229,19 @@ ENTRY e {{
                GetParam());
 }
 
+// Blocks of 128 KiB and more go in pieces, the peers taking turns piece by piece (a piece
+// is part of every row of the block).
+TEST_P(Collectives, LargeAllToAllBlocksGoInPieces) {
+  const int n = chips();
+  check_on_pod(fmt::format(R"(HloModule m
+ENTRY e {{
+  x = f32[2,{}] parameter(0)
+  ROOT a = f32[2,{}] all-to-all(x), dimensions={{1}}
+}})",
+                           n * 16384, n * 16384),
+               GetParam());
+}
+
 TEST_P(Collectives, TupleAllToAllSendsOperandKToTheKthDevice) {
   // Over every chip (an operand per chip), and over pairs (two operands, the pair in
   // reverse order: operand 0 goes to the pair's first listed chip).
