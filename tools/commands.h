@@ -23,5 +23,6 @@ Command add_profile_command(CLI::App& app);
 Command add_train_command(CLI::App& app);
 Command add_devices_command(CLI::App& app);
 Command add_models_command(CLI::App& app);
+Command add_shard_search_command(CLI::App& app);
 
 }  // namespace podsim::tools

@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
       podsim::tools::add_train_command(app),
       podsim::tools::add_devices_command(app),
       podsim::tools::add_models_command(app),
+      podsim::tools::add_shard_search_command(app),
   };
 
   try {

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <cstdio>
@@ -137,6 +138,47 @@ TEST(CliSim, ModelsListTheirParametersAndRunsPrintTheirStatistics) {
   }
   ASSERT_GT(summary_mb, 0) << r.output;
   EXPECT_NEAR(statistic_bytes / 1e6, summary_mb, summary_mb * 1e-3) << r.output;
+}
+
+// shard-search ranks every candidate by its simulated time; the best one, written out with
+// its parameters annotated, runs in those very cycles under `podsim run --spmd`.
+TEST(CliSim, ShardSearchRanksCandidatesByTheirSimulatedTime) {
+  auto dir = std::filesystem::temp_directory_path() /
+             ("podsim_cli_shard_search_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string hlo = std::string(PODSIM_SOURCE_DIR) + "/examples/hlo/mlp_forward.hlo";
+  const std::string best = (dir / "best.hlo").string();
+  Result r = podsim("shard-search " + hlo + " --topology v5e:2x2 --write-best " + best);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  // Ranking rows: rank, the sharding (several words), cycles, step us, exposed %, HBM MiB.
+  std::vector<uint64_t> cycles;
+  std::vector<std::string> names;
+  std::istringstream lines(r.output);
+  std::string line;
+  bool table = false;
+  while (std::getline(lines, line)) {
+    if (line.find("rank  sharding") != std::string::npos) table = true;
+    if (!table || line.empty() || !std::isdigit(static_cast<unsigned char>(line[3]))) continue;
+    std::istringstream fields(line);
+    std::vector<std::string> words;
+    for (std::string w; fields >> w;) words.push_back(w);
+    ASSERT_GE(words.size(), 6u) << line;
+    cycles.push_back(std::stoull(words[words.size() - 4]));
+    names.push_back(line);
+  }
+  ASSERT_EQ(cycles.size(), 8u) << r.output;  // 2 on data=4, 3 on data=2,model=2, 2 on model=4, whole
+  EXPECT_TRUE(std::is_sorted(cycles.begin(), cycles.end())) << r.output;
+  Result run = podsim("run " + best + " --spmd --backend sim --timing-only --topology v5e:2x2");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find(fmt::format("pod: 4 chips, {} cycles", cycles.front())), std::string::npos)
+      << names.front() << "\n" << run.output;
+
+  const std::string scalar = (dir / "scalar.hlo").string();
+  std::ofstream(scalar) << "HloModule s\nENTRY e {\n  a = f32[] parameter(0)\n  ROOT n = f32[] negate(a)\n}\n";
+  Result no_batch = podsim("shard-search " + scalar + " --topology v5e:2x2");
+  EXPECT_NE(no_batch.exit_code, 0);
+  EXPECT_NE(no_batch.output.find("give --batch"), std::string::npos) << no_batch.output;
+  std::filesystem::remove_all(dir);
 }
 
 TEST(CliSim, RunsAHandWrittenExecutableOnAPod) {
