@@ -151,9 +151,12 @@ int search(const SearchOptions& o) {
   const topology::PodConfig pod = topology::pod_config(o.topology);
   const int64_t devices = pod.chips();
   if (devices < 2) fail("--topology {} has one chip: nothing to shard over", o.topology);
+  // Read once up front: a module that does not parse or verify is one error, not one per
+  // candidate.
+  auto module = ir::parse_module_file(o.file);
+  ir::verify_module(*module, o.file);
   int64_t batch = o.batch;
   if (batch == 0) {
-    auto module = ir::parse_module_file(o.file);
     const ir::Computation& entry = *module->entry();
     if (entry.parameter_count() == 0 || entry.parameter(0)->shape().is_tuple() ||
         entry.parameter(0)->shape().rank() == 0)
