@@ -11,10 +11,13 @@
 // simulated time.
 //
 // Batch inputs: the parameters whose dimension 0 is the batch size (--batch, by default
-// parameter 0's dimension 0); the other parameters of rank 1 or more are weights.
+// parameter 0's dimension 0), or those --batch-params names (with the dimension that holds
+// the batch: a traced training step takes x transposed, say); the other parameters of
+// rank 1 or more are weights.
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -42,8 +45,12 @@ struct SearchOptions {
   std::string file;
   std::string topology;
   int64_t batch = 0;  // 0: parameter 0's dimension 0
+  std::vector<std::string> batch_params;  // NAME[:DIM]; overrides batch
   std::string write_best;
 };
+
+// Per entry parameter, the dimension that holds the batch (nullopt: a weight).
+using BatchDims = std::vector<std::optional<int64_t>>;
 
 // How the weights split: none (data parallel), dimension 0 over the data axis (FSDP),
 // matrices by columns or rows over the model axis, both.
@@ -90,7 +97,7 @@ std::vector<Candidate> candidates(int64_t devices) {
 }
 
 // The module with the candidate's shardings on its entry parameters.
-std::unique_ptr<ir::Module> annotate(const std::string& file, const Candidate& c, int64_t batch) {
+std::unique_ptr<ir::Module> annotate(const std::string& file, const Candidate& c, const BatchDims& batch) {
   auto module = ir::parse_module_file(file);
   ir::verify_module(*module, file);
   std::vector<int64_t> ids(static_cast<size_t>(c.data * c.model));
@@ -105,8 +112,8 @@ std::unique_ptr<ir::Module> annotate(const std::string& file, const Candidate& c
     const int64_t rank = shape.rank();
     std::vector<std::optional<int64_t>> spec(static_cast<size_t>(rank));
     if (!c.replicated && rank > 0) {
-      if (shape.dims()[0] == batch) {
-        spec[0] = kData;
+      if (batch[static_cast<size_t>(k)]) {
+        spec[static_cast<size_t>(*batch[static_cast<size_t>(k)])] = kData;
       } else if (c.weights == Weights::kFsdp) {
         spec[0] = kData;
       } else if (rank == 2 && c.weights == Weights::kRows) {
@@ -125,7 +132,7 @@ std::unique_ptr<ir::Module> annotate(const std::string& file, const Candidate& c
 }
 
 Outcome evaluate(const SearchOptions& o, const topology::PodConfig& pod, const Candidate& c,
-                 int64_t batch) {
+                 const BatchDims& batch) {
   Outcome out{c, {}, 0, 0, 0, 0, {}};
   try {
     std::unique_ptr<ir::Module> module = annotate(o.file, c, batch);
@@ -155,17 +162,46 @@ int search(const SearchOptions& o) {
   // candidate.
   auto module = ir::parse_module_file(o.file);
   ir::verify_module(*module, o.file);
-  int64_t batch = o.batch;
-  if (batch == 0) {
-    const ir::Computation& entry = *module->entry();
-    if (entry.parameter_count() == 0 || entry.parameter(0)->shape().is_tuple() ||
-        entry.parameter(0)->shape().rank() == 0)
-      fail("{}: parameter 0 has no dimension 0 to take the batch size from; give --batch", o.file);
-    batch = entry.parameter(0)->shape().dims()[0];
+  const ir::Computation& entry = *module->entry();
+  BatchDims batch(static_cast<size_t>(entry.parameter_count()));
+  std::string described;
+  for (const std::string& item : o.batch_params) {
+    const size_t colon = item.find(':');
+    const std::string name = item.substr(0, colon);
+    const ir::Instruction* p = entry.find(name);
+    if (!p || p->opcode() != ir::Opcode::kParameter)
+      fail("--batch-params {}: the entry has no parameter '{}'", item, name);
+    int64_t dim = 0;
+    if (colon != std::string::npos) {
+      const std::string text = item.substr(colon + 1);
+      const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), dim);
+      if (ec != std::errc() || end != text.data() + text.size() || dim < 0 || dim >= p->shape().rank())
+        fail("--batch-params {}: '{}' is no dimension of {}", item, text, p->shape().to_string(false));
+    } else if (p->shape().rank() == 0) {
+      fail("--batch-params {}: a scalar has no batch dimension", item);
+    }
+    batch[static_cast<size_t>(p->attrs().parameter_number)] = dim;
+    described += fmt::format("{}{} (dimension {})", described.empty() ? "" : ", ", name, dim);
+  }
+  if (o.batch_params.empty()) {
+    int64_t size = o.batch;
+    if (size == 0) {
+      if (entry.parameter_count() == 0 || entry.parameter(0)->shape().is_tuple() ||
+          entry.parameter(0)->shape().rank() == 0)
+        fail("{}: parameter 0 has no dimension 0 to take the batch size from; give --batch or "
+             "--batch-params",
+             o.file);
+      size = entry.parameter(0)->shape().dims()[0];
+    }
+    for (int64_t k = 0; k < entry.parameter_count(); ++k) {
+      const ir::Shape& shape = entry.parameter(k)->shape();
+      if (shape.is_array() && shape.rank() > 0 && shape.dims()[0] == size) batch[static_cast<size_t>(k)] = 0;
+    }
+    described = fmt::format("dimension 0 of {}", size);
   }
   const std::vector<Candidate> all = candidates(devices);
-  fmt::print("{}: {} candidates on {} ({} chips); batch inputs: dimension 0 of {}\n", o.file,
-             all.size(), pod.name, devices, batch);
+  fmt::print("{}: {} candidates on {} ({} chips); batch inputs: {}\n", o.file, all.size(),
+             pod.name, devices, described);
   std::vector<Outcome> outcomes;
   const auto start = std::chrono::steady_clock::now();
   for (const Candidate& c : all) {
@@ -219,6 +255,10 @@ Command add_shard_search_command(CLI::App& app) {
                   "The batch size: parameters whose dimension 0 it is are batch inputs "
                   "(default: parameter 0's dimension 0)")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--batch-params", o->batch_params,
+                  "The batch inputs by name, each with the dimension that holds the batch "
+                  "(x:1; default 0), instead of --batch")
+      ->delimiter(',');
   cmd->add_option("--write-best", o->write_best,
                   "Write the best candidate's module, its parameters annotated, here");
   return {cmd, [o] { return search(*o); }};

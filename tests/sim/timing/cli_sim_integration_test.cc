@@ -178,6 +178,16 @@ TEST(CliSim, ShardSearchRanksCandidatesByTheirSimulatedTime) {
   Result no_batch = podsim("shard-search " + scalar + " --topology v5e:2x2");
   EXPECT_NE(no_batch.exit_code, 0);
   EXPECT_NE(no_batch.output.find("give --batch"), std::string::npos) << no_batch.output;
+  // --batch-params names the batch inputs and their batch dimension: x's rows here, as the
+  // default; a name or dimension the entry lacks is an error saying so.
+  Result named = podsim("shard-search " + hlo + " --topology v5e:2x2 --batch-params x:0");
+  ASSERT_EQ(named.exit_code, 0) << named.output;
+  EXPECT_NE(named.output.find("batch inputs: x (dimension 0)"), std::string::npos) << named.output;
+  EXPECT_NE(named.output.find(fmt::format("{:>12}", cycles.front())), std::string::npos) << named.output;
+  Result unknown = podsim("shard-search " + hlo + " --topology v5e:2x2 --batch-params y");
+  EXPECT_NE(unknown.output.find("the entry has no parameter 'y'"), std::string::npos) << unknown.output;
+  Result bad_dim = podsim("shard-search " + hlo + " --topology v5e:2x2 --batch-params x:2");
+  EXPECT_NE(bad_dim.output.find("'2' is no dimension of f32[8,64]"), std::string::npos) << bad_dim.output;
   std::filesystem::remove_all(dir);
 }
 
