@@ -5,7 +5,8 @@
 // Each value of the original program is held as pieces under a tiling (tiling.h). An
 // instruction runs on pieces where its dimension maps allow (dim_maps.h): its operands
 // are first resharded to the tilings its result's tiling implies. A dot chooses, by the
-// bytes each choice moves, between operands tiled like its result and partial products
+// bytes each choice moves and a fixed cost per collective, between operands tiled like
+// its result and partial products
 // over split contracting dimensions summed by an all-reduce (a reduce-scatter where the
 // result is to be split over the same devices); a reduce over a split dimension reduces
 // its pieces and sums them the same way (when the init value is the reducer's
@@ -494,10 +495,22 @@ class Partitioner {
     return Held{c, Layout{run, {}}};
   }
 
-  // Bytes of resharding `o` (held) to `to`.
+  // The cost of a choice, in bytes: those its collectives move plus a fixed cost per
+  // collective (the latency term of an alpha-beta model). A small collective takes about
+  // 6 us on the simulated v5e pods (bench/timing_collective_bench, 8 KiB), what a 50 GB/s
+  // link moves in about 256 KiB. Without it, a dot over a split contracting dimension
+  // whose result must be whole gathered both operands (two collectives, and the whole
+  // dot on every device) rather than summing partial products (one all-reduce, which the
+  // combiner merges with the other gradients'): the gathers move fewer bytes.
+  static constexpr int64_t kCollectiveBytes = 256 << 10;
+  static int64_t plan_cost(const spmd::ReshardPlan& plan, const Tiling& from, const Shape& whole) {
+    const auto collectives = static_cast<int64_t>(plan.gathers.size()) + (plan.all_to_all ? 1 : 0);
+    return spmd::plan_bytes(plan, from, whole) + collectives * kCollectiveBytes;
+  }
+  // Of resharding `o` (held) to `to`.
   int64_t cost(const Instruction& o, const Tiling& to) const {
     const Tiling& from = *held_.at(&o).layout.array;
-    return spmd::plan_bytes(spmd::plan_reshard(from, to, o.shape()), from, o.shape());
+    return plan_cost(spmd::plan_reshard(from, to, o.shape()), from, o.shape());
   }
 
   std::optional<Held> partition_dot(const Instruction& i, const Tiling& want) {
@@ -541,9 +554,9 @@ class Partitioner {
       std::vector<std::vector<int64_t>> groups = t.groups_along(split);
       const int64_t piece = ir::shard_shape(i.shape(), result.sharding()).byte_size();
       const bool scatter = scatter_dim(result, groups, want, i.shape()).has_value();
-      const int64_t partial_bytes = scatter ? piece : 2 * piece;
+      const int64_t partial_bytes = (scatter ? piece : 2 * piece) + kCollectiveBytes;
       const int64_t after =
-          scatter ? 0 : spmd::plan_bytes(spmd::plan_reshard(result, want, i.shape()), result, i.shape());
+          scatter ? 0 : plan_cost(spmd::plan_reshard(result, want, i.shape()), result, i.shape());
       Choice c{side == 0 ? t : o, side == 0 ? o : t, result, std::move(groups), 0};
       c.bytes = cost(other, o) + partial_bytes + after;
       choices.push_back(std::move(c));

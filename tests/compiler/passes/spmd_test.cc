@@ -185,6 +185,36 @@ ENTRY step {
   }
 }
 
+// The gradient's dot contracts over the split batch: each device sums its partial
+// product and one all-reduce (combined with the loss's) adds them up, even where gathering
+// both operands would move fewer bytes (here 6 KiB against the gradient's 8 KiB twice):
+// two gathers cost two collectives' latency and the whole dot on every device.
+TEST(SpmdPartitioner, DataParallelGradientsAreSummedEvenWhereGatheringMovesFewerBytes) {
+  auto m = check_partitioned(R"(HloModule dp, num_partitions=8
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY step {
+  x = f32[16,32] parameter(0), sharding={devices=[8,1]<=[8]}
+  y = f32[16,64] parameter(1), sharding={devices=[8,1]<=[8]}
+  w = f32[32,64] parameter(2), sharding={replicated}
+  p = f32[16,64] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  e = f32[16,64] subtract(p, y)
+  g = f32[32,64] dot(x, e), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  w2 = f32[32,64] subtract(w, g), sharding={replicated}
+  sq = f32[16,64] multiply(e, e)
+  c3 = f32[] constant(0)
+  loss = f32[] reduce(sq, c3), dimensions={0,1}, to_apply=add
+  ROOT out = (f32[32,64], f32[]) tuple(w2, loss)
+})",
+                             8);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(count(*m, Opcode::kAllGather), 0) << ir::print_module(*m);
+  EXPECT_EQ(count(*m, Opcode::kAllReduce), 1) << ir::print_module(*m);
+}
+
 TEST(SpmdPartitioner, MegatronMlpSumsPartialProductsOnce) {
   // Column-parallel then row-parallel: one all-reduce, no gathers.
   auto m = check_partitioned(R"(HloModule mlp, num_partitions=4
