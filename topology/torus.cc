@@ -102,7 +102,9 @@ std::vector<Hop> Torus::route(int src, int dst) const {
         src, dst, a.slice, b.slice);
   std::vector<Hop> hops;
   if (!pod_.twisted) {
-    // Dimension order, each axis in its shorter direction.
+    // Dimension order, each axis in its shorter direction; half-way round a ring, + from
+    // an even coordinate and - from an odd one, so that the two directions share the
+    // half-way traffic (+ for all would load the + links with it alone).
     ChipCoord at = a;
     for (int axis = 0; axis < 3; ++axis) {
       const int n = dims_[axis];
@@ -111,7 +113,7 @@ std::vector<Hop> Torus::route(int src, int dst) const {
       bool plus;
       int count;
       if (wraps_[axis]) {
-        plus = forward <= backward;
+        plus = forward < backward || (forward == backward && at.xyz[axis] % 2 == 0);
         count = plus ? forward : backward;
       } else {
         plus = b.xyz[axis] >= at.xyz[axis];

@@ -7,7 +7,8 @@
 // Ports: 2 * axis for the + direction, 2 * axis + 1 for -, axes x, y, z. A port has no
 // link at the end of an axis that does not wrap and on an axis of length 1.
 // Routes stay inside a slice: dimension order (x, then y, then z), each axis in its
-// shorter direction (+ on a tie); on a twisted torus, the first port, in that order, that
+// shorter direction (on a tie, half-way round a ring: + from an even coordinate, - from an
+// odd one); on a twisted torus, the first port, in that order, that
 // brings the packet one hop closer. Traffic between slices goes over DCN, not ICI.
 #pragma once
 

@@ -429,10 +429,11 @@ TEST(TimedPod, CreditsTakeTheirLatencyToComeBack) {
               1.0, 0.05);
 }
 
-// On a ring of four chips, each sending to the chip two hops ahead (+ on the tie) through
-// buffers of one burst: with one virtual channel every buffer fills with a burst that waits
-// for the next buffer, around the ring, and nothing moves again; with dateline channels the
-// burst that has crossed the wraparound link waits in the second channel, and all land.
+// On a ring of eight chips, each sending to the chip three hops ahead (+, the shorter way)
+// through buffers of one burst: with one virtual channel every buffer fills with a burst
+// that waits for the next buffer, around the ring, and nothing moves again; with dateline
+// channels the burst that has crossed the wraparound link waits in the second channel, and
+// all land.
 TEST(TimedPod, DatelineChannelsKeepARingOfFullBuffersMoving) {
   const std::string text = R"(.pod "tiny:4x1"
 .region a vmem[0] 0 8192
@@ -441,7 +442,7 @@ TEST(TimedPod, DatelineChannelsKeepARingOfFullBuffersMoving) {
 .program core 0
   sdev s1, 0
   sdev s2, 5
-  saddi s4, s1, 2
+  saddi s4, s1, 3
   srem s4, s4, s2
   dma.remote d0, s0, s0, s4, q1, q2
   sem.wait q1, 1
@@ -449,7 +450,9 @@ TEST(TimedPod, DatelineChannelsKeepARingOfFullBuffersMoving) {
   halt
 )";
   isa::Executable exe = isa::assemble(text);
-  ASSERT_TRUE(exe.pod && exe.pod->wrap_x);
+  exe.pod->dim_x = 8;  // a ring of eight tiny chips (no named tiny pod is that long)
+  exe.pod->wrap_x = 1;
+  exe.replicas = 8;
   exe.pod->ici_buffer_packets = 1;  // smaller than a burst: one burst at a time
   exe.pod->ici_credit_latency_ns = 0;
   TimingOptions options;
@@ -463,9 +466,9 @@ TEST(TimedPod, DatelineChannelsKeepARingOfFullBuffersMoving) {
   }
   exe.pod->ici_virtual_channels = 2;
   const PodRunResult r = run_timed_pod(exe, {}, options);
-  ASSERT_EQ(r.chips.size(), 4u);
-  // Each chip's 8 KiB crossed two links: every link of the + ring carried 16 KiB.
-  EXPECT_DOUBLE_EQ(r.ici_bytes, 4 * 2 * 8192.0);
+  ASSERT_EQ(r.chips.size(), 8u);
+  // Each chip's 8 KiB crossed three links.
+  EXPECT_DOUBLE_EQ(r.ici_bytes, 8 * 3 * 8192.0);
 }
 
 TEST(TimedPod, AStragglerComputesAtItsSpeed) {
