@@ -38,7 +38,7 @@ PodRun::PodRun(const isa::Executable& executable,
     context.aborted = [this] { return chips_.front()->aborted(); };
     context.fail = [this](std::exception_ptr error) { abort(error, chips_.front().get()); };
     net_ = interconnect_models().make(options.interconnect_model, config_, context);
-    options_interconnect_ = options.interconnect_model;
+    interconnect_model_ = options.interconnect_model;
   }
 }
 
@@ -130,7 +130,7 @@ PodRunResult PodRun::finish() {
       r.links.push_back({l.name, l.category, l.bytes, l.busy});
       (l.category == "ici" ? r.ici_bytes : r.dcn_bytes) += l.bytes;
     }
-    add_statistics(interconnect_models(), options_interconnect_, "interconnect",
+    add_statistics(interconnect_models(), interconnect_model_, "interconnect",
                    net_->statistics(), r.statistics);
   }
   return r;

@@ -42,7 +42,7 @@ class PodRun final : public PodContext {
   std::optional<topology::Torus> torus_;
   std::vector<std::unique_ptr<ChipRun>> chips_;
   std::unique_ptr<Interconnect> net_;
-  std::string options_interconnect_;  // its registered name
+  std::string interconnect_model_;  // its registered name
   bool pod_ = false;  // more than one chip: messages and profiles name the chip
 };
 

@@ -16,6 +16,7 @@
 #include "sim/functional/pod_model.h"
 #include "sim/timing/timed_chip.h"
 #include "tests/sim/pod/pod_examples.h"
+#include "tests/sim/timing/timing_test_util.h"
 #include "topology/torus.h"
 
 namespace podsim::sim::timing {
@@ -435,21 +436,7 @@ TEST(TimedPod, CreditsTakeTheirLatencyToComeBack) {
 // channels the burst that has crossed the wraparound link waits in the second channel, and
 // all land.
 TEST(TimedPod, DatelineChannelsKeepARingOfFullBuffersMoving) {
-  const std::string text = R"(.pod "tiny:4x1"
-.region a vmem[0] 0 8192
-.region b vmem[0] 8192 8192
-.descriptor d0 src=a dst=b elem=4 sizes=[2048] src_strides=[4] dst_strides=[4]
-.program core 0
-  sdev s1, 0
-  sdev s2, 5
-  saddi s4, s1, 3
-  srem s4, s4, s2
-  dma.remote d0, s0, s0, s4, q1, q2
-  sem.wait q1, 1
-  sem.wait q2, 1
-  halt
-)";
-  isa::Executable exe = isa::assemble(text);
+  isa::Executable exe = testing::ring_shift(3);
   exe.pod->dim_x = 8;  // a ring of eight tiny chips (no named tiny pod is that long)
   exe.pod->wrap_x = 1;
   exe.replicas = 8;

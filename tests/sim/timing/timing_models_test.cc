@@ -11,6 +11,7 @@
 #include "compiler/tpu/tpu_compiler.h"
 #include "sim/timing/timed_chip.h"
 #include "sim/timing/unit_models.h"
+#include "tests/sim/timing/timing_test_util.h"
 #include "topology/pod_config.h"
 #include "traces/summary.h"
 
@@ -117,23 +118,9 @@ TEST(Models, InterconnectStatisticsCountTheLinksTraffic) {
   topology::PodConfig ring = topology::pod_config("tiny:4x1");
   ASSERT_TRUE(ring.wrap_x);
   ASSERT_EQ(ring.ici_virtual_channels, 2);
-  const std::string text = R"(.pod "tiny:4x1"
-.region a vmem[0] 0 8192
-.region b vmem[0] 8192 8192
-.descriptor d0 src=a dst=b elem=4 sizes=[2048] src_strides=[4] dst_strides=[4]
-.program core 0
-  sdev s1, 0
-  sdev s2, 5
-  saddi s4, s1, 1
-  srem s4, s4, s2
-  dma.remote d0, s0, s0, s4, q1, q2
-  sem.wait q1, 1
-  sem.wait q2, 1
-  halt
-)";
   TimingOptions options;
   options.timing_only = true;
-  const PodRunResult r = run_timed_pod(isa::assemble(text), {}, options);
+  const PodRunResult r = run_timed_pod(testing::ring_shift(1), {}, options);
   std::map<std::string, double> t = totals(r.statistics);
   EXPECT_EQ(t["interconnect torus/ici_bytes"], r.ici_bytes);
   EXPECT_EQ(t["interconnect torus/ici_bytes"], 4 * 8192.0);  // one hop each

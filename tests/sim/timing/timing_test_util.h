@@ -29,6 +29,25 @@ inline isa::Executable testdata_kernel(const std::string& name) {
   return isa::assemble(read_text(path), path);
 }
 
+// A program on tiny:4x1 in which every chip sends 8 KiB (VMEM to VMEM) to the chip `ahead`
+// places on in device order and waits until its own has gone and another has landed.
+inline isa::Executable ring_shift(int ahead) {
+  return isa::assemble(R"(.pod "tiny:4x1"
+.region a vmem[0] 0 8192
+.region b vmem[0] 8192 8192
+.descriptor d0 src=a dst=b elem=4 sizes=[2048] src_strides=[4] dst_strides=[4]
+.program core 0
+  sdev s1, 0
+  sdev s2, 5
+  saddi s4, s1, )" + std::to_string(ahead) + R"(
+  srem s4, s4, s2
+  dma.remote d0, s0, s0, s4, q1, q2
+  sem.wait q1, 1
+  sem.wait q2, 1
+  halt
+)");
+}
+
 inline int64_t binding_bytes(const isa::Binding& b) {
   int64_t n = isa::dtype_bytes(b.dtype);
   for (int64_t d : b.dims) n *= d;
