@@ -47,7 +47,7 @@ class TimedRing : public ::testing::TestWithParam<std::string> {};
 TEST_P(TimedRing, MatchesTheFunctionalPodWithoutHazards) {
   for (const char* example : {"ring_all_reduce.s", "ring_all_gather.s"}) {
     SCOPED_TRACE(example);
-    isa::Executable exe = isa::assemble(testing::pod_example(example, GetParam()));
+    isa::Executable exe = isa::assemble(podsim::testing::pod_example(example, GetParam()));
     const int n = exe.pod->chips();
     auto params = random_parameters(exe, n);
 
@@ -93,7 +93,7 @@ TEST_P(TimedRing, MatchesTheFunctionalPodWithoutHazards) {
 INSTANTIATE_TEST_SUITE_P(Pods, TimedRing,
                          ::testing::Values("v5e:2x2", "v5e:4x4", "v4:2x2x2", "v4:4x4x4",
                                            "v5e:2x2:slices=2"),
-                         testing::pod_test_name);
+                         podsim::testing::pod_test_name);
 
 // The f32 sum every all-reduce and reduce-scatter here applies.
 constexpr const char* kAdd = R"(add {
@@ -238,12 +238,12 @@ TEST(TimedPod, IdleChipsPastTheReplicasHaltAtOnce) {
 
 INSTANTIATE_TEST_SUITE_P(Pods, TimedCollectives,
                          ::testing::Values("tiny:1x2", "v5e:2x2", "v4:2x2x2", "v5e:2x2:slices=2", "tiny:4x3"),
-                         testing::pod_test_name);
+                         podsim::testing::pod_test_name);
 
 TEST(TimedPod, AMissingWaitIsAHazardNamingBothChips) {
   // Without the wait for the previous chip's tiles, the add reads `recv` while the remote
   // DMA that writes it may still be in flight.
-  std::string text = testing::pod_example("ring_all_reduce.s", "v5e:2x2");
+  std::string text = podsim::testing::pod_example("ring_all_reduce.s", "v5e:2x2");
   size_t at = text.find("rs_wait:");
   ASSERT_NE(at, std::string::npos);
   size_t wait = text.find("sem.wait q2, 1", at);
@@ -491,9 +491,9 @@ loop:
 }
 
 TEST(TimedPod, AStragglerDelaysTheWholeRing) {
-  const std::string ring = testing::pod_example("ring_all_reduce.s");
+  const std::string ring = podsim::testing::pod_example("ring_all_reduce.s");
   isa::Executable even = isa::assemble(ring);
-  isa::Executable slow = isa::assemble(testing::pod_example("ring_all_reduce.s", "v5e:2x2"));
+  isa::Executable slow = isa::assemble(podsim::testing::pod_example("ring_all_reduce.s", "v5e:2x2"));
   slow.pod->slow_chip = 2;
   slow.pod->slow_chip_speed = 0.25;
   auto params = random_parameters(even, 4);
