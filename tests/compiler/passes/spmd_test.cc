@@ -145,7 +145,12 @@ ENTRY e {
 }
 
 TEST(SpmdPartitioner, DataParallelStepAllReducesTheGradientOnly) {
-  // One SGD step of a linear layer with a squared loss; the batch split over devices.
+  // One SGD step of a linear layer of F inputs and O outputs with a squared loss; the batch
+  // split over devices. The gradient's dot contracts over the split batch: each device sums
+  // its partial product and one all-reduce (with the loss's) adds them up, even where
+  // gathering both operands would move fewer bytes (F=32, O=64 on 8 devices: 6 KiB against
+  // the gradient's 8 KiB twice), for two gathers cost two collectives' latency and the whole
+  // dot on every device.
   const std::string text = R"(HloModule dp, num_partitions={N}
 add {
   a = f32[] parameter(0)
@@ -153,25 +158,26 @@ add {
   ROOT s = f32[] add(a, b)
 }
 ENTRY step {
-  x = f32[16,8] parameter(0), sharding={devices=[{N},1]<=[{N}]}
-  y = f32[16,4] parameter(1), sharding={devices=[{N},1]<=[{N}]}
-  w = f32[8,4] parameter(2), sharding={replicated}
-  p = f32[16,4] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
-  e = f32[16,4] subtract(p, y)
-  g = f32[8,4] dot(x, e), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  x = f32[16,{F}] parameter(0), sharding={devices=[{N},1]<=[{N}]}
+  y = f32[16,{O}] parameter(1), sharding={devices=[{N},1]<=[{N}]}
+  w = f32[{F},{O}] parameter(2), sharding={replicated}
+  p = f32[16,{O}] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  e = f32[16,{O}] subtract(p, y)
+  g = f32[{F},{O}] dot(x, e), lhs_contracting_dims={0}, rhs_contracting_dims={0}
   c2 = f32[] constant(0.01)
-  lr = f32[8,4] broadcast(c2), dimensions={}
-  s = f32[8,4] multiply(g, lr)
-  w2 = f32[8,4] subtract(w, s), sharding={replicated}
-  sq = f32[16,4] multiply(e, e)
+  lr = f32[{F},{O}] broadcast(c2), dimensions={}
+  s = f32[{F},{O}] multiply(g, lr)
+  w2 = f32[{F},{O}] subtract(w, s), sharding={replicated}
+  sq = f32[16,{O}] multiply(e, e)
   c3 = f32[] constant(0)
   loss = f32[] reduce(sq, c3), dimensions={0,1}, to_apply=add
-  ROOT out = (f32[8,4], f32[]) tuple(w2, loss)
+  ROOT out = (f32[{F},{O}], f32[]) tuple(w2, loss)
 })";
-  for (int n : {2, 4, 8}) {
-    SCOPED_TRACE(n);
+  for (auto [n, f, o] : {std::tuple{2, 8, 4}, {4, 8, 4}, {8, 8, 4}, {8, 32, 64}}) {
+    SCOPED_TRACE(fmt::format("{} devices, {} x {}", n, f, o));
     std::string t = text;
-    for (size_t at; (at = t.find("{N}")) != std::string::npos;) t.replace(at, 3, std::to_string(n));
+    for (auto [key, value] : {std::pair{"{N}", n}, {"{F}", f}, {"{O}", o}})
+      for (size_t at; (at = t.find(key)) != std::string::npos;) t.replace(at, 3, std::to_string(value));
     auto m = check_partitioned(t, n);
     ASSERT_TRUE(m);
     EXPECT_EQ(count(*m, Opcode::kAllGather), 0) << ir::print_module(*m);
@@ -181,38 +187,8 @@ ENTRY step {
       if (i->opcode() != Opcode::kAllReduce) continue;
       EXPECT_EQ(i->operand_count(), 2);
     }
-    EXPECT_EQ(m->entry()->parameter(0)->shape().to_string(false), fmt::format("f32[{},8]", 16 / n));
+    EXPECT_EQ(m->entry()->parameter(0)->shape().to_string(false), fmt::format("f32[{},{}]", 16 / n, f));
   }
-}
-
-// The gradient's dot contracts over the split batch: each device sums its partial
-// product and one all-reduce (combined with the loss's) adds them up, even where gathering
-// both operands would move fewer bytes (here 6 KiB against the gradient's 8 KiB twice):
-// two gathers cost two collectives' latency and the whole dot on every device.
-TEST(SpmdPartitioner, DataParallelGradientsAreSummedEvenWhereGatheringMovesFewerBytes) {
-  auto m = check_partitioned(R"(HloModule dp, num_partitions=8
-add {
-  a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  ROOT s = f32[] add(a, b)
-}
-ENTRY step {
-  x = f32[16,32] parameter(0), sharding={devices=[8,1]<=[8]}
-  y = f32[16,64] parameter(1), sharding={devices=[8,1]<=[8]}
-  w = f32[32,64] parameter(2), sharding={replicated}
-  p = f32[16,64] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
-  e = f32[16,64] subtract(p, y)
-  g = f32[32,64] dot(x, e), lhs_contracting_dims={0}, rhs_contracting_dims={0}
-  w2 = f32[32,64] subtract(w, g), sharding={replicated}
-  sq = f32[16,64] multiply(e, e)
-  c3 = f32[] constant(0)
-  loss = f32[] reduce(sq, c3), dimensions={0,1}, to_apply=add
-  ROOT out = (f32[32,64], f32[]) tuple(w2, loss)
-})",
-                             8);
-  ASSERT_TRUE(m);
-  EXPECT_EQ(count(*m, Opcode::kAllGather), 0) << ir::print_module(*m);
-  EXPECT_EQ(count(*m, Opcode::kAllReduce), 1) << ir::print_module(*m);
 }
 
 TEST(SpmdPartitioner, MegatronMlpSumsPartialProductsOnce) {
