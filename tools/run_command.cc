@@ -4,6 +4,7 @@
 // runs an executable (hand-written or compiled) on the simulated chip or pod it names.
 #include <fmt/core.h>
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -60,6 +61,7 @@ struct RunOptions {
   bool check_hazards = false;
   bool timing_only = false;
   bool stats = false;  // --stats
+  bool quiet = false;  // --quiet: no progress line
   bool host_link = false;
   std::string hbm = "request-time";
 };
@@ -190,14 +192,29 @@ std::vector<ir::Literal> output_literals(const ir::Module& module, const std::ve
 
 using DeviceBytes = std::vector<std::vector<std::vector<uint8_t>>>;  // [device][k]
 
-sim::timing::TimingOptions timing_options(const RunOptions& options) {
+sim::timing::TimingOptions timing_options(const RunOptions& options, const topology::ChipConfig& chip) {
   sim::timing::TimingOptions timing;
+  // A run of more than a second shows how far it is on a terminal (one line, rewritten).
+  if (!options.quiet && ::isatty(STDERR_FILENO)) {
+    const auto start = std::chrono::steady_clock::now();
+    timing.progress = [start, clock = chip.clock_hz](uint64_t cycles) {
+      const double host = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      fmt::print(stderr, "\r  simulating: {} cycles ({:.1f} us simulated) in {:.0f} s, {:.3g} cycles/s\x1b[K",
+                 cycles, static_cast<double>(cycles) / clock * 1e6, host, static_cast<double>(cycles) / host);
+      std::fflush(stderr);
+    };
+  }
   timing.instruction_trace = !options.trace_instructions.empty();
   timing.check_hazards = timing.hazards_are_errors = options.check_hazards;
   timing.timing_only = options.timing_only;
   timing.profile_host_link = options.host_link;
   timing.hbm_model = options.hbm;
   return timing;
+}
+
+// Clears the progress line, where there may be one.
+void end_progress(const sim::timing::TimingOptions& timing) {
+  if (timing.progress) fmt::print(stderr, "\r\x1b[K");
 }
 
 // Writes the instruction trace where --trace-instructions says, if it says.
@@ -241,8 +258,9 @@ DeviceBytes run_on_pod(const isa::Executable& exe, const DeviceBytes& parameters
   const int chips = exe.pod ? exe.pod->chips() : 1;
   if (options.trace_chip < 0 || options.trace_chip >= chips)
     fail("--trace-chip {}: this executable runs on chips 0 to {}", options.trace_chip, chips - 1);
-  sim::timing::PodRunResult result =
-      sim::timing::run_timed_pod(exe, parameters, timing_options(options));
+  const sim::timing::TimingOptions timing = timing_options(options, exe.chip);
+  sim::timing::PodRunResult result = sim::timing::run_timed_pod(exe, parameters, timing);
+  end_progress(timing);
   write_trace(result.chips[static_cast<size_t>(options.trace_chip)].trace, exe, options, report);
   result.profile.program = std::filesystem::path(options.file).stem().string();
   report += sim::timing::format_pod_summary(result, exe.chip);
@@ -278,9 +296,10 @@ std::vector<ir::Literal> run_sim_functional(ir::Module& module, const std::vecto
 std::vector<ir::Literal> run_sim_timed(ir::Module& module, const std::vector<ir::Literal>& args,
                                        const RunOptions& options, std::string& report) {
   isa::Executable exe = compile_for_chip(module, options.chip);
+  const sim::timing::TimingOptions timing = timing_options(options, exe.chip);
   sim::timing::TimedRunResult result = sim::timing::run_timed(
-      exe, options.timing_only ? std::vector<std::vector<uint8_t>>{} : parameter_bytes(args),
-      timing_options(options));
+      exe, options.timing_only ? std::vector<std::vector<uint8_t>>{} : parameter_bytes(args), timing);
+  end_progress(timing);
   result.profile.program = module.name();
   report = traces::format_summary(traces::summarize(result.profile));
   report += sim::timing::format_host_link(result, exe.chip);
@@ -601,6 +620,9 @@ Command add_run_command(CLI::App& app) {
                   "--backend sim on a pod: the device id of the chip --trace-instructions traces (default 0)");
   cmd->add_flag("--check-hazards", options->check_hazards,
                 "--backend sim: fail if a DMA races with an access no synchronisation orders");
+  cmd->add_flag("--quiet", options->quiet,
+                "--backend sim: no progress line (one shows on a terminal when a run takes more "
+                "than a second)");
   cmd->add_flag("--stats", options->stats,
                 "--backend sim: print every unit model's statistics (totals over the units; "
                 "`podsim models` says what each counts)");

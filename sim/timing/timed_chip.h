@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -51,6 +52,11 @@ struct TimingOptions {
   std::string dma_model = "pipelined";
   std::string hbm_model = "request-time";
   std::string interconnect_model = "torus";  // pods: ICI links and DCN (interconnect/)
+  // Progress of a long run: called on the calling thread with about the cycles simulated
+  // so far, every progress_interval_s of host time from the first on (short runs stay
+  // quiet). The simulation does not see it: it changes no result.
+  std::function<void(uint64_t cycles)> progress;
+  double progress_interval_s = 1.0;
   // Every figure of the model comes from the executable's ChipConfig (its timing fields
   // included: latencies, DMA burst, VMEM ports and banks, host link latency); to vary
   // one, run a copy of the executable with that field changed.

@@ -5,6 +5,9 @@
 // kernel paused (sc_start() returns when no event is left) so that the next can start.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -32,8 +35,11 @@ class Kernel {
     return *kernel;
   }
 
+  // Runs `work` on the kernel's thread; meanwhile, where there is a `poll`, calls it on
+  // this thread every poll_interval_s seconds (the first after one interval).
   template <class F>
-  auto run(F work) -> decltype(work()) {
+  auto run(F work, const std::function<void()>& poll = {}, double poll_interval_s = 1)
+      -> decltype(work()) {
     std::packaged_task<decltype(work())()> task(std::move(work));
     auto future = task.get_future();
     {
@@ -41,6 +47,10 @@ class Kernel {
       queue_.push_back([&task] { task(); });
     }
     ready_.notify_one();
+    if (poll) {
+      const auto interval = std::chrono::duration<double>(std::max(poll_interval_s, 1e-3));
+      while (future.wait_for(interval) != std::future_status::ready) poll();
+    }
     return future.get();
   }
 
@@ -97,15 +107,35 @@ void register_builtin_unit_models() {
   register_torus_interconnect(interconnect_models());
 }
 
+std::atomic<Cycle>& published_cycle() {
+  static std::atomic<Cycle> cycle{0};
+  return cycle;
+}
+
 PodRunResult run_timed_pod(const isa::Executable& executable,
                            const std::vector<std::vector<std::vector<uint8_t>>>& parameters,
                            const TimingOptions& options) {
-  return Kernel::instance().run([&]() -> PodRunResult {
-    PodRun run(executable, parameters, options);
-    run.start();
-    sc_core::sc_start();
-    return run.finish();
-  });
+  std::atomic<Cycle> first{0};  // the run's first cycle
+  std::atomic<bool> started{false};
+  std::function<void()> poll;
+  if (options.progress)
+    poll = [&] {
+      if (!started.load(std::memory_order_acquire)) return;
+      const Cycle now = published_cycle().load(std::memory_order_relaxed);
+      const Cycle from = first.load(std::memory_order_relaxed);
+      if (now >= from) options.progress(now - from);
+    };
+  return Kernel::instance().run(
+      [&]() -> PodRunResult {
+        first.store(now_cycles(), std::memory_order_relaxed);
+        published_cycle().store(now_cycles(), std::memory_order_relaxed);
+        started.store(true, std::memory_order_release);
+        PodRun run(executable, parameters, options);
+        run.start();
+        sc_core::sc_start();
+        return run.finish();
+      },
+      poll, options.progress_interval_s);
 }
 
 TimedRunResult run_timed(const isa::Executable& executable,

@@ -20,6 +20,7 @@
 // delay goes in as the request time and comes out as the completion time.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -40,6 +41,9 @@ namespace podsim::sim::timing {
 using Cycle = uint64_t;
 
 inline Cycle now_cycles() { return sc_core::sc_time_stamp().value(); }
+// The simulated time as the cores and links last saw it, for a progress line read from
+// another thread (TimingOptions::progress): they store now_cycles() into it as they go.
+std::atomic<Cycle>& published_cycle();
 inline sc_core::sc_time cycles(Cycle c) { return sc_core::sc_time::from_value(c); }
 
 // What a unit says about one piece of work: it starts at `start`, occupies the unit until

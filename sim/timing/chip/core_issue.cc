@@ -107,6 +107,7 @@ const char* unit_name(isa::Unit u) {
 
 void ChipRun::sync_to(Cycle t) {
   Cycle now = now_cycles();
+  published_cycle().store(now, std::memory_order_relaxed);
   if (t > now) sc_core::wait(cycles(t - now));
 }
 

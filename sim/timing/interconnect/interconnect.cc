@@ -191,6 +191,7 @@ class TorusInterconnect final : public Interconnect {
         continue;
       }
       const Cycle now = now_cycles();
+      published_cycle().store(now, std::memory_order_relaxed);
       const Event e = events_.top();
       if (e.time > now) {
         sc_core::wait(cycles(e.time - now), wake_);  // an engine may send something sooner

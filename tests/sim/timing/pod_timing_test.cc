@@ -5,8 +5,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
+#include <thread>
 
 #include "bench/pod_flows.h"
 #include "common/error.h"
@@ -223,6 +225,34 @@ TEST_P(TimedCollectives, IndependentStepsRunWhileTheRingsAreInFlight) {
 
 // Replicas on the first chips only: the idle chips halt at once, the others' rings
 // complete without them, with no hazard.
+// A long run reports its progress on the calling thread, in cycles that only grow; the
+// run's results are those of a run without it.
+TEST(TimedPod, ProgressIsReportedWithoutChangingTheRun) {
+  const topology::PodConfig pod = topology::pod_config("v5e:4x4");
+  const isa::Executable exe = tpu::compile(
+      *ir::parse_module(fmt::format("HloModule m\n{}ENTRY e {{\n  x = f32[1048576] parameter(0)\n"
+                                    "  ROOT r = f32[1048576] all-reduce(x), to_apply=add\n}}\n",
+                                    kAdd)),
+      tpu::Target(pod));
+  TimingOptions options;
+  options.timing_only = true;
+  const PodRunResult quiet = run_timed_pod(exe, {}, options);
+  std::vector<uint64_t> seen;
+  const std::thread::id caller = std::this_thread::get_id();
+  bool on_caller = true;
+  options.progress = [&](uint64_t cycles) {
+    seen.push_back(cycles);
+    on_caller = on_caller && std::this_thread::get_id() == caller;
+  };
+  options.progress_interval_s = 1e-3;
+  const PodRunResult reported = run_timed_pod(exe, {}, options);
+  EXPECT_EQ(reported.cycles, quiet.cycles);
+  EXPECT_EQ(reported.instructions, quiet.instructions);
+  ASSERT_FALSE(seen.empty()) << "the run took less than a millisecond";
+  EXPECT_TRUE(on_caller);
+  EXPECT_TRUE(std::is_sorted(seen.begin(), seen.end()));
+}
+
 TEST(TimedPod, IdleChipsPastTheReplicasHaltAtOnce) {
   const std::string hlo = fmt::format(R"(HloModule m
 {add}ENTRY e {{
