@@ -12,7 +12,7 @@
 //
 // Batch inputs: the parameters whose dimension 0 is the batch size (--batch, by default
 // parameter 0's dimension 0), or those --batch-params names (with the dimension that holds
-// the batch: a traced training step takes x transposed, say); the other parameters of
+// the batch: an input laid out [features, batch], say); the other parameters of
 // rank 1 or more are weights.
 #include <fmt/core.h>
 
