@@ -94,6 +94,7 @@ double bus_bytes(const Op& op, double bytes, int n) {
 
 // The analytic torus model (see above), in seconds, for one slice of the pod.
 double analytic_seconds(const Op& op, double bytes, const PodConfig& pod) {
+  const podsim::topology::Torus torus(pod);
   const double link = pod.ici_link_bandwidth_bytes_per_s;
   double axes_bandwidth = 0, longest = 1, longest_bandwidth = link;
   int diameter = 0;
@@ -113,7 +114,6 @@ double analytic_seconds(const Op& op, double bytes, const PodConfig& pod) {
       break;
     case Kind::kPermute: {  // each chip to the next in device order: the longest of those routes
       bandwidth = bytes / link;
-      const podsim::topology::Torus torus(pod);
       diameter = 0;
       for (int d = 0; d < n; ++d)
         if (torus.coord(d).slice == torus.coord((d + 1) % n).slice)
@@ -131,7 +131,6 @@ double analytic_seconds(const Op& op, double bytes, const PodConfig& pod) {
   if (pod.slices > 1 && op.kind != Kind::kPermute && op.kind != Kind::kAllToAll)
     latency += (op.kind == Kind::kAllReduce ? 2 : 1) * pod.dcn_latency_ns * 1e-9;
   if (pod.slices > 1 && (op.kind == Kind::kPermute || op.kind == Kind::kAllToAll)) {
-    const podsim::topology::Torus torus(pod);
     const int chips = pod.chips();
     std::vector<double> host_bytes(static_cast<size_t>(pod.hosts()), 0.0);
     double chip_bytes = 0;  // the most one chip sends over its host link

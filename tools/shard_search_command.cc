@@ -21,6 +21,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <string>
@@ -96,10 +97,10 @@ std::vector<Candidate> candidates(int64_t devices) {
   return out;
 }
 
-// The module with the candidate's shardings on its entry parameters.
-std::unique_ptr<ir::Module> annotate(const std::string& file, const Candidate& c, const BatchDims& batch) {
-  auto module = ir::parse_module_file(file);
-  ir::verify_module(*module, file);
+// A copy of the (verified) module with the candidate's shardings on its entry parameters.
+std::unique_ptr<ir::Module> annotate(const std::string& text, const std::string& file,
+                                     const Candidate& c, const BatchDims& batch) {
+  auto module = ir::parse_module(text, file);
   std::vector<int64_t> ids(static_cast<size_t>(c.data * c.model));
   for (size_t d = 0; d < ids.size(); ++d) ids[d] = static_cast<int64_t>(d);
   const Mesh mesh(ids, {c.data, c.model}, {"data", "model"});
@@ -131,11 +132,11 @@ std::unique_ptr<ir::Module> annotate(const std::string& file, const Candidate& c
   return module;
 }
 
-Outcome evaluate(const SearchOptions& o, const topology::PodConfig& pod, const Candidate& c,
-                 const BatchDims& batch) {
+Outcome evaluate(const std::string& text, const std::string& file, const topology::PodConfig& pod,
+                 const Candidate& c, const BatchDims& batch) {
   Outcome out{c, {}, 0, 0, 0, 0, {}};
   try {
-    std::unique_ptr<ir::Module> module = annotate(o.file, c, batch);
+    std::unique_ptr<ir::Module> module = annotate(text, file, c, batch);
     out.hlo = ir::print_module(*module);
     const int64_t devices = c.data * c.model;
     passes::spmd_partition(*module, devices);
@@ -162,6 +163,9 @@ int search(const SearchOptions& o) {
   // candidate.
   auto module = ir::parse_module_file(o.file);
   ir::verify_module(*module, o.file);
+  // Each candidate parses its own copy from the file's text, read once.
+  std::ifstream in(o.file, std::ios::binary);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const ir::Computation& entry = *module->entry();
   BatchDims batch(static_cast<size_t>(entry.parameter_count()));
   std::string described;
@@ -205,7 +209,7 @@ int search(const SearchOptions& o) {
   std::vector<Outcome> outcomes;
   const auto start = std::chrono::steady_clock::now();
   for (const Candidate& c : all) {
-    outcomes.push_back(evaluate(o, pod, c, batch));
+    outcomes.push_back(evaluate(text, o.file, pod, c, batch));
     const Outcome& r = outcomes.back();
     const double host =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
