@@ -276,14 +276,16 @@ DmaTiming run_bursts(DmaHost& host, const DmaJob& job, Cycle start, int64_t burs
 // What every DMA engine model reads and counts (with its own summary), and its counters.
 ModelDeclaration dma_engine_declaration(std::string_view summary);
 struct DmaEngineStatistics {
+  // In the order dma_engine_declaration() lists them.
+  enum { kTransfers, kRemoteTransfers, kBytes, kBusyCycles, kQueueCycles, kCount };
   // A transfer the engine started at `start` and worked on until t.busy_end.
   void count(const DmaJob& job, const DmaTiming& t, Cycle start) {
-    ++values[t.remote ? 1 : 0];
-    values[2] += static_cast<double>(job.transfer.bytes);
-    values[3] += static_cast<double>(t.busy_end - start);
-    values[4] += static_cast<double>(start - job.ready);
+    ++values[t.remote ? kRemoteTransfers : kTransfers];
+    values[kBytes] += static_cast<double>(job.transfer.bytes);
+    values[kBusyCycles] += static_cast<double>(t.busy_end - start);
+    values[kQueueCycles] += static_cast<double>(start - job.ready);
   }
-  std::vector<double> values = std::vector<double>(5, 0.0);
+  std::vector<double> values = std::vector<double>(kCount, 0.0);
 };
 void register_channel_hbm(HbmRegistry& registry);
 
