@@ -10,6 +10,7 @@
 #include <map>
 #include <numeric>
 #include <optional>
+#include <tuple>
 #include <utility>
 
 #include "common/error.h"
@@ -26,19 +27,20 @@ namespace {
 using ir::Instruction;
 
 // Semaphores of the rings, apart from the steps' (lowerer.h), so that steps may run
-// while a collective is in flight: sends, then a load and an output semaphore per VMEM
-// slot and two landing counters per stream (as many slots as leave room for the
+// while a collective is in flight: sends, then a semaphore per VMEM slot (its loads, then
+// the sends and stores from it: a slot's uses follow one another) and two landing
+// counters per stream (as many slots as leave room for the
 // counters: RingEmitter's slots_, first_landed_, landed_), then kSemLocal and those of
 // collective_rings.h. A stream's landings are counted and taken in the order they were
 // sent, so each counter has one sender order: a reduce-scatter's first sends (issued a
 // window ahead of its reductions) count on one, everything the reductions send on (and
 // all-gathers) on the other.
 constexpr int kMaxStreams = 6;  // 3 axes, both directions
-constexpr int kMaxSlots = 10;
+constexpr int kMaxSlots = 16;
 constexpr int kSemSentHbm = kSemCollectives;  // remote sends from HBM have read their source
-constexpr int kSemSlot = kSemSentHbm + 1;     // + 2 slot: loads into a VMEM slot; + 1: sends and stores from it
+constexpr int kSemSlot = kSemSentHbm + 1;     // + slot: loads into a VMEM slot, then sends and stores from it
 constexpr int kSemLocal = kSemDirectLoad - 1;  // table rows in, flags out
-static_assert(kSemSlot + 2 * 4 + 2 * kMaxStreams <= kSemLocal);  // at least 4 slots
+static_assert(kSemSlot + 4 + 2 * kMaxStreams <= kSemLocal);  // at least 4 slots
 
 // The bytes a block's piece may have at most in one transfer: small enough that the
 // ring's pipeline fills quickly, large enough that per-DMA overheads stay small.
@@ -111,6 +113,25 @@ std::vector<std::pair<int64_t, int64_t>> split(int64_t total, int64_t parts) {
     const int64_t n = total / parts + (q < total % parts ? 1 : 0);
     pieces.emplace_back(lo, n);
     lo += n;
+  }
+  return pieces;
+}
+
+// Elements [0, total) cut into one piece per weight, in proportion to the weights as
+// whole elements allow (none empty: total is at least the number of weights).
+std::vector<std::pair<int64_t, int64_t>> split_weighted(int64_t total, const std::vector<double>& weights) {
+  const double sum = std::accumulate(weights.begin(), weights.end(), 0.0);
+  const auto parts = static_cast<int64_t>(weights.size());
+  std::vector<std::pair<int64_t, int64_t>> pieces;
+  double before = 0;
+  for (int64_t q = 0, lo = 0; q < parts; ++q) {
+    before += weights[static_cast<size_t>(q)];
+    // At least one element each, and one left for every later piece.
+    const int64_t end = q + 1 == parts ? total
+                                       : std::clamp<int64_t>(std::llround(static_cast<double>(total) * before / sum),
+                                                             lo + 1, total - (parts - q - 1));
+    pieces.emplace_back(lo, end - lo);
+    lo = end;
   }
   return pieces;
 }
@@ -251,23 +272,24 @@ RingPlan plan_rings(const Lowerer& l, const Instruction& i, int64_t chunk_elemen
   for (const std::vector<int64_t>& group : groups)
     for (int64_t pos = 0; pos < g; ++pos)
       plan.table[static_cast<size_t>(group[static_cast<size_t>(pos)] * plan.row_length)] = pos;
-  for (size_t s = 0; s < plan.streams.size(); ++s) {
-    const RingStream& stream = plan.streams[s];
-    for (size_t p = 0; p < stream.phases.size(); ++p) {
-      const RingPhase& phase = stream.phases[p];
+  // Each device's neighbours in every ring; the blocks' offsets once the streams' pieces
+  // are known (below).
+  std::vector<std::vector<std::vector<Ring>>> rings(plan.streams.size());  // stream, phase, group
+  for (size_t s = 0; s < plan.streams.size(); ++s)
+    for (size_t p = 0; p < plan.streams[s].phases.size(); ++p) {
+      rings[s].emplace_back();
       for (const std::vector<int64_t>& group : groups) {
-        const Ring ring = ring_of(s, p, group);
+        rings[s][p].push_back(ring_of(s, p, group));
+        const Ring& ring = rings[s][p].back();
         for (int64_t pos = 0; pos < g; ++pos) {
           const size_t at = static_cast<size_t>(pos);
-          int64_t* row = &plan.table[static_cast<size_t>(group[at] * plan.row_length + phase.column)];
+          int64_t* row =
+              &plan.table[static_cast<size_t>(group[at] * plan.row_length + plan.streams[s].phases[p].column)];
           row[0] = group[static_cast<size_t>(ring.next[at])];
           row[1] = group[static_cast<size_t>(ring.prev[at])];
-          for (int64_t b = 0; b < phase.size; ++b)
-            row[2 + b] = ring.back[at][static_cast<size_t>(b)] * plan.chunk_bytes() + stream.lo * element_bytes;
         }
       }
     }
-  }
   // Each phase's link shares and edge latencies, from the routes of every stream's edges.
   const topology::PodConfig& pod = *t.pod;
   const double ici_ns_per_byte = 1e9 / pod.ici_link_bandwidth_bytes_per_s;
@@ -309,6 +331,35 @@ RingPlan plan_rings(const Lowerer& l, const Instruction& i, int64_t chunk_elemen
       }
     }
   }
+  // Streams whose first phases take different times per element (rings of different
+  // sizes, or sharing links differently: a 8x4 slice's x and y rings) get pieces in
+  // inverse proportion, so that they finish their first phase, which moves the most,
+  // together; the later phases run all streams at once as well.
+  if (plan.streams.size() > 1) {
+    std::vector<double> weights;
+    for (const RingStream& stream : plan.streams) {
+      const RingPhase& first = stream.phases.at(0);
+      weights.push_back(1.0 / (static_cast<double>((first.size - 1) * first.blocks()) *
+                               std::max(first.ns_per_byte, 1e-9)));
+    }
+    const auto pieces = split_weighted(chunk_elements, weights);
+    for (size_t s = 0; s < plan.streams.size(); ++s)
+      std::tie(plan.streams[s].lo, plan.streams[s].elements) = pieces[s];
+  }
+  for (size_t s = 0; s < plan.streams.size(); ++s)
+    for (size_t p = 0; p < plan.streams[s].phases.size(); ++p)
+      for (size_t n = 0; n < groups.size(); ++n) {
+        const std::vector<int64_t>& group = groups[n];
+        const Ring& ring = rings[s][p][n];
+        for (int64_t pos = 0; pos < g; ++pos) {
+          const size_t at = static_cast<size_t>(pos);
+          int64_t* row =
+              &plan.table[static_cast<size_t>(group[at] * plan.row_length + plan.streams[s].phases[p].column)];
+          for (int64_t b = 0; b < plan.streams[s].phases[p].size; ++b)
+            row[2 + b] = ring.back[at][static_cast<size_t>(b)] * plan.chunk_bytes() +
+                         plan.streams[s].lo * element_bytes;
+        }
+      }
   return plan;
 }
 
@@ -407,8 +458,8 @@ RingEmitter::RingEmitter(Lowerer& l, const ir::Instruction& i, RingPlan plan)
   // Sub-blocks small enough that every slot's two buffers fit in a quarter of VMEM.
   const int64_t tile = int64_t{l.chip().vpu_sublanes} * l.chip().vpu_lanes * plan_.element_bytes;
   const int streams = static_cast<int>(plan_.streams.size());
-  slots_ = std::min(kMaxSlots, (kSemLocal - kSemSlot - 2 * streams) / 2);
-  first_landed_ = kSemSlot + 2 * slots_;
+  slots_ = std::min(kMaxSlots, kSemLocal - kSemSlot - 2 * streams);
+  first_landed_ = kSemSlot + slots_;
   landed_ = first_landed_ + streams;
   max_sub_bytes_ = std::max(tile, std::min(kMaxSubChunkBytes, l.vmem_free() / (8 * slots_) / tile * tile));
 }
@@ -556,6 +607,17 @@ size_t RingEmitter::send_window(size_t phase) const {
   return per_stream * plan_.streams.size();
 }
 
+size_t RingEmitter::load_ahead(size_t phase) const {
+  // What the streams bring in over a load's round trip (its HBM latency twice: queued
+  // behind the landings' writes), in sub-blocks, and one more; at most half the slots,
+  // the rest holding sums on their way out. Loading further ahead than that only makes
+  // a reduction wait for a landing it does not need.
+  double bytes_per_ns = 0;
+  for (const RingStream& s : plan_.streams) bytes_per_ns += 1 / std::max(s.phases[phase].ns_per_byte, 1e-9);
+  const double in_flight = 2 * l_.chip().hbm_latency_ns * bytes_per_ns / static_cast<double>(max_sub_bytes_);
+  return std::clamp<size_t>(static_cast<size_t>(std::ceil(in_flight)) + 1, 2, static_cast<size_t>(slots_ / 2));
+}
+
 void RingEmitter::reduce_scatter(int32_t input, int32_t work, int32_t result, ir::PrimitiveType type,
                                  bool result_is_chunk, bool then_gather) {
   const topology::ChipConfig& chip = l_.chip();
@@ -637,29 +699,29 @@ void RingEmitter::reduce_scatter(int32_t input, int32_t work, int32_t result, ir
       }
     };
     // (Items are loaded `ahead` before they are reduced, below: their sends must be out.)
-    const size_t ahead = static_cast<size_t>(slots / 2);
+    const size_t ahead = load_ahead(p);
     const size_t window = std::max(send_window(p), ahead);
     send_until(window);
     auto load = [&](const Item& it) {
       const RingPhase& phase = plan_.streams[it.stream].phases[p];
       const size_t slot = static_cast<size_t>(it.slot);
-      pb_.wait(kSemSlot + 2 * it.slot + 1, pending[slot]);  // the slot's last contents have left
+      pb_.wait(kSemSlot + it.slot, pending[slot]);  // the slot's last contents have left
       pending[slot] = 0;
       pb_.wait((it.k == 0 ? first_landed_ : landed_) + static_cast<int>(it.stream), 1);
       const Block b = block(it.stream, p, it.j);
       pb_.dma(contiguous_descriptor(pb_, recv, theirs[slot], b.bytes),
-              recv_at[it.stream] + it.k * b.block_bytes + b.dense_offset, 0, kSemSlot + 2 * it.slot);
+              recv_at[it.stream] + it.k * b.block_bytes + b.dense_offset, 0, kSemSlot + it.slot);
       const int own = offset(phase.column + 2 + (it.k + 2) % phase.size, b.piece_offset);
       pb_.emit(isa::Opcode::kDma, isa::DType::kF32,
-               {descriptor(source, mine[slot], b, true, false), own, pb_.sreg(0), kSemSlot + 2 * it.slot});
+               {descriptor(source, mine[slot], b, true, false), own, pb_.sreg(0), kSemSlot + it.slot});
     };
     auto reduce = [&](const Item& it) {
       const size_t s = it.stream;
       const RingPhase& phase = plan_.streams[s].phases[p];
       const size_t slot = static_cast<size_t>(it.slot);
-      const int out = kSemSlot + 2 * it.slot + 1;
+      const int out = kSemSlot + it.slot;
       const Block b = block(s, p, it.j);
-      pb_.wait(kSemSlot + 2 * it.slot, 2);
+      pb_.wait(kSemSlot + it.slot, 2);
       for (int64_t t = 0; t < ceil_div(b.bytes, tile_bytes); ++t) {
         const int x = regs.take(), y = regs.take();
         pb_.vld(x, mine[slot], t * tile_bytes, row_bytes, mem);
@@ -709,7 +771,7 @@ void RingEmitter::reduce_scatter(int32_t input, int32_t work, int32_t result, ir
     send_until(hbm_sends.size());
     // The phase's sums are in HBM and its sends have left before the next phase.
     for (int slot = 0; slot < slots; ++slot) {
-      pb_.wait(kSemSlot + 2 * slot + 1, pending[static_cast<size_t>(slot)]);
+      pb_.wait(kSemSlot + slot, pending[static_cast<size_t>(slot)]);
       pending[static_cast<size_t>(slot)] = 0;
     }
     pb_.wait(kSemSentHbm, static_cast<int64_t>(hbm_sends.size()));

@@ -171,6 +171,8 @@ class RingEmitter {
   void overlap_until(const Entry& e, size_t phase, double& next);
   // How many of a phase's first sends from HBM go ahead of its reductions.
   size_t send_window(size_t phase) const;
+  // How many items of a reduce-scatter's phase are loaded ahead of the one reduced.
+  size_t load_ahead(size_t phase) const;
   Block block(size_t stream, size_t phase, int64_t sub) const;
   int32_t descriptor(int32_t src, int32_t dst, const Block& b, bool src_box, bool dst_box);
   // A table entry of this chip's row in a register: entry + extra (a byte offset), or a
