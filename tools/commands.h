@@ -24,5 +24,6 @@ Command add_train_command(CLI::App& app);
 Command add_devices_command(CLI::App& app);
 Command add_models_command(CLI::App& app);
 Command add_shard_search_command(CLI::App& app);
+Command add_sweep_command(CLI::App& app);
 
 }  // namespace podsim::tools

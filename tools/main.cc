@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
       podsim::tools::add_devices_command(app),
       podsim::tools::add_models_command(app),
       podsim::tools::add_shard_search_command(app),
+      podsim::tools::add_sweep_command(app),
   };
 
   try {

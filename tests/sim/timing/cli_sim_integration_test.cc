@@ -14,6 +14,8 @@
 #include <sstream>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "compiler/ir/safetensors.h"
 #include "tests/sim/timing/timing_test_util.h"
 #include "tests/tools/podsim_cli.h"
@@ -188,6 +190,77 @@ TEST(CliSim, ShardSearchRanksCandidatesByTheirSimulatedTime) {
   EXPECT_NE(unknown.output.find("the entry has no parameter 'y'"), std::string::npos) << unknown.output;
   Result bad_dim = podsim("shard-search " + hlo + " --topology v5e:2x2 --batch-params x:2");
   EXPECT_NE(bad_dim.output.find("'2' is no dimension of f32[8,64]"), std::string::npos) << bad_dim.output;
+  std::filesystem::remove_all(dir);
+}
+
+// The first number after `key` in text (0 when there is none).
+double number_after(const std::string& text, const std::string& key) {
+  const size_t at = text.find(key);
+  return at == std::string::npos ? 0 : std::stod(text.substr(at + key.size()));
+}
+
+TEST(CliSim, SweepComparesTopologiesAndFailsPastItsBaseline) {
+  auto dir = std::filesystem::temp_directory_path() / ("podsim_cli_sweep_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string hlo = (dir / "step.hlo").string(), json = (dir / "sweep.json").string(),
+                    csv = (dir / "sweep.csv").string();
+  std::ofstream(hlo) << "HloModule step\nadd {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+                        "  ROOT s = f32[] add(a, b)\n}\nENTRY e {\n  x = f32[64,256] parameter(0)\n"
+                        "  w = f32[256,256] parameter(1)\n  d = f32[64,256] dot(x, w), lhs_contracting_dims={1}, "
+                        "rhs_contracting_dims={0}\n  ROOT all-reduce = f32[64,256] all-reduce(d), to_apply=add\n}\n";
+  Result r = podsim("sweep " + hlo + " --topology v5e:2x2,v4:2x2x1,v5e --json " + json + " --csv " + csv);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream in(json);
+  const auto doc = nlohmann::json::parse(in);
+  ASSERT_EQ(doc["rows"].size(), 3u) << doc.dump(2);
+  // Each pod's row has the cycles and ICI bytes of `podsim run --timing-only` on that pod.
+  for (const std::string pod : {"v5e:2x2", "v4:2x2x1"}) {
+    const auto& row = *std::find_if(doc["rows"].begin(), doc["rows"].end(),
+                                    [&](const auto& j) { return j["topology"] == pod; });
+    Result run = podsim("run " + hlo + " --backend sim --timing-only --quiet --topology " + pod);
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+    EXPECT_EQ(row["chips"].get<int>(), 4);
+    EXPECT_EQ(row["cycles"].get<double>(), number_after(run.output, "pod: 4 chips, ")) << run.output;
+    EXPECT_NEAR(row["ici_bytes"].get<double>() / 1e6, number_after(run.output, "ICI: "), 1e-3) << run.output;
+    EXPECT_GT(row["exposed_collective_share"].get<double>(), 0.0);
+    EXPECT_GT(row["ici_utilization"].get<double>(), 0.0);
+  }
+  // One chip: the MXU and HBM utilisation `podsim run` prints, no links.
+  const auto& chip = doc["rows"][2];
+  Result run = podsim("run " + hlo + " --backend sim --timing-only --quiet --chip v5e");
+  EXPECT_NEAR(100 * chip["mfu"].get<double>(), number_after(run.output, "peak: utilisation "), 0.05) << run.output;
+  EXPECT_TRUE(chip["ici_utilization"].is_null());
+  std::ifstream csv_in(csv);
+  std::string header, line;
+  std::getline(csv_in, header);
+  int lines = 0;
+  while (std::getline(csv_in, line)) ++lines;
+  EXPECT_EQ(header.rfind("topology,chip,chips,cycles,step_seconds", 0), 0u) << header;
+  EXPECT_EQ(lines, 3);
+
+  // Against its own output as the baseline nothing is slower; against one whose v4 step
+  // took half as long, that row is, and the exit code says so unless the threshold allows it.
+  EXPECT_EQ(podsim("sweep " + hlo + " --topology v5e:2x2,v4:2x2x1 --baseline " + json).exit_code, 0);
+  auto faster = doc;
+  for (auto& row : faster["rows"])
+    if (row["topology"] == "v4:2x2x1") row["step_seconds"] = row["step_seconds"].get<double>() / 2;
+  const std::string baseline = (dir / "baseline.json").string();
+  std::ofstream(baseline) << faster.dump();
+  Result slower = podsim("sweep " + hlo + " --topology v5e:2x2,v4:2x2x1,v6e-8 --baseline " + baseline);
+  EXPECT_EQ(slower.exit_code, 2) << slower.output;
+  EXPECT_NE(slower.output.find("+100.0%  SLOWER"), std::string::npos) << slower.output;
+  EXPECT_NE(slower.output.find("(not in baseline)"), std::string::npos) << slower.output;
+  EXPECT_EQ(podsim("sweep " + hlo + " --topology v4:2x2x1 --baseline " + baseline + " --threshold 150%").exit_code, 0);
+
+  // A topology that does not exist is a row's error (the others still run) and exit 1.
+  Result bad = podsim("sweep " + hlo + " --topology v5e:2x2,nonesuch");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.output.find("nonesuch             error: 'nonesuch' is no pod name"), std::string::npos) << bad.output;
+  // A training model: its last step, data parallel over the pod's chips.
+  Result model = podsim("sweep mlp --topology v5e:2x2 --steps 2");
+  ASSERT_EQ(model.exit_code, 0) << model.output;
+  EXPECT_NE(model.output.find("model: mlp, last of 2 steps"), std::string::npos) << model.output;
+  EXPECT_NE(model.output.find("v5e:2x2              v5e        4"), std::string::npos) << model.output;
   std::filesystem::remove_all(dir);
 }
 
