@@ -7,6 +7,10 @@
 
 namespace podsim::tools {
 
+// Exit code of `profile diff` and `sweep --baseline` when a figure got worse past the
+// threshold (1 is an error).
+inline constexpr int kRegressionExitCode = 2;
+
 // A subcommand registered on the app, and what runs it after parsing (returns the exit
 // code).
 struct Command {

@@ -10,9 +10,6 @@
 
 namespace podsim::tools {
 
-// Exit code of `profile diff` when a figure got worse past the threshold (1 is an error).
-constexpr int kRegressionExitCode = 2;
-
 Command add_profile_command(CLI::App& app) {
   auto* cmd =
       app.add_subcommand("profile", "Profiles of simulated runs: summarise one, compare two");

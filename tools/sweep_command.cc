@@ -41,9 +41,6 @@ namespace {
 
 using Json = nlohmann::json;
 
-// Exit code when a topology got slower than the baseline past the threshold (as `profile diff`).
-constexpr int kRegressionExitCode = 2;
-
 struct SweepOptions {
   std::string workload;  // an HLO file, or mlp / transformer
   std::vector<std::string> topologies;
