@@ -339,7 +339,7 @@ RingPlan plan_rings(const Lowerer& l, const Instruction& i, int64_t chunk_elemen
     std::vector<double> weights;
     for (const RingStream& stream : plan.streams) {
       const RingPhase& first = stream.phases.at(0);
-      weights.push_back(1.0 / (static_cast<double>((first.size - 1) * first.blocks()) *
+      weights.push_back(1.0 / (static_cast<double>(std::max<int64_t>((first.size - 1) * first.blocks(), 1)) *
                                std::max(first.ns_per_byte, 1e-9)));
     }
     const auto pieces = split_weighted(chunk_elements, weights);
