@@ -189,7 +189,7 @@ class RingEmitter {
   RingPlan plan_;
   int32_t row_ = -1;
   int entry_ = -1, peer_ = -1;
-  int64_t max_sub_bytes_ = 0;
+  int64_t max_sub_bytes_ = 0, min_sub_bytes_ = 1;  // of a sub-block (subs())
   int slots_ = 0;          // VMEM slots of a reduction
   int first_landed_ = 0;   // + stream: landing counters of a reduce-scatter's first sends
   int landed_ = 0;         // + stream: landing counters of every other send
