@@ -27,6 +27,7 @@ demo: configure
 	$(PODSIM) train mlp --device sim --topology v5e-8
 
 test: build
+	@scripts/setup.sh test
 	ctest --test-dir $(BUILD) -LE slow --output-on-failure --no-tests=error -j $(JOBS)
 	scripts/check_test_binaries.sh $(BUILD)
 

@@ -17,6 +17,7 @@ prerequisites=(git make sudo ca-certificates)
 packages=(
   cmake ninja-build g++ ccache pkg-config   # build
   libfmt-dev                                # formatting
+  libjs-chart.js                            # HTML profile reports: Chart.js, embedded in each report
   libtbb-dev                                # CPU backend: parallel loops
   libopenblas-dev                           # CPU backend: GEMM and convolution
   libcli11-dev                              # the CLI's argument parsing
@@ -36,6 +37,11 @@ packages=(
   python3-torch                             # test oracle and benchmark reference (PyTorch 1.13)
 )
 
+# make test: what the tests use beyond the build.
+tests=(
+  chromium                                  # the HTML report loaded in a real (headless) browser
+)
+
 # scripts/sanitize.sh (CI): fuzz targets with libFuzzer, tests under ASan/UBSan.
 sanitize=(
   clang libclang-rt-14-dev                  # clang 14, libFuzzer and the sanitizer runtimes
@@ -51,8 +57,9 @@ esac
 selected=("${packages[@]}")
 for group in "$@"; do
   case "$group" in
+    test) selected+=("${tests[@]}") ;;
     sanitize) selected+=("${sanitize[@]}") ;;
-    *) echo "setup: unknown package group '$group' (known: sanitize)" >&2; exit 2 ;;
+    *) echo "setup: unknown package group '$group' (known: test, sanitize)" >&2; exit 2 ;;
   esac
 done
 if [ "$mode" = list ]; then

@@ -1,18 +1,23 @@
-// podsim profile summary FILE.json | diff BEFORE.json AFTER.json: read profiles that a
-// simulated run wrote (Chrome trace JSON), print where the time went, or compare two and
-// exit 2 when a figure got worse past the threshold (for CI).
+// podsim profile summary FILE.json | diff BEFORE.json AFTER.json | report FILE.json... -o
+// OUT.html: read profiles that a simulated run wrote (Chrome trace JSON), print where the
+// time went, compare two and exit 2 when a figure got worse past the threshold (for CI),
+// or write one HTML report of one or several runs side by side.
 #include <fmt/core.h>
 
+#include <filesystem>
+
+#include "common/error.h"
 #include "tools/commands.h"
 #include "traces/chrome_trace.h"
 #include "traces/compare.h"
+#include "traces/html_report.h"
 #include "traces/summary.h"
 
 namespace podsim::tools {
 
 Command add_profile_command(CLI::App& app) {
   auto* cmd =
-      app.add_subcommand("profile", "Profiles of simulated runs: summarise one, compare two");
+      app.add_subcommand("profile", "Profiles of simulated runs: summarise one, compare two, report on several");
   cmd->require_subcommand(1);
 
   auto* summary = cmd->add_subcommand(
@@ -38,7 +43,27 @@ Command add_profile_command(CLI::App& app) {
   diff->add_option("--noise-floor", *noise_floor, "Ops below this share of total time never fail")
       ->capture_default_str();
 
+  auto* report = cmd->add_subcommand(
+      "report", "Write an HTML report (plots, timeline, op table, torus) of one or several runs side by side");
+  auto reported = std::make_shared<std::vector<std::string>>();
+  auto labels = std::make_shared<std::vector<std::string>>();
+  auto output = std::make_shared<std::string>();
+  report->add_option("profiles", *reported, "Profile JSON files written by simulated runs")->required();
+  report->add_option("-o,--output", *output, "The HTML file to write")->required();
+  report->add_option("--label", *labels, "A heading per profile (default: the file names)");
+
   return {cmd, [=]() {
+            if (report->parsed()) {
+              if (!labels->empty() && labels->size() != reported->size())
+                throw Error(fmt::format("--label given {} times for {} profiles", labels->size(), reported->size()));
+              std::vector<traces::ReportRun> runs;
+              for (size_t k = 0; k < reported->size(); ++k)
+                runs.push_back({labels->empty() ? std::filesystem::path((*reported)[k]).filename().string() : (*labels)[k],
+                                traces::read_chrome_trace((*reported)[k])});
+              traces::write_html_report(runs, *output);
+              fmt::print("wrote {} ({} run{})\n", *output, runs.size(), runs.size() == 1 ? "" : "s");
+              return 0;
+            }
             if (summary->parsed()) {
               fmt::print("{}", traces::format_summary(
                                    traces::summarize(traces::read_chrome_trace(*file)), *max_ops));

@@ -64,33 +64,16 @@ struct Row {
 
 bool is_model(const std::string& workload) { return workload == "mlp" || workload == "transformer"; }
 
-// A profile's figures: MXU flops and HBM bytes against the chips' peaks over the step,
-// the mean busy share of the links that carried anything and the bytes they carried.
+// A profile's figures (traces::headline).
 void fill_figures(const traces::Profile& profile, Row& row) {
-  const traces::Summary s = traces::summarize(profile);
-  for (const traces::ChipProfile& chip : profile.chips)
-    for (const traces::Track& track : chip.tracks)
-      if (track.category == "ici")
-        for (const traces::Span& span : track.spans) row.ici_bytes += span.bytes;
-  double flops = 0, peak_flops = 0, bytes = 0, peak_bytes = 0, links = 0, busy = 0;
-  for (const traces::ChipSummary& c : s.chips) {
-    flops += c.mxu_flops;
-    peak_flops += c.peak_flops_per_s;
-    bytes += c.hbm_bytes;
-    peak_bytes += c.peak_hbm_bytes_per_s;
-    for (const traces::TrackBusy& t : c.tracks)
-      if ((t.category == "ici" || t.category == "dcn") && t.busy_cycles > 0) {
-        links += 1;
-        busy += static_cast<double>(t.busy_cycles) / static_cast<double>(std::max<uint64_t>(c.total_cycles, 1)) *
-                c.seconds / s.seconds;
-      }
-  }
-  if (s.seconds > 0 && peak_flops > 0) row.mfu = flops / (peak_flops * s.seconds);
-  if (s.seconds > 0 && peak_bytes > 0) row.hbm = bytes / (peak_bytes * s.seconds);
-  if (links > 0) row.ici = busy / links;
-  row.exposed = s.seconds > 0 ? s.collective_exposed_seconds / s.seconds : 0;
-  row.seconds = s.seconds;
-  for (const traces::ChipSummary& c : s.chips) row.cycles = std::max(row.cycles, c.total_cycles);
+  const traces::Headline h = traces::headline(profile, traces::summarize(profile));
+  row.cycles = h.cycles;
+  row.seconds = h.seconds;
+  row.mfu = h.mfu;
+  row.hbm = h.hbm_utilization;
+  row.ici = h.ici_utilization;
+  row.exposed = h.exposed_share;
+  row.ici_bytes = h.ici_bytes;
 }
 
 // The HLO module on one chip or on every chip of a pod (a replica each, or the module's

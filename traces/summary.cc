@@ -165,6 +165,36 @@ bool is_collective_op(const std::string& name) {
   return false;
 }
 
+Headline headline(const Profile& profile, const Summary& s) {
+  Headline h;
+  h.chips = static_cast<int>(profile.chips.size());
+  h.seconds = s.seconds;
+  for (const ChipProfile& chip : profile.chips) {
+    h.cycles = std::max(h.cycles, chip.total_cycles);
+    for (const Track& track : chip.tracks)
+      if (track.category == "ici")
+        for (const Span& span : track.spans) h.ici_bytes += span.bytes;
+  }
+  double flops = 0, peak_flops = 0, bytes = 0, peak_bytes = 0, links = 0, busy = 0;
+  for (const ChipSummary& c : s.chips) {
+    flops += c.mxu_flops;
+    peak_flops += c.peak_flops_per_s;
+    bytes += c.hbm_bytes;
+    peak_bytes += c.peak_hbm_bytes_per_s;
+    for (const TrackBusy& t : c.tracks)
+      if ((t.category == "ici" || t.category == "dcn") && t.busy_cycles > 0) {
+        links += 1;
+        busy += t.fraction * c.seconds / s.seconds;
+      }
+  }
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  h.mfu = s.seconds > 0 ? ratio_or_nan(flops, peak_flops * s.seconds) : nan;
+  h.hbm_utilization = s.seconds > 0 ? ratio_or_nan(bytes, peak_bytes * s.seconds) : nan;
+  h.ici_utilization = links > 0 ? busy / links : nan;
+  h.exposed_share = s.seconds > 0 ? s.collective_exposed_seconds / s.seconds : 0;
+  return h;
+}
+
 Summary summarize(const Profile& profile) {
   validate_profile(profile);
   Summary summary;

@@ -94,6 +94,25 @@ bool is_collective_op(const std::string& name);
 // Validates the profile (validate_profile) and derives the figures defined above.
 Summary summarize(const Profile& profile);
 
+// A run's headline figures over all of its chips, as `podsim sweep` tabulates them and
+// the HTML report leads with them:
+// - mfu: the MXU flops of every chip over every chip's peak for the profile's time;
+//   hbm_utilization likewise with HBM bytes (NaN when no peak is known);
+// - ici_utilization: the mean over the ICI and DCN links that carried anything of their
+//   busy share of the profile's time (NaN when none did);
+// - exposed_share: the collectives' exposed time over the profile's time;
+// - ici_bytes: the bytes of every span on an ICI link's track (a burst counts once per
+//   link it crossed).
+struct Headline {
+  int chips = 0;
+  uint64_t cycles = 0;  // the slowest chip's
+  double seconds = 0;   // the slowest chip's
+  double mfu = 0, hbm_utilization = 0, ici_utilization = 0;
+  double exposed_share = 0;
+  double ici_bytes = 0;
+};
+Headline headline(const Profile& profile, const Summary& summary);
+
 // A table for a terminal: per chip the headline figures, the max_ops longest ops (the rest
 // folded into one line) and the busy fraction of every track.
 std::string format_summary(const Summary& summary, size_t max_ops = 20);
