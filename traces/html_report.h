@@ -9,8 +9,8 @@
 //
 // The figures in the page carry their exact values (data-value attributes) so that
 // tests and scripts can read them back from the DOM; the page sets
-// body[data-render="done"] once every chart is drawn, and records script errors in
-// body[data-errors].
+// body[data-render="done"] once every chart is drawn (and body[data-render-ms]: the
+// milliseconds since it began to load), and records script errors in body[data-errors].
 #pragma once
 
 #include <string>

@@ -42,6 +42,12 @@ extern const char kReportScript[] = R"JS(
     return (s * 1e9).toPrecision(4) + ' ns';
   }
 
+  function si(v) {
+    var units = [[1e15, 'P'], [1e12, 'T'], [1e9, 'G'], [1e6, 'M'], [1e3, 'k']];
+    for (var k = 0; k < units.length; k++) if (Math.abs(v) >= units[k][0]) return +(v / units[k][0]).toPrecision(3) + units[k][1];
+    return +v.toPrecision(3) + '';
+  }
+
   function timeline(run, index) {
     var canvas = document.getElementById('timeline-' + index);
     var tip = document.getElementById('tip-' + index);
@@ -150,7 +156,8 @@ extern const char kReportScript[] = R"JS(
       type: 'bar',
       data: {labels: [], datasets: [{label: 'busy %', data: []}]},
       options: {indexAxis: 'y', animation: false, plugins: {legend: {display: false}},
-                scales: {x: {min: 0, max: 100, title: {display: true, text: '% of the chip\'s time'}}}}
+                scales: {x: {min: 0, max: 100, title: {display: true, text: '% of the chip\'s time'}},
+                         y: {ticks: {autoSkip: false, font: {size: 10}}}}}
     });
     pick(slowest);
   }
@@ -175,8 +182,8 @@ extern const char kReportScript[] = R"JS(
       type: 'scatter', data: {datasets: datasets},
       options: {
         animation: false,
-        scales: {x: {type: 'logarithmic', title: {display: true, text: 'FLOPs per HBM byte'}},
-                 y: {type: 'logarithmic', title: {display: true, text: 'FLOP/s (per chip)'}}},
+        scales: {x: {type: 'logarithmic', title: {display: true, text: 'FLOPs per HBM byte'}, ticks: {callback: si}},
+                 y: {type: 'logarithmic', title: {display: true, text: 'FLOP/s (per chip)'}, ticks: {callback: si}}},
         plugins: {tooltip: {callbacks: {label: function (c) {
           if (c.datasetIndex !== 0) return 'roofline';
           var op = ops[c.dataIndex].op;
@@ -303,6 +310,8 @@ extern const char kReportScript[] = R"JS(
     chipTimes(run, k);
   });
   document.querySelectorAll('table.sortable').forEach(sortable);
+  // Milliseconds from the page's navigation to the last chart drawn.
+  document.body.dataset.renderMs = Math.round(performance.now());
   if (!window.podsimErrors.length) document.body.dataset.render = 'done';
 })();
 )JS";
