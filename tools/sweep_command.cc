@@ -4,7 +4,7 @@
 // profile, from a `podsim train` of its own per topology). For each: simulated step time,
 // MXU utilisation against the chips' peak (MFU), HBM and ICI utilisation, the share of
 // the step exposed in collectives, ICI bytes and host time. Writes the table as CSV and
-// JSON; with --baseline (a JSON it wrote before) it compares step times and exits 2 when
+// JSON, the runs side by side as an HTML report (--report); with --baseline (a JSON it wrote before) it compares step times and exits 2 when
 // one got slower by more than --threshold, for CI.
 #include <fmt/core.h>
 #include <sys/wait.h>
@@ -34,6 +34,7 @@
 #include "topology/pod_config.h"
 #include "traces/chrome_trace.h"
 #include "traces/compare.h"
+#include "traces/html_report.h"
 #include "traces/summary.h"
 
 namespace podsim::tools {
@@ -45,7 +46,7 @@ struct SweepOptions {
   std::string workload;  // an HLO file, or mlp / transformer
   std::vector<std::string> topologies;
   int64_t steps = 3;  // for a model
-  std::string csv, json, baseline;
+  std::string csv, json, baseline, report;
   std::string threshold = "5%";
 };
 
@@ -60,12 +61,13 @@ struct Row {
   double ici_bytes = 0;
   double host_seconds = 0;
   std::string error;  // the row did not run
+  traces::Profile profile;  // kept for --report
 };
 
 bool is_model(const std::string& workload) { return workload == "mlp" || workload == "transformer"; }
 
-// A profile's figures (traces::headline).
-void fill_figures(const traces::Profile& profile, Row& row) {
+// A profile's figures (traces::headline); the profile stays with the row for a report.
+void fill_figures(traces::Profile profile, Row& row, bool keep) {
   const traces::Headline h = traces::headline(profile, traces::summarize(profile));
   row.cycles = h.cycles;
   row.seconds = h.seconds;
@@ -74,11 +76,12 @@ void fill_figures(const traces::Profile& profile, Row& row) {
   row.ici = h.ici_utilization;
   row.exposed = h.exposed_share;
   row.ici_bytes = h.ici_bytes;
+  if (keep) row.profile = std::move(profile);
 }
 
 // The HLO module on one chip or on every chip of a pod (a replica each, or the module's
 // replica_count on the first chips), timing-only.
-void run_module(const ir::Module& module, const std::string& topology, Row& row) {
+void run_module(const ir::Module& module, const std::string& topology, Row& row, bool keep) {
   sim::timing::TimingOptions timing;
   timing.timing_only = true;
   timing.profile = true;
@@ -100,8 +103,8 @@ void run_module(const ir::Module& module, const std::string& topology, Row& row)
     row.chip = pod.chip.name;
     row.chips = pod.chips();
   }
-  const sim::timing::PodRunResult r = sim::timing::run_timed_pod(exe, {}, timing);
-  fill_figures(r.profile, row);
+  sim::timing::PodRunResult r = sim::timing::run_timed_pod(exe, {}, timing);
+  fill_figures(std::move(r.profile), row, keep);
 }
 
 // `podsim train MODEL --device sim --topology T --steps N --profile F` in a process of its
@@ -129,10 +132,10 @@ void run_model(const SweepOptions& o, const std::string& topology, Row& row) {
     fail("podsim train {} --topology {} failed: {}", o.workload, topology,
          text.substr(text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1));
   }
-  const traces::Profile p = traces::read_chrome_trace(profile);
+  traces::Profile p = traces::read_chrome_trace(profile);
   std::filesystem::remove_all(dir);
-  fill_figures(p, row);
   row.chips = static_cast<int64_t>(p.chips.size());
+  fill_figures(std::move(p), row, !o.report.empty());
   row.chip = topology::names_a_chip(topology) ? topology::chip_config(topology).name
                                               : topology::pod_config(topology).chip.name;
 }
@@ -213,7 +216,7 @@ int sweep(const SweepOptions& o) {
       if (model)
         run_model(o, t, row);
       else
-        run_module(*module, t, row);
+        run_module(*module, t, row, !o.report.empty());
     } catch (const Error& e) {
       row.error = e.what();
     }
@@ -254,6 +257,14 @@ int sweep(const SweepOptions& o) {
     if (!out) fail("cannot write {}", o.json);
     out << to_json(o, rows).dump(2) << "\n";
   }
+  if (!o.report.empty()) {
+    std::vector<traces::ReportRun> runs;
+    for (Row& r : rows)
+      if (r.error.empty()) runs.push_back({r.topology, std::move(r.profile)});
+    if (runs.empty()) fail("no topology ran: no report written");
+    traces::write_html_report(runs, o.report);
+    fmt::print("wrote the report to {}\n", o.report);
+  }
   if (slower > 0) {
     fmt::print("{} topolog{} slower than {} by more than {:.1f}%\n", slower, slower == 1 ? "y" : "ies", o.baseline,
                100 * threshold);
@@ -284,6 +295,7 @@ Command add_sweep_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--csv", o->csv, "Write the table here as CSV");
   cmd->add_option("--json", o->json, "Write the table here as JSON (a baseline for --baseline)");
+  cmd->add_option("--report", o->report, "Write an HTML report of every topology's run side by side (podsim profile report)");
   cmd->add_option("--baseline", o->baseline,
                   "A JSON this command wrote: compare each topology's step time, exit 2 when one got "
                   "slower by more than --threshold");

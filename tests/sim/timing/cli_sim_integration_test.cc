@@ -208,11 +208,22 @@ TEST(CliSim, SweepComparesTopologiesAndFailsPastItsBaseline) {
                         "  ROOT s = f32[] add(a, b)\n}\nENTRY e {\n  x = f32[64,256] parameter(0)\n"
                         "  w = f32[256,256] parameter(1)\n  d = f32[64,256] dot(x, w), lhs_contracting_dims={1}, "
                         "rhs_contracting_dims={0}\n  ROOT all-reduce = f32[64,256] all-reduce(d), to_apply=add\n}\n";
-  Result r = podsim("sweep " + hlo + " --topology v5e:2x2,v4:2x2x1,v5e --json " + json + " --csv " + csv);
+  const std::string report = (dir / "sweep.html").string();
+  Result r = podsim("sweep " + hlo + " --topology v5e:2x2,v4:2x2x1,v5e --json " + json + " --csv " + csv +
+                    " --report " + report);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   std::ifstream in(json);
   const auto doc = nlohmann::json::parse(in);
   ASSERT_EQ(doc["rows"].size(), 3u) << doc.dump(2);
+  // The report has the three runs side by side, each with the cycles of its row.
+  std::ifstream report_in(report);
+  const std::string html((std::istreambuf_iterator<char>(report_in)), std::istreambuf_iterator<char>());
+  for (int k = 0; k < 3; ++k) {
+    const std::string cell = fmt::format("data-run=\"{}\" data-metric=\"cycles\" data-value=\"{}\"", k,
+                                         doc["rows"][k]["cycles"].get<uint64_t>());
+    EXPECT_NE(html.find(cell), std::string::npos) << cell;
+  }
+  EXPECT_NE(html.find("<th>v4:2x2x1</th>"), std::string::npos);
   // Each pod's row has the cycles and ICI bytes of `podsim run --timing-only` on that pod.
   for (const std::string pod : {"v5e:2x2", "v4:2x2x1"}) {
     const auto& row = *std::find_if(doc["rows"].begin(), doc["rows"].end(),
