@@ -325,6 +325,15 @@ std::string headline_table(const std::vector<ReportRun>& runs, const std::vector
   for (const ReportRun& r : runs) html += fmt::format("<th>{}</th>", escape(r.label));
   html += "</tr></thead><tbody>\n<tr><td>topology</td>";
   for (const RunFigures& f : figures) html += fmt::format("<td>{}</td>", escape(f.topology));
+  html += "</tr>\n<tr><td>critical path</td>";
+  for (const RunFigures& f : figures) {
+    std::string shares;
+    const CriticalPath& path = f.summary.critical_path;
+    for (size_t k = 0; k < std::min<size_t>(path.categories.size(), 3); ++k)
+      shares += fmt::format("{}{} {}", k ? ", " : "", path.categories[k].first,
+                            percent(path.categories[k].second / path.seconds));
+    html += fmt::format("<td>{}</td>", escape(shares));
+  }
   html += "</tr>\n";
   for (const Metric& m : kMetrics) {
     html += fmt::format("<tr><td>{}</td>", m.name);
@@ -337,6 +346,36 @@ std::string headline_table(const std::vector<ReportRun>& runs, const std::vector
     html += "</tr>\n";
   }
   return html + "</tbody></table>\n";
+}
+
+// The critical path's units and tracks, and the ops that lost the most against their roofline.
+std::string analysis(const Summary& s, size_t index) {
+  const CriticalPath& path = s.critical_path;
+  std::string html = fmt::format(
+      "<div class=\"row\"><div class=\"chart\"><h3>Critical path on {} (spans that follow one another back "
+      "from the step's end; waiting: only the scalar unit at work)</h3>\n<table id=\"critical-path-{}\">"
+      "<thead><tr><th>unit</th><th class=\"num\">time</th><th class=\"num\">share</th></tr></thead><tbody>\n",
+      escape(path.chip), index);
+  for (const auto& [category, seconds] : path.categories)
+    html += fmt::format("<tr><td>{}</td><td class=\"num\" data-value=\"{}\">{}</td><td class=\"num\">{}</td></tr>\n",
+                        escape(category), value(seconds), format_seconds(seconds), percent(seconds / path.seconds));
+  html += "</tbody></table>\n<p>Busiest tracks on it: ";
+  for (size_t k = 0; k < std::min<size_t>(path.tracks.size(), 5); ++k)
+    html += fmt::format("{}{} ({})", k ? ", " : "", escape(path.tracks[k].first), percent(path.tracks[k].second / path.seconds));
+  html += fmt::format(
+      "</p></div>\n<div class=\"chart\"><h3>Time lost against the roofline (per chip)</h3>\n"
+      "<table id=\"roofline-losses-{}\"><thead><tr><th>op</th><th>opcode</th><th class=\"num\">time</th>"
+      "<th class=\"num\">roofline</th><th class=\"num\">lost</th></tr></thead><tbody>\n",
+      index);
+  for (size_t k = 0; k < std::min<size_t>(s.roofline_losses.size(), 10); ++k) {
+    const auto& loss = s.roofline_losses[k];
+    html += fmt::format(
+        "<tr><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\" "
+        "data-value=\"{}\">{}</td></tr>\n",
+        escape(loss.name), escape(loss.opcode), format_seconds(loss.seconds), format_seconds(loss.roofline_seconds),
+        value(loss.seconds - loss.roofline_seconds), format_seconds(loss.seconds - loss.roofline_seconds));
+  }
+  return html + "</tbody></table></div></div>\n";
 }
 
 // Several runs: the longest ops of any run, each run's time, changes against the first.
@@ -420,6 +459,7 @@ std::string html_report(const std::vector<ReportRun>& runs, const ReportOptions&
           "id=\"heat-{0}\"></div></div>\n<div class=\"chart\"><h3>Step time per chip</h3>"
           "<canvas id=\"chip-times-{0}\"></canvas></div></div>\n",
           r);
+    html += analysis(figures[r].summary, r);
     html += "<h3>Ops (click a heading to sort)</h3>\n" + op_table(data[r]["ops"], r) + "</section>\n";
   }
   html += "<script type=\"application/json\" id=\"podsim-data\">" + data_text + "</script>\n";

@@ -2,7 +2,8 @@
 // (Chart.js, from Debian's libjs-chart.js, is embedded in it; nothing is fetched when
 // it is opened). For each run: the headline figures (traces::headline), a zoomable
 // timeline per chip and unit coloured by the category of the op each span worked for,
-// the busy share of every unit, a roofline plot of the ops linked to a sortable op table,
+// the busy share of every unit, the critical path and the ops that lost the most time
+// against their roofline (traces::Summary), a roofline plot of the ops linked to a sortable op table,
 // and for pods a heat map of link utilisation drawn on the torus and the step time of
 // every chip. Several runs are laid side by side: the headline and the longest ops in
 // one table each, every run's change against the first highlighted.

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <string_view>
 #include <utility>
 
@@ -165,6 +166,54 @@ bool is_collective_op(const std::string& name) {
   return false;
 }
 
+CriticalPath critical_path(const ChipProfile& chip) {
+  struct Piece {
+    uint64_t start, end;
+    size_t track;
+  };
+  std::vector<Piece> pieces;
+  for (size_t t = 0; t < chip.tracks.size(); ++t)
+    if (chip.tracks[t].category != "scalar")
+      for (const Span& s : chip.tracks[t].spans)
+        if (s.end > s.start) pieces.push_back({s.start, s.end, t});
+  std::sort(pieces.begin(), pieces.end(), [](const Piece& a, const Piece& b) { return a.start < b.start; });
+  // latest[k]: of pieces 0..k (by start), the one that ends last.
+  std::vector<size_t> latest(pieces.size());
+  for (size_t k = 0; k < pieces.size(); ++k)
+    latest[k] = k > 0 && pieces[latest[k - 1]].end >= pieces[k].end ? latest[k - 1] : k;
+  std::map<std::string, uint64_t> by_category;
+  std::vector<uint64_t> by_track(chip.tracks.size(), 0);
+  uint64_t t = chip.total_cycles;
+  while (t > 0) {
+    // The pieces that started before t; of them, the one that ends last.
+    const auto after = std::partition_point(pieces.begin(), pieces.end(), [&](const Piece& p) { return p.start < t; });
+    if (after == pieces.begin()) {
+      by_category["waiting"] += t;
+      break;
+    }
+    const Piece& p = pieces[latest[static_cast<size_t>(after - pieces.begin()) - 1]];
+    if (p.end < t) {  // nothing runs from its end to t
+      by_category["waiting"] += t - p.end;
+      t = p.end;
+      continue;
+    }
+    by_category[chip.tracks[p.track].category] += t - p.start;
+    by_track[p.track] += t - p.start;
+    t = p.start;
+  }
+  CriticalPath path;
+  path.chip = chip.name;
+  path.seconds = static_cast<double>(chip.total_cycles) / chip.clock_hz;
+  for (const auto& [category, cycles] : by_category)
+    path.categories.emplace_back(category, static_cast<double>(cycles) / chip.clock_hz);
+  for (size_t k = 0; k < by_track.size(); ++k)
+    if (by_track[k] > 0) path.tracks.emplace_back(chip.tracks[k].name, static_cast<double>(by_track[k]) / chip.clock_hz);
+  auto most_first = [](const auto& a, const auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; };
+  std::sort(path.categories.begin(), path.categories.end(), most_first);
+  std::sort(path.tracks.begin(), path.tracks.end(), most_first);
+  return path;
+}
+
 Headline headline(const Profile& profile, const Summary& s) {
   Headline h;
   h.chips = static_cast<int>(profile.chips.size());
@@ -228,6 +277,28 @@ Summary summarize(const Profile& profile) {
     summary.ops.push_back(std::move(by_slot[slot]));
   }
   std::sort(summary.ops.begin(), summary.ops.end(), longer_first);
+
+  size_t slowest = 0;
+  for (size_t c = 0; c < profile.chips.size(); ++c)
+    if (profile.chips[c].total_cycles > profile.chips[slowest].total_cycles) slowest = c;
+  if (!profile.chips.empty()) summary.critical_path = critical_path(profile.chips[slowest]);
+
+  if (!profile.chips.empty()) {
+    const ChipSummary& first = summary.chips[0];
+    std::map<int32_t, int> chips_with;
+    for (const ChipSummary& chip : summary.chips)
+      for (const OpTime& op : chip.ops) ++chips_with[op.source_op];
+    for (const OpTime& op : summary.ops) {
+      if (op.flops <= 0 && op.bytes <= 0) continue;
+      const double n = std::max(chips_with[op.source_op], 1);
+      const double compute = first.peak_flops_per_s > 0 ? op.flops / n / first.peak_flops_per_s : 0;
+      const double memory = first.peak_hbm_bytes_per_s > 0 ? op.bytes / n / first.peak_hbm_bytes_per_s : 0;
+      summary.roofline_losses.push_back({op.name, op.opcode, op.seconds, std::max(compute, memory)});
+    }
+    std::sort(summary.roofline_losses.begin(), summary.roofline_losses.end(), [](const auto& a, const auto& b) {
+      return a.seconds - a.roofline_seconds > b.seconds - b.roofline_seconds;
+    });
+  }
   return summary;
 }
 
@@ -295,6 +366,32 @@ std::string format_summary(const Summary& summary, size_t max_ops) {
         "\ntime per IR op over all chips (each op's longest time on any chip; flops and bytes "
         "summed)\n";
     out += op_table(summary.ops, max_ops, false, "");
+  }
+  const CriticalPath& path = summary.critical_path;
+  if (path.seconds > 0) {
+    out += fmt::format(
+        "\ncritical path on {} (spans that follow one another back from the step's end; "
+        "waiting: no unit but the scalar issue unit working)\n",
+        path.chip);
+    TextTable table({"unit", "time", "share"}, "lrr");
+    for (const auto& [category, seconds] : path.categories)
+      table.add_row({category, format_seconds(seconds), format_percent(seconds / path.seconds)});
+    out += table.render("  ");
+    out += "  busiest tracks on it: ";
+    for (size_t k = 0; k < std::min<size_t>(path.tracks.size(), 3); ++k)
+      out += fmt::format("{}{} {}", k ? ", " : "", path.tracks[k].first, format_percent(path.tracks[k].second / path.seconds));
+    out += "\n";
+  }
+  if (!summary.roofline_losses.empty()) {
+    out += "\ntime lost against the roofline (an op's time minus its flops at the MXU peak or its bytes at\n"
+           "the HBM peak, whichever is longer; per chip)\n";
+    TextTable table({"op", "opcode", "time", "roofline", "lost"}, "llrrr");
+    for (size_t k = 0; k < std::min<size_t>(summary.roofline_losses.size(), 5); ++k) {
+      const auto& loss = summary.roofline_losses[k];
+      table.add_row({loss.name, loss.opcode, format_seconds(loss.seconds), format_seconds(loss.roofline_seconds),
+                     format_seconds(loss.seconds - loss.roofline_seconds)});
+    }
+    out += table.render("");
   }
   return out;
 }

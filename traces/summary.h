@@ -76,6 +76,19 @@ struct ChipSummary {
   std::vector<TrackBusy> tracks;  // in the profile's order
 };
 
+// What bounds the step, on the slowest chip: a chain of spans walked back from the
+// step's end, each one the span (of any unit but the scalar issue unit, whose spans
+// include its waits) that started before the previous one did and ended last. Where no
+// such span is running, the chain waits: the scalar unit issues, synchronises, or waits
+// for latency. Its time is split by the chain's units (their track categories) and by its
+// tracks; the shares add up to the step.
+struct CriticalPath {
+  std::string chip;
+  double seconds = 0;
+  std::vector<std::pair<std::string, double>> categories;  // seconds, most first; "waiting"
+  std::vector<std::pair<std::string, double>> tracks;      // seconds, most first
+};
+
 struct Summary {
   std::string program;
   double seconds = 0;  // the slowest chip's
@@ -83,6 +96,16 @@ struct Summary {
   double collective_exposed_seconds = 0;  // the most any chip spent exposed in them
   std::vector<ChipSummary> chips;
   std::vector<OpTime> ops;  // over all chips: each op's longest time on any chip, longest first
+  CriticalPath critical_path;
+  // The ops that lost the most time against their roofline, most first: an op's time
+  // minus the larger of its flops over the MXU peak and its HBM bytes over the HBM peak
+  // (per chip: flops and bytes divided among the chips it ran on; chip 0's peaks). Ops
+  // with neither flops nor bytes are left out.
+  struct RooflineLoss {
+    std::string name, opcode;
+    double seconds = 0, roofline_seconds = 0;
+  };
+  std::vector<RooflineLoss> roofline_losses;
 };
 
 // Whether a source op is a collective: its instruction is named after an HLO collective

@@ -125,6 +125,14 @@ TEST_F(ReportInBrowser, LoadsWithoutErrorsAndShowsTheSummarysFigures) {
     ASSERT_TRUE(std::regex_search(html, m, dom_op)) << html.substr(0, 4000);
     EXPECT_EQ(m[1], time);
     EXPECT_EQ(m[2], share);
+    // The critical path's first unit and its share.
+    ASSERT_TRUE(std::regex_search(summary.output, m, std::regex(R"re(critical path on [^\n]*\n[^\n]*\n[^\n]*\n  (\w+)\s+[\d.]+ [nmu]?s\s+([\d.]+%))re")))
+        << summary.output;
+    const std::string unit = m[1], unit_share = m[2];
+    const std::regex dom_path(fmt::format(R"re(id="critical-path-{}"><thead>.*?</thead><tbody>\n<tr><td>(\w+)</td><td[^>]*>[^<]*</td><td class="num">([^<]+)</td>)re", run_index));
+    ASSERT_TRUE(std::regex_search(html, m, dom_path));
+    EXPECT_EQ(m[1], unit);
+    EXPECT_EQ(m[2], unit_share);
     // The script drew the torus: a line per link with its busy share, as the summary
     // prints each link track (every chip runs as long as the slowest here).
     const std::regex link_line(R"re(  (ICI [xy][+-] \d+->\d+)\s+ici\s+[\d,]+\s+([\d.]+%))re");

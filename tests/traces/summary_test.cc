@@ -214,6 +214,55 @@ TEST(Summary, LongOpListsAreFolded) {
   EXPECT_EQ(text.find("op4"), std::string::npos) << text;
 }
 
+// At 1 GHz: the MXU works 0-100, HBM 100-300, an ICI link 350-400, the scalar unit the
+// whole time (its spans include its waits: never on the path). Back from 400: the link
+// (50), nothing but the scalar unit (300-350), HBM (200), the MXU (100).
+TEST(Summary, CriticalPathFollowsTheLatestEndingSpanBack) {
+  Profile p;
+  p.program = "path";
+  p.source_ops = {{"op", "dot"}};
+  ChipProfile c;
+  c.name = "chip 0";
+  c.clock_hz = 1e9;
+  c.total_cycles = 400;
+  c.tracks = {{"issue", "scalar", {{"scalar ops", 0, 400, 0, 0, 0}}},
+              {"MXU", "mxu", {{"mmul", 0, 100, 0, 0, 0}}},
+              {"HBM", "hbm", {{"dma", 100, 300, 0, 0, 0}}},
+              {"ICI x+ 0->1", "ici", {{"send", 350, 400, 0, 0, 0}}}};
+  p.chips = {c};
+  const CriticalPath path = summarize(p).critical_path;
+  EXPECT_EQ(path.chip, "chip 0");
+  using Share = std::pair<std::string, double>;
+  EXPECT_EQ(path.categories, (std::vector<Share>{{"hbm", 200e-9}, {"mxu", 100e-9}, {"ici", 50e-9}, {"waiting", 50e-9}}));
+  EXPECT_EQ(path.tracks.front(), (Share{"HBM", 200e-9}));
+  EXPECT_NE(format_summary(summarize(p)).find("critical path on chip 0"), std::string::npos);
+}
+
+// The hand-made chip's peaks: 1000 flops and 100 bytes a cycle at 1 GHz.
+TEST(Summary, RooflineLossesAreTimeBeyondTheSlowerRoof) {
+  Profile p;
+  p.program = "roof";
+  p.source_ops = {{"dot", "dot"}, {"add", "add"}, {"copy", "copy"}};
+  ChipProfile c;
+  c.name = "chip 0";
+  c.clock_hz = 1e9;
+  c.peaks = {1000, 100};
+  c.total_cycles = 1200;
+  // The dot at its MXU roof (900 cycles for 900,000 flops); the add takes 100 cycles for
+  // 1,000 bytes (10 at the HBM roof); the copy moves nothing and is left out.
+  c.tracks = {{"MXU", "mxu", {{"mmul", 0, 900, 0, 900000, 0}}},
+              {"HBM", "hbm", {{"dma", 900, 1000, 1, 0, 1000}}},
+              {"VPU", "vpu", {{"vcopy", 1000, 1200, 2, 0, 0}}}};
+  p.chips = {c};
+  const Summary s = summarize(p);
+  ASSERT_EQ(s.roofline_losses.size(), 2u);
+  EXPECT_EQ(s.roofline_losses[0].name, "add");
+  EXPECT_DOUBLE_EQ(s.roofline_losses[0].seconds, 100e-9);
+  EXPECT_DOUBLE_EQ(s.roofline_losses[0].roofline_seconds, 10e-9);
+  EXPECT_EQ(s.roofline_losses[1].name, "dot");
+  EXPECT_DOUBLE_EQ(s.roofline_losses[1].seconds - s.roofline_losses[1].roofline_seconds, 0);
+}
+
 TEST(Summary, RejectsInvalidProfiles) {
   Profile p = hand_profile();
   p.chips[0].tracks[0].spans.push_back({"bad", 350, 450, 0, 0, 0});  // crosses [0,400)
