@@ -149,6 +149,19 @@ void append_string(fmt::memory_buffer& out, std::string_view s) {
   out.push_back('"');
 }
 
+// ,"op_name":...,"source_file":...,"source_line":N: those of the op's metadata it has.
+void append_metadata(fmt::memory_buffer& out, const SourceOp& op) {
+  if (!op.op_name.empty()) {
+    out.append(std::string_view(",\"op_name\":"));
+    append_string(out, op.op_name);
+  }
+  if (!op.source_file.empty()) {
+    out.append(std::string_view(",\"source_file\":"));
+    append_string(out, op.source_file);
+    fmt::format_to(std::back_inserter(out), ",\"source_line\":{}", op.source_line);
+  }
+}
+
 void append_structure(fmt::memory_buffer& out, const Profile& profile) {
   auto to = std::back_inserter(out);
   fmt::format_to(to, "{{\"version\":{},\"program\":", kChromeTraceFormatVersion);
@@ -159,6 +172,7 @@ void append_structure(fmt::memory_buffer& out, const Profile& profile) {
     append_string(out, profile.source_ops[i].name);
     out.append(std::string_view(",\"opcode\":"));
     append_string(out, profile.source_ops[i].opcode);
+    append_metadata(out, profile.source_ops[i]);
     out.push_back('}');
   }
   out.append(std::string_view("],\"chips\":["));
@@ -250,6 +264,7 @@ void emit_json(const Profile& profile, fmt::memory_buffer& out,
         out.append(std::string_view(",\"opcode\":"));
         append_string(out,
                       s.source_op == kNoSourceOp ? "" : profile.source_ops[s.source_op].opcode);
+        if (s.source_op != kNoSourceOp) append_metadata(out, profile.source_ops[s.source_op]);
         fmt::format_to(
             to, ",\"source_op\":{},\"start_cycle\":{},\"cycles\":{},\"flops\":{},\"bytes\":{}}}}}",
             s.source_op, s.start, s.end - s.start, s.flops, s.bytes);
@@ -364,9 +379,15 @@ class Reader {
 Profile read_structure(const Reader& r, const Json& podsim) {
   Profile profile;
   profile.program = r.string(podsim, "program", "otherData.podsim");
-  for (const Json& op : r.array(podsim, "source_ops", "otherData.podsim"))
-    profile.source_ops.push_back(
-        {r.string(op, "name", "source op"), r.string(op, "opcode", "source op")});
+  for (const Json& op : r.array(podsim, "source_ops", "otherData.podsim")) {
+    SourceOp s{r.string(op, "name", "source op"), r.string(op, "opcode", "source op")};
+    if (op.contains("op_name")) s.op_name = r.string(op, "op_name", "source op");
+    if (op.contains("source_file")) {
+      s.source_file = r.string(op, "source_file", "source op");
+      s.source_line = r.integer(op, "source_line", "source op");
+    }
+    profile.source_ops.push_back(std::move(s));
+  }
   for (const Json& c : r.array(podsim, "chips", "otherData.podsim")) {
     ChipProfile chip;
     chip.name = r.string(c, "name", "chip");

@@ -108,6 +108,12 @@ std::string topology_of(const Profile& p) {
   return fmt::format("{}{}{} ({})", kind, kind.empty() ? "" : " ", shape, chips);
 }
 
+// "jit(step)/dense/dot_general, model.py:42": the op's metadata, where it has any.
+std::string framework_names(const SourceOp& op) {
+  const std::string source = op.source_file.empty() ? "" : fmt::format("{}:{}", op.source_file, op.source_line);
+  return op.op_name + (op.op_name.empty() || source.empty() ? "" : ", ") + source;
+}
+
 bool is_matmul(const std::string& opcode) {
   return opcode == "dot" || opcode == "convolution" || opcode == "matmul" || opcode == "conv2d" ||
          opcode == "linear" || opcode == "bmm";
@@ -178,11 +184,11 @@ std::string op_table(const json& ops, size_t index) {
     const double bound = op["bound"].is_null() ? NAN : op["bound"].get<double>();
     const double of_roof = achieved / bound;
     html += fmt::format(
-        "<tr id=\"op-{}-{}\"><td data-value=\"{}\">{}</td><td data-value=\"{}\">{}</td>"
+        "<tr id=\"op-{}-{}\"><td data-value=\"{}\" title=\"{}\">{}</td><td data-value=\"{}\">{}</td>"
         "<td class=\"num\" data-value=\"{}\">{}</td><td class=\"num\" data-value=\"{}\">{}</td>"
         "<td class=\"num\" data-value=\"{}\">{}</td><td class=\"num\" data-value=\"{}\">{}</td>"
         "<td class=\"num\" data-value=\"{}\">{}</td><td class=\"num\" data-value=\"{}\">{}</td></tr>\n",
-        index, k, escape(op["name"]), escape(op["name"]), escape(op["opcode"]), escape(op["opcode"]),
+        index, k, escape(op["name"]), escape(op["metadata"]), escape(op["name"]), escape(op["opcode"]), escape(op["opcode"]),
         value(op["seconds"]), format_seconds(op["seconds"]), value(op["share"]), percent(op["share"]),
         value(op["flops"]), count(op["flops"]), value(op["bytes"]), count(op["bytes"]), value(achieved),
         count(achieved), value(of_roof), percent(of_roof));
@@ -241,7 +247,10 @@ json run_data(const ReportRun& run, const RunFigures& f, const ReportOptions& op
   data["links"] = std::move(links);
   data["categories"] = kCategories;
   std::vector<std::string> op_names;
-  for (const SourceOp& op : p.source_ops) op_names.push_back(op.name);
+  for (const SourceOp& op : p.source_ops) {
+    const std::string names = framework_names(op);
+    op_names.push_back(names.empty() ? op.name : fmt::format("{} ({})", op.name, names));
+  }
   data["op_names"] = op_names;
 
   // Per chip, the roofs of chip 0 (the chips of a pod are of one kind).
@@ -263,6 +272,7 @@ json run_data(const ReportRun& run, const RunFigures& f, const ReportOptions& op
     const double bound = std::isnan(intensity) || peak_flops <= 0 ? NAN : std::min(peak_flops, intensity * peak_bytes);
     ops.push_back({{"name", op.name},
                    {"opcode", op.opcode},
+                   {"metadata", op.source_op >= 0 ? framework_names(p.source_ops[static_cast<size_t>(op.source_op)]) : ""},
                    {"seconds", op.seconds},
                    {"share", number_or_null(op.share)},
                    {"flops", op.flops},

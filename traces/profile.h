@@ -15,10 +15,14 @@
 namespace podsim::traces {
 
 // An IR op that work was done for (HLO instruction name and opcode, from the
-// executable's source-op table).
+// executable's source-op table), with the framework's names for it where the HLO's
+// metadata has them.
 struct SourceOp {
-  std::string name;    // "dot.3"
-  std::string opcode;  // "dot"
+  std::string name;         // "dot.3"
+  std::string opcode;       // "dot"
+  std::string op_name;      // metadata op_name: "jit(step)/dense/dot_general"
+  std::string source_file;  // metadata source_file and source_line: "model.py", 42
+  int64_t source_line = 0;
 
   bool operator==(const SourceOp&) const = default;
 };

@@ -353,11 +353,11 @@ std::string format_summary(const Summary& summary, size_t max_ops) {
       out += op_table(chip.ops, max_ops, true, "  ");
     }
     if (!chip.tracks.empty()) {
-      out += "\n  busy time per unit\n";
-      TextTable table({"track", "category", "busy cycles", "busy"}, "llrr");
+      out += "\n  busy and idle time per unit\n";
+      TextTable table({"track", "category", "busy cycles", "busy", "idle"}, "llrrr");
       for (const TrackBusy& t : chip.tracks)
-        table.add_row(
-            {t.name, t.category, format_count(t.busy_cycles), format_percent(t.fraction)});
+        table.add_row({t.name, t.category, format_count(t.busy_cycles), format_percent(t.fraction),
+                       format_seconds(static_cast<double>(chip.total_cycles - t.busy_cycles) / chip.clock_hz)});
       out += table.render("  ");
     }
   }

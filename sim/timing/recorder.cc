@@ -101,7 +101,7 @@ traces::Profile Recorder::finish_profile(const isa::Executable& executable, uint
   p.program =
       executable.programs.empty() ? std::string("(empty)") : executable.chip.name + " executable";
   for (const isa::SourceOp& s : executable.source_ops)
-    p.source_ops.push_back({s.instruction, s.op_type});
+    p.source_ops.push_back({s.instruction, s.op_type, s.op_name, s.source_file, s.source_line});
   const topology::ChipConfig& chip = executable.chip;
   traces::ChipProfile c;
   c.name = fmt::format("chip 0 ({})", chip.name);

@@ -119,6 +119,7 @@ TEST(ChromeTrace, SpansAreCompleteEventsInMicrosecondsWithTheirSourceOp) {
   EXPECT_EQ(matmul["args"]["cycles"], 150);
   EXPECT_EQ(matmul["args"]["flops"].get<double>(), 3000);
   EXPECT_EQ(matmul["args"]["bytes"].get<double>(), 0);
+  EXPECT_FALSE(matmul["args"].contains("op_name"));  // no metadata
   EXPECT_EQ(spans[4]["name"], "write");
   EXPECT_EQ(spans[4]["args"]["op"], "");
   // Chip 1 at 1.05 GHz: cycle 1050 is 1 us, 1050 cycles last 1 us.
@@ -264,8 +265,7 @@ void expect_same(const Profile& a, const Profile& b) {
   EXPECT_EQ(a.program, b.program);
   ASSERT_EQ(a.source_ops.size(), b.source_ops.size());
   for (size_t i = 0; i < a.source_ops.size(); ++i) {
-    EXPECT_EQ(a.source_ops[i].name, b.source_ops[i].name);
-    EXPECT_EQ(a.source_ops[i].opcode, b.source_ops[i].opcode);
+    EXPECT_EQ(a.source_ops[i], b.source_ops[i]);
   }
   ASSERT_EQ(a.chips.size(), b.chips.size());
   for (size_t c = 0; c < a.chips.size(); ++c) {
@@ -307,6 +307,17 @@ void expect_same(const Profile& a, const Profile& b) {
 
 using ChromeTraceFile = TempDir;
 
+TEST(ChromeTrace, SpansCarryTheirOpsMetadata) {
+  Profile p = sample_profile();
+  p.source_ops[0].op_name = "jit(step)/dense/dot_general";
+  p.source_ops[0].source_file = "model.py";
+  p.source_ops[0].source_line = 42;
+  const Json matmul = events_with(Json::parse(chrome_trace_json(p)), "X")[0];
+  EXPECT_EQ(matmul["args"]["op_name"], "jit(step)/dense/dot_general");
+  EXPECT_EQ(matmul["args"]["source_file"], "model.py");
+  EXPECT_EQ(matmul["args"]["source_line"], 42);
+}
+
 TEST_F(ChromeTraceFile, RoundTripGivesBackTheProfile) {
   Profile p = sample_profile();
   // Awkward values: a large cycle count on a fast clock, fractional flops, control characters.
@@ -314,6 +325,10 @@ TEST_F(ChromeTraceFile, RoundTripGivesBackTheProfile) {
   p.chips[1].tracks[0].spans.push_back(
       {"far\tout\n", 123'456'789'000, 123'456'789'011, 0, 1.0 / 3, 1e20});
   p.chips[1].counters[0].samples.push_back({123'456'789'001, 0.1});
+  // An op with the HLO metadata's names.
+  p.source_ops[0].op_name = "jit(step)/dense/dot_general";
+  p.source_ops[0].source_file = "model.py";
+  p.source_ops[0].source_line = 42;
   write_chrome_trace(p, path("p.json"));
   expect_same(read_chrome_trace(path("p.json")), p);
   // Only the file itself is left in the directory (no temporary file).

@@ -56,7 +56,7 @@ TEST(HtmlReport, TheHeadlineIsTheSummarys) {
   EXPECT_DOUBLE_EQ(std::stod(cell(html, 0, "mfu")), 900.0 / 902.0);
   EXPECT_EQ(cell(html, 0, "ici_utilization"), "");  // no links: no value
   // The op table has both ops, the dot first; the page loads the embedded Chart.js.
-  EXPECT_LT(html.find("<td data-value=\"dot.1\">"), html.find("<td data-value=\"add.2\">"));
+  EXPECT_LT(html.find("<td data-value=\"dot.1\""), html.find("<td data-value=\"add.2\""));
   EXPECT_NE(html.find("Chart.js v"), std::string::npos);
   EXPECT_EQ(html.find("http://"), html.find("http://www.w3.org/2000/svg"));  // nothing fetched
 }

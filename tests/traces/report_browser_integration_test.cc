@@ -32,7 +32,7 @@ add {
 ENTRY e {
   x = f32[128,256] parameter(0)
   w = f32[256,256] parameter(1)
-  d = f32[128,256] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  d = f32[128,256] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}, metadata={op_name="jit(step)/dense/dot_general" source_file="model.py" source_line=42}
   ROOT r = f32[128,256] all-reduce(d), to_apply=add
 }
 )re";
@@ -119,12 +119,15 @@ TEST_F(ReportInBrowser, LoadsWithoutErrorsAndShowsTheSummarysFigures) {
     const std::regex summary_op(R"re(\nr\s+([\d.]+ us)\s+([\d.]+%))re");
     ASSERT_TRUE(std::regex_search(summary.output, m, summary_op)) << summary.output;
     const std::string time = m[1], share = m[2];
-    const std::regex dom_op(fmt::format(R"re(<tr id="op-{}-\d+"><td data-value="r">r</td><td[^>]*>[^<]*</td>)re"
+    const std::regex dom_op(fmt::format(R"re(<tr id="op-{}-\d+"><td data-value="r" title="">r</td><td[^>]*>[^<]*</td>)re"
                                         R"re(<td class="num" data-value="[^"]*">([^<]+)</td><td class="num" data-value="[^"]*">([^<]+)</td>)re",
                                         run_index));
     ASSERT_TRUE(std::regex_search(html, m, dom_op)) << html.substr(0, 4000);
     EXPECT_EQ(m[1], time);
     EXPECT_EQ(m[2], share);
+    // The dot's row names it as the HLO's metadata does.
+    EXPECT_NE(html.find("<td data-value=\"d\" title=\"jit(step)/dense/dot_general, model.py:42\">d</td>"),
+              std::string::npos);
     // The critical path's first unit and its share.
     ASSERT_TRUE(std::regex_search(summary.output, m, std::regex(R"re(critical path on [^\n]*\n[^\n]*\n[^\n]*\n  (\w+)\s+[\d.]+ [nmu]?s\s+([\d.]+%))re")))
         << summary.output;
