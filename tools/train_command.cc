@@ -63,6 +63,9 @@ Command add_train_command(CLI::App& app) {
                 "where it divides); alone: a data axis over every device");
   cmd->add_option("--checkpoint", options->checkpoint,
                   "Save model and optimizer here (safetensors) at the end");
+  cmd->add_flag("--quiet{false}", options->progress,
+                "No progress line on the terminal between the log lines (none is shown where stderr "
+                "is not a terminal)");
   return {cmd, [options, workload] {
             if (*workload == "mlp")
               examples::train_mlp(*options, std::cout);

@@ -42,6 +42,9 @@ struct TrainOptions {
   bool fsdp = false;
   std::string checkpoint;  // if set, model and optimizer are saved there at the end
   std::string profile;     // sim: write the profile of the last step here (Chrome trace JSON)
+  // Between the log lines, a line on stderr that follows every step (steps per second,
+  // host time, simulated cycles, ETA) where stderr is a terminal; false: none.
+  bool progress = true;
 };
 
 struct TrainResult {

@@ -1,10 +1,12 @@
 #include "examples/train/train_loop.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <charconv>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <vector>
@@ -235,18 +237,43 @@ std::string pod_step_report(bool keep_profiling, TrainResult& result) {
 
 // One replica's loop; replica 0 prints and fills result.
 void run_training(data::DeviceLoader& loader, int64_t steps, int64_t log_every, const StepFn& step,
-                  bool pod_report, const std::string& profile, std::ostream& out, TrainResult& result) {
+                  bool pod_report, const std::string& profile, bool progress, std::ostream& out,
+                  TrainResult& result) {
   using Clock = std::chrono::steady_clock;
   const bool leader = ordinal() == 0;
   const int64_t compiled_before = runtime::counter_value("UncachedCompile");
   const int64_t cycles_before = runtime::counter_value("SimulatedCycles");
+  // The terminal's progress line: rewritten at most 4 times a second, cleared before a log line.
+  const bool show_progress = progress && leader && ::isatty(2);
+  const Clock::time_point began = Clock::now();
+  Clock::time_point start{}, last_line = began;
+  Clock::time_point last_progress{};
+  bool progress_shown = false;
+  auto clear_progress = [&] {
+    if (progress_shown) std::fputs("\r\033[K", stderr);
+    progress_shown = false;
+  };
+  auto show = [&](int64_t done) {
+    const Clock::time_point now = Clock::now();
+    if (now - last_progress < std::chrono::milliseconds(250)) return;
+    last_progress = now;
+    const double host = std::chrono::duration<double>(now - began).count();
+    const double measured = start == Clock::time_point{} ? 0 : std::chrono::duration<double>(now - start).count();
+    const double rate = measured > 0 && done > 1 ? static_cast<double>(done - 1) / measured : 0;
+    const int64_t cycles = runtime::counter_value("SimulatedCycles") - cycles_before;
+    std::string line = fmt::format("step {}/{}  {:.1f} steps/s  host {:.1f} s", done, steps, rate, host);
+    if (cycles > 0) line += fmt::format("  simulated {} cycles", cycles);
+    if (rate > 0) line += fmt::format("  ETA {:.0f} s", static_cast<double>(steps - done) / rate);
+    std::fprintf(stderr, "\r\033[K%s", line.c_str());
+    std::fflush(stderr);
+    progress_shown = true;
+  };
   std::vector<Tensor> window;  // the losses since the last progress line
   auto window_mean = [&] {
     double sum = 0;
     for (const Tensor& loss : window) sum += loss.item().to_double();
     return window.empty() ? 0.0 : sum / static_cast<double>(window.size());
   };
-  Clock::time_point start{}, last_line = Clock::now();
   int64_t done = 0;
   bool first_window = true;
   while (done < steps) {
@@ -262,6 +289,7 @@ void run_training(data::DeviceLoader& loader, int64_t steps, int64_t log_every, 
       }
       window.push_back(step(batch));
       ++done;
+      if (show_progress) show(done);
       if (done == 1) {
         // The first step compiles: speed is measured from the end of it.
         mark_step();
@@ -286,6 +314,7 @@ void run_training(data::DeviceLoader& loader, int64_t steps, int64_t log_every, 
                       std::chrono::duration<double>(now - last_line).count();
         last_line = now;
         window.clear();
+        clear_progress();
         out << fmt::format("step {:>5}/{}  loss {:.4f}  {:.1f} steps/s{}\n", done, steps, loss, rate,
                            pod_report ? pod_step_report(done == steps && !profile.empty(), result) : "")
             << std::flush;
@@ -367,7 +396,7 @@ TrainResult train(std::vector<Replica>& replicas, std::shared_ptr<const data::Da
           replica.schedule->step();
           return all_reduce(value.detach(), ReduceOp::kMean);  // the global batch's loss
         },
-        (world > 1 || spmd) && simulated, options.profile, out, result);
+        (world > 1 || spmd) && simulated, options.profile, options.progress, out, result);
   };
   if (world == 1) {
     replica_loop(0);

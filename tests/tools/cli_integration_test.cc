@@ -173,4 +173,27 @@ TEST_F(Cli, RunsTheDemoModule) {
   EXPECT_NE(r.output.find("out1: dtype=f32 shape=[8]"), std::string::npos) << r.output;
 }
 
+// Training shows a progress line between its log lines on a terminal (util-linux's
+// `script` gives it one), none where stderr is a pipe or with --quiet.
+TEST_F(Cli, TrainingShowsProgressOnATerminalOnly) {
+  const std::string train = std::string(PODSIM_BINARY_DIR) + "/bin/podsim train mlp --device cpu --steps 20";
+  auto on_terminal = [](const std::string& command) {
+    FILE* pipe = popen(("script -qec '" + command + "' /dev/null 2>&1").c_str(), "r");
+    std::string out;
+    std::array<char, 4096> buf;
+    while (size_t n = fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
+    EXPECT_EQ(pclose(pipe), 0) << out;
+    return out;
+  };
+  const std::string shown = on_terminal(train);
+  EXPECT_NE(shown.find("\r\033[Kstep 1/20  "), std::string::npos) << shown;
+  EXPECT_NE(shown.find(" steps/s  host "), std::string::npos) << shown;
+  EXPECT_NE(shown.find("step    20/20  loss"), std::string::npos) << shown;
+  EXPECT_EQ(on_terminal(train + " --quiet").find("\033[K"), std::string::npos);
+  const Result piped = podsim("train mlp --device cpu --steps 20");
+  ASSERT_EQ(piped.exit_code, 0) << piped.output;
+  EXPECT_EQ(piped.output.find("\033[K"), std::string::npos);
+  EXPECT_NE(piped.output.find("step    20/20  loss"), std::string::npos) << piped.output;
+}
+
 }  // namespace
