@@ -80,7 +80,7 @@ void measure(const std::string& pod_name) {
   if (std::filesystem::exists("/usr/bin/chromium")) {
     const std::string dom = path + ".dom";
     start = std::chrono::steady_clock::now();
-    const std::string command = "/usr/bin/chromium --headless --no-sandbox --disable-gpu --no-first-run "
+    const std::string command = "/usr/bin/chromium --headless --no-sandbox --disable-gpu --disable-dev-shm-usage --no-first-run "
                                 "--virtual-time-budget=20000 --dump-dom file://" + path + " > " + dom + " 2>/dev/null";
     const int status = std::system(command.c_str());
     const double browser = seconds_since(start);

@@ -155,7 +155,7 @@ void append_metadata(fmt::memory_buffer& out, const SourceOp& op) {
     out.append(std::string_view(",\"op_name\":"));
     append_string(out, op.op_name);
   }
-  if (!op.source_file.empty()) {
+  if (!op.source_file.empty() || op.source_line != 0) {
     out.append(std::string_view(",\"source_file\":"));
     append_string(out, op.source_file);
     fmt::format_to(std::back_inserter(out), ",\"source_line\":{}", op.source_line);
@@ -382,10 +382,8 @@ Profile read_structure(const Reader& r, const Json& podsim) {
   for (const Json& op : r.array(podsim, "source_ops", "otherData.podsim")) {
     SourceOp s{r.string(op, "name", "source op"), r.string(op, "opcode", "source op")};
     if (op.contains("op_name")) s.op_name = r.string(op, "op_name", "source op");
-    if (op.contains("source_file")) {
-      s.source_file = r.string(op, "source_file", "source op");
-      s.source_line = r.integer(op, "source_line", "source op");
-    }
+    if (op.contains("source_file")) s.source_file = r.string(op, "source_file", "source op");
+    if (op.contains("source_line")) s.source_line = r.integer(op, "source_line", "source op");
     profile.source_ops.push_back(std::move(s));
   }
   for (const Json& c : r.array(podsim, "chips", "otherData.podsim")) {

@@ -52,7 +52,7 @@ int run(const std::string& command, const std::filesystem::path& out, const std:
 
 std::string chromium(const std::string& flags, const std::filesystem::path& page) {
   return std::string(kChromium) +
-         " --headless --no-sandbox --disable-gpu --no-first-run --hide-scrollbars --enable-logging=stderr --v=0"
+         " --headless --no-sandbox --disable-gpu --disable-dev-shm-usage --no-first-run --hide-scrollbars --enable-logging=stderr --v=0"
          " --virtual-time-budget=10000 " + flags + " file://" + page.string();
 }
 
