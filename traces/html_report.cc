@@ -11,18 +11,18 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <set>
 
 #include "common/error.h"
-#include "traces/chrome_trace.h"
 #include "traces/summary.h"
 
 namespace podsim::traces {
@@ -129,9 +129,9 @@ int category_index(const std::string& name) {
   return static_cast<int>(it == kCategories.end() ? kCategories.size() - 1 : it - kCategories.begin());
 }
 
-// A track's spans as at most `most` segments [start, end, category, op]: spans closer
-// than the track's length / most, of one category, merge (the op kept is the one of the
-// longest span merged).
+// A track's spans as segments [start, end, category, op]: spans of one category closer
+// than the track's length / most merge (the op kept is the longest span's), so a track
+// of one category has at most most + 1 segments.
 json segments(const Track& track, const std::vector<bool>& collective, uint64_t length, size_t most) {
   json out = json::array();
   const uint64_t gap = length / std::max<size_t>(most, 1);
@@ -211,7 +211,6 @@ json run_data(const ReportRun& run, const RunFigures& f, const ReportOptions& op
   const size_t per_track =
       std::max<size_t>(50, std::min(options.segments_per_track, options.segments_total / std::max<size_t>(tracks, 1)));
   json chips = json::array(), links = json::array();
-  std::map<std::string, int> chip_of_number;
   for (size_t c = 0; c < p.chips.size(); ++c) {
     const ChipProfile& chip = p.chips[c];
     const ChipSummary& cs = f.summary.chips[c];
@@ -259,14 +258,10 @@ json run_data(const ReportRun& run, const RunFigures& f, const ReportOptions& op
   data["peak_flops"] = peak_flops;
   data["peak_hbm_bytes"] = peak_bytes;
   // An op's flops and bytes are summed over the chips it ran on; the roofline is per chip.
-  std::map<int32_t, int> chips_with;
-  for (const ChipSummary& cs : f.summary.chips)
-    for (const OpTime& op : cs.ops) ++chips_with[op.source_op];
   json ops = json::array();
   for (const OpTime& op : f.summary.ops) {
     if (ops.size() >= options.table_ops) break;
-    const double n = std::max(chips_with[op.source_op], 1);
-    const double flops = op.flops / n, bytes = op.bytes / n;
+    const double flops = op.flops / op.chips, bytes = op.bytes / op.chips;
     const double intensity = bytes > 0 ? flops / bytes : NAN;
     const double achieved = op.seconds > 0 && flops > 0 ? flops / op.seconds : NAN;
     const double bound = std::isnan(intensity) || peak_flops <= 0 ? NAN : std::min(peak_flops, intensity * peak_bytes);

@@ -27,8 +27,8 @@ struct ReportRun {
 };
 
 struct ReportOptions {
-  // Timeline segments kept per track at most, and in all (spans closer than the drawing
-  // can tell apart are merged, so a 64-chip profile stays a few MB).
+  // Timeline segments per track (about), and in all: spans closer than the drawing can
+  // tell apart merge, so that a 64-chip profile stays a few MB.
   size_t segments_per_track = 2000;
   size_t segments_total = 400000;
   size_t table_ops = 200;  // op table rows per run (the longest ops)

@@ -265,9 +265,11 @@ Summary summarize(const Profile& profile) {
       OpTime& merged = by_slot[slot];
       const double flops = merged.flops + op.flops;
       const double bytes = merged.bytes + op.bytes;
+      const int chips = seen[slot] ? merged.chips + 1 : 1;
       if (!seen[slot] || op.seconds > merged.seconds) merged = op;
       merged.flops = flops;
       merged.bytes = bytes;
+      merged.chips = chips;
       seen[slot] = true;
     }
   }
@@ -285,12 +287,9 @@ Summary summarize(const Profile& profile) {
 
   if (!profile.chips.empty()) {
     const ChipSummary& first = summary.chips[0];
-    std::map<int32_t, int> chips_with;
-    for (const ChipSummary& chip : summary.chips)
-      for (const OpTime& op : chip.ops) ++chips_with[op.source_op];
     for (const OpTime& op : summary.ops) {
       if (op.flops <= 0 && op.bytes <= 0) continue;
-      const double n = std::max(chips_with[op.source_op], 1);
+      const double n = op.chips;
       const double compute = first.peak_flops_per_s > 0 ? op.flops / n / first.peak_flops_per_s : 0;
       const double memory = first.peak_hbm_bytes_per_s > 0 ? op.bytes / n / first.peak_hbm_bytes_per_s : 0;
       summary.roofline_losses.push_back({op.name, op.opcode, op.seconds, std::max(compute, memory)});

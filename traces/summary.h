@@ -38,6 +38,7 @@ struct OpTime {
   double share = 0;  // seconds / total seconds (of the chip, or of the profile)
   double flops = 0;  // all units
   double bytes = 0;  // HBM traffic (see above)
+  int chips = 1;     // profile table: the chips it ran on (its flops and bytes are their sums)
 };
 
 struct TrackBusy {
