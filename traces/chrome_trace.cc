@@ -13,6 +13,7 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <optional>
@@ -207,7 +208,19 @@ void append_structure(fmt::memory_buffer& out, const Profile& profile) {
     }
     out.append(std::string_view("]}"));
   }
-  out.append(std::string_view("]}"));
+  out.append(std::string_view("]"));
+  if (!profile.flows.empty()) {
+    out.append(std::string_view(",\"flows\":["));
+    for (size_t k = 0; k < profile.flows.size(); ++k) {
+      const Flow& f = profile.flows[k];
+      out.append(std::string_view(k ? ",[" : "["));
+      append_string(out, f.name);
+      fmt::format_to(to, ",{},{},{},{},{},{}]", f.from.chip, f.from.track, f.from.cycle, f.to.chip, f.to.track,
+                     f.to.cycle);
+    }
+    out.push_back(']');
+  }
+  out.push_back('}');
 }
 
 // Appends the JSON of a validated profile to out, calling drain whenever out holds more
@@ -283,6 +296,20 @@ void emit_json(const Profile& profile, fmt::memory_buffer& out,
       }
     }
   }
+  // Flows: a start bound to the span enclosing it on the sending track, an end to the one
+  // enclosing it on the receiving track.
+  for (size_t k = 0; k < profile.flows.size(); ++k) {
+    const Flow& f = profile.flows[k];
+    for (const FlowEnd* end : {&f.from, &f.to}) {
+      begin_event();
+      const uint64_t ns = cycle_to_ns(end->cycle, profile.chips[static_cast<size_t>(end->chip)].clock_hz);
+      fmt::format_to(to, "\"ph\":\"{}\",\"bp\":\"e\",\"id\":{},\"pid\":{},\"tid\":{},\"ts\":{}.{:03},"
+                         "\"cat\":\"flow\",\"name\":",
+                     end == &f.from ? 's' : 'f', k + 1, end->chip + 1, end->track + 1, ns / 1000, ns % 1000);
+      append_string(out, f.name);
+      out.push_back('}');
+    }
+  }
   out.append(std::string_view("\n]}\n"));
   drain(out);
 }
@@ -291,6 +318,17 @@ void emit_json(const Profile& profile, fmt::memory_buffer& out,
 
 void validate_profile(const Profile& profile) {
   for (const ChipProfile& chip : profile.chips) validate_chip(profile, chip);
+  for (const Flow& f : profile.flows)
+    for (const FlowEnd* end : {&f.from, &f.to}) {
+      if (end->chip < 0 || static_cast<size_t>(end->chip) >= profile.chips.size())
+        fail("flow '{}': chip {} is not in the profile ({} chips)", f.name, end->chip, profile.chips.size());
+      const ChipProfile& chip = profile.chips[static_cast<size_t>(end->chip)];
+      if (end->track < 0 || static_cast<size_t>(end->track) >= chip.tracks.size())
+        fail("flow '{}': chip '{}' has no track {} ({} tracks)", f.name, chip.name, end->track, chip.tracks.size());
+      if (end->cycle > chip.total_cycles)
+        fail("flow '{}': cycle {} is after chip '{}''s total_cycles {}", f.name, end->cycle, chip.name,
+             chip.total_cycles);
+    }
 }
 
 std::string chrome_trace_json(const Profile& profile) {
@@ -412,13 +450,26 @@ Profile read_structure(const Reader& r, const Json& podsim) {
     if (!(chip.clock_hz > 0)) r.corrupt(fmt::format("{} has clock_hz {}", where, chip.clock_hz));
     profile.chips.push_back(std::move(chip));
   }
+  if (podsim.contains("flows"))
+    for (const Json& f : r.array(podsim, "flows", "otherData.podsim")) {
+      const bool ok = f.is_array() && f.size() == 7 && f[0].is_string() &&
+                      std::all_of(f.begin() + 1, f.end(), [](const Json& v) { return v.is_number_unsigned(); });
+      if (!ok) r.corrupt("otherData.podsim.flows has an entry that is not [name, chip, track, cycle, chip, track, cycle]");
+      auto end = [&](size_t at) {
+        return FlowEnd{static_cast<int32_t>(std::min<uint64_t>(f[at].get<uint64_t>(), std::numeric_limits<int32_t>::max())),
+                       static_cast<int32_t>(std::min<uint64_t>(f[at + 1].get<uint64_t>(), std::numeric_limits<int32_t>::max())),
+                       f[at + 2].get<uint64_t>()};
+      };
+      profile.flows.push_back({f[0].get<std::string>(), end(1), end(4)});
+    }
   return profile;
 }
 
 void read_event(const Reader& r, const Json& e, size_t index, Profile& profile) {
   const std::string where = fmt::format("traceEvents[{}]", index);
   const std::string ph = r.string(e, "ph", where);
-  if (ph == "M") return;  // names and order, already known from otherData.podsim
+  // Names and order, and flows: already known from otherData.podsim.
+  if (ph == "M" || ph == "s" || ph == "f") return;
   const int64_t pid = r.integer(e, "pid", where);
   if (pid < 1 || static_cast<size_t>(pid) > profile.chips.size())
     r.corrupt(fmt::format("{} has pid {}, but the profile has {} chips", where, pid,

@@ -87,10 +87,28 @@ struct ChipProfile {
   bool operator==(const ChipProfile&) const = default;
 };
 
+// A transfer from one unit to another (a DMA from one chip's engine to where it landed
+// on another chip): trace viewers draw it as an arrow between the spans enclosing its ends.
+struct FlowEnd {
+  int32_t chip = 0;   // index into Profile::chips
+  int32_t track = 0;  // index into that chip's tracks
+  uint64_t cycle = 0;
+
+  bool operator==(const FlowEnd&) const = default;
+};
+
+struct Flow {
+  std::string name;
+  FlowEnd from, to;
+
+  bool operator==(const Flow&) const = default;
+};
+
 struct Profile {
   std::string program;  // what ran (module name)
   std::vector<SourceOp> source_ops;
   std::vector<ChipProfile> chips;
+  std::vector<Flow> flows;
 
   bool operator==(const Profile&) const = default;
 };

@@ -36,6 +36,9 @@ class Recorder {
   // when they are profiled); the instruction trace is not shifted. Set before any span.
   void set_profile_shift(uint64_t cycles) { shift_ = cycles; }
   bool profiling() const { return profile_; }
+  // A cycle of the run in profile time; a track's name.
+  uint64_t profile_time(uint64_t cycle) const { return cycle - base_ + shift_; }
+  const std::string& track_name(int track) const { return tracks_[static_cast<size_t>(track)].track.name; }
   bool tracing() const { return trace_; }
   uint64_t base() const { return base_; }
 

@@ -154,8 +154,9 @@ struct DmaTiming {
   Cycle hbm_start = 0;
   Cycle hbm_end = 0;
   // A remote transfer: handed to the interconnect, which completes it when it lands (end
-  // is not known when run_bursts returns).
+  // is not known when run_bursts returns), its first burst landing at landing_start.
   bool remote = false;
+  Cycle landing_start = 0;
 };
 
 class Interconnect;  // interconnect.h

@@ -259,6 +259,37 @@ TEST(ChromeTrace, ValidationNamesWhatIsWrong) {
   p = sample_profile();
   p.chips[0].counters.push_back(p.chips[0].counters[0]);
   expect_error(p, "two counters");
+  p = sample_profile();
+  p.flows.push_back({"dma", {0, 0, 100}, {2, 0, 10}});
+  expect_error(p, "flow 'dma': chip 2 is not in the profile");
+  p = sample_profile();
+  p.flows.push_back({"dma", {0, 0, 100}, {1, 3, 10}});
+  expect_error(p, "has no track 3");
+  p = sample_profile();
+  p.flows.push_back({"dma", {0, 0, 1001}, {1, 0, 10}});
+  expect_error(p, "cycle 1001 is after");
+}
+
+// A flow is a start event bound to the span enclosing it on the sending track and an end
+// event bound to the one enclosing it on the receiving track, in microseconds of each
+// chip's clock.
+TEST(ChromeTrace, FlowsAreStartAndEndEventsBetweenTracks) {
+  Profile p = sample_profile();
+  p.flows.push_back({"dma to chip 1", {0, 1, 50}, {1, 0, 1575}});
+  const Json root = Json::parse(chrome_trace_json(p));
+  const std::vector<Json> starts = events_with(root, "s"), ends = events_with(root, "f");
+  ASSERT_EQ(starts.size(), 1u);
+  ASSERT_EQ(ends.size(), 1u);
+  EXPECT_EQ(starts[0]["id"], ends[0]["id"]);
+  EXPECT_EQ(starts[0]["bp"], "e");
+  EXPECT_EQ(ends[0]["bp"], "e");
+  EXPECT_EQ(starts[0]["pid"], 1);
+  EXPECT_EQ(starts[0]["tid"], 2);  // the HBM track
+  EXPECT_DOUBLE_EQ(starts[0]["ts"].get<double>(), 0.05);
+  EXPECT_EQ(ends[0]["pid"], 2);
+  EXPECT_EQ(ends[0]["tid"], 1);
+  EXPECT_DOUBLE_EQ(ends[0]["ts"].get<double>(), 1.5);  // cycle 1575 at 1.05 GHz
+  EXPECT_EQ(ends[0]["name"], "dma to chip 1");
 }
 
 void expect_same(const Profile& a, const Profile& b) {
@@ -267,6 +298,7 @@ void expect_same(const Profile& a, const Profile& b) {
   for (size_t i = 0; i < a.source_ops.size(); ++i) {
     EXPECT_EQ(a.source_ops[i], b.source_ops[i]);
   }
+  EXPECT_EQ(a.flows, b.flows);
   ASSERT_EQ(a.chips.size(), b.chips.size());
   for (size_t c = 0; c < a.chips.size(); ++c) {
     const ChipProfile& x = a.chips[c];
@@ -329,6 +361,7 @@ TEST_F(ChromeTraceFile, RoundTripGivesBackTheProfile) {
   p.source_ops[0].op_name = "jit(step)/dense/dot_general";
   p.source_ops[0].source_file = "model.py";
   p.source_ops[0].source_line = 42;
+  p.flows.push_back({"dma \"out\"", {0, 1, 50}, {1, 0, 1575}});
   write_chrome_trace(p, path("p.json"));
   expect_same(read_chrome_trace(path("p.json")), p);
   // Only the file itself is left in the directory (no temporary file).

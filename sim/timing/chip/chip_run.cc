@@ -182,9 +182,19 @@ void ChipRun::remote_issued(int src_device, const DmaTransfer& t, Cycle cycle,
   if (hazards_) hazards_->dma_issued(incoming_view(t, src_device), cycle, source_op);
 }
 
-void ChipRun::remote_landed(int src_device, const DmaTransfer& t, Cycle cycle) {
+std::optional<uint64_t> ChipRun::remote_landed(int src_device, const DmaTransfer& t, Cycle first, Cycle cycle,
+                                                int32_t source_op) {
   cores_[static_cast<size_t>(t.core)]->sem_event.notify();
   if (hazards_) hazards_->dma_completed(incoming_view(t, src_device).id, cycle);
+  if (!recorder_.profiling()) return std::nullopt;
+  // The transfer from its first burst landing here to its last, on a track of the
+  // transfers coming in (and on HBM's, which takes the writes).
+  const std::string name = fmt::format("dma from chip {}", src_device);
+  const auto bytes = static_cast<double>(t.bytes);
+  if (incoming_track_ < 0) incoming_track_ = recorder_.add_track("DMA in from other chips", "dma", 0, true);
+  recorder_.span(incoming_track_, name, first, cycle, source_op, 0, bytes);
+  if (t.dst.space == isa::MemorySpace::kHbm) recorder_.span(hbm_track_, name, first, cycle, source_op, 0, bytes);
+  return recorder_.profile_time(first);
 }
 
 bool ChipRun::lands_after_earlier(const DmaTransfer& t) const {
@@ -231,7 +241,9 @@ void ChipRun::land(const DmaJob& job, int engine_core, int engine, const DmaTimi
   last_dma_end_ = std::max(last_dma_end_, end);
   cores_[static_cast<size_t>(d.core)]->sem_event.notify();
   if (hazards_ && d.dst_device < 0) hazards_->dma_completed(d.id, end);
-  if (d.dst_device >= 0) pod_.chip(d.dst_device).remote_landed(device(), d, end);
+  std::optional<uint64_t> landing;
+  if (d.dst_device >= 0)
+    landing = pod_.chip(d.dst_device).remote_landed(device(), d, timing.landing_start, end, job.source_op);
   if (recorder_.profiling()) {
     auto space = [](const MemoryRange& r) {
       return r.space == isa::MemorySpace::kHbm ? "hbm" : "vmem";
@@ -241,9 +253,12 @@ void ChipRun::land(const DmaJob& job, int engine_core, int engine, const DmaTimi
                                           space(d.dst))
                             : fmt::format("dma {}->{}", space(d.src), space(d.dst));
     auto bytes = static_cast<double>(d.bytes);
-    recorder_.span(
-        cores_[static_cast<size_t>(engine_core)]->dma_tracks[static_cast<size_t>(engine)], name,
-        start, timing.busy_end, job.source_op, 0, bytes);
+    const int engine_track = cores_[static_cast<size_t>(engine_core)]->dma_tracks[static_cast<size_t>(engine)];
+    recorder_.span(engine_track, name, start, timing.busy_end, job.source_op, 0, bytes);
+    if (landing)  // an arrow from this engine to where the transfer landed
+      pod_.add_flow({name, device(), d.dst_device, recorder_.track_name(engine_track),
+                     pod_.chip(d.dst_device).recorder().track_name(pod_.chip(d.dst_device).incoming_track()),
+                     recorder_.profile_time(start), *landing});
     int hbm_sides = (d.src.space == isa::MemorySpace::kHbm) +
                     (d.dst.space == isa::MemorySpace::kHbm && d.dst_device < 0);
     if (hbm_sides > 0)

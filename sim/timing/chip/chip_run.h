@@ -9,6 +9,8 @@
 #include <array>
 #include <exception>
 #include <memory>
+#include <optional>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -23,6 +25,15 @@ namespace podsim::sim::timing {
 
 class ChipRun;
 
+// A transfer from one chip to another, for the profile's flows: each end a track of its
+// chip (by name: the pod resolves them when it assembles the profile) at a profile time.
+struct PendingFlow {
+  std::string name;
+  int from_chip = 0, to_chip = 0;
+  std::string from_track, to_track;
+  uint64_t from_cycle = 0, to_cycle = 0;
+};
+
 // What a chip needs from the pod it belongs to (PodRun, pod_run.h, implements it): the
 // other chips, the interconnect between them, and a way to end the run everywhere.
 class PodContext {
@@ -34,6 +45,7 @@ class PodContext {
   virtual const topology::PodConfig& config() const = 0;
   // Ends the run on every chip; the error belongs to `from`.
   virtual void abort(std::exception_ptr error, ChipRun* from) = 0;
+  virtual void add_flow(PendingFlow flow) = 0;
 };
 
 // A remote transfer as the hazard checker of each end sees it: on the issuing chip its
@@ -67,6 +79,7 @@ class ChipRun final : public DmaHost {
   // links may carry other chips' traffic after its own work).
   TimedRunResult finish(Cycle profile_end = 0);
   Recorder& recorder() { return recorder_; }
+  int incoming_track() const { return incoming_track_; }
 
   MemoryTarget& memory(isa::MemorySpace space, int core) override;
   int device() const override { return model_.place().device; }
@@ -82,7 +95,11 @@ class ChipRun final : public DmaHost {
   // A remote transfer from chip src_device: issued into this chip's memory, and landed
   // (its semaphore here has been signalled).
   void remote_issued(int src_device, const DmaTransfer& t, Cycle cycle, int32_t source_op);
-  void remote_landed(int src_device, const DmaTransfer& t, Cycle cycle);
+  // A transfer from chip src_device has landed here: its first burst at `first`, all of it
+  // by `cycle`. Returns the profile time of its span's start on incoming_track() (nothing
+  // when the run is not profiled).
+  std::optional<uint64_t> remote_landed(int src_device, const DmaTransfer& t, Cycle first, Cycle cycle,
+                                        int32_t source_op);
 
  private:
   struct Mxu {
@@ -147,6 +164,7 @@ class ChipRun final : public DmaHost {
   std::unique_ptr<HazardChecker> hazards_;
   std::unique_ptr<MemoryTarget> hbm_;
   int hbm_track_ = 0;
+  int incoming_track_ = -1;  // remote transfers landing here (profiles only; made at the first)
   int host_track_ = -1;  // with profile_host_link
   Cycle host_in_ = 0;    // the parameters' upload, before the program
   std::vector<std::unique_ptr<Core>> cores_;

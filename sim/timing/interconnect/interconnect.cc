@@ -353,6 +353,7 @@ class TorusInterconnect final : public Interconnect {
     sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
     b.destination->b_transport(payload_, delay);
     RemoteDelivery* d = b.delivery;
+    if (d->timing.landing_start == 0 || now < d->timing.landing_start) d->timing.landing_start = now;
     d->timing.end = std::max<Cycle>(d->timing.end, now + delay.value());
     ++stats_[kBursts];
     if (--d->bursts_left > 0) {

@@ -123,6 +123,19 @@ PodRunResult PodRun::finish() {
     }
     r.chips.push_back(std::move(c));
   }
+  // Flows between tracks that made it into the profile (a track without spans is left out).
+  for (PendingFlow& f : flows_) {
+    auto end = [&](int device, const std::string& track, uint64_t cycle) -> std::optional<traces::FlowEnd> {
+      if (static_cast<size_t>(device) >= r.profile.chips.size()) return std::nullopt;
+      const std::vector<traces::Track>& tracks = r.profile.chips[static_cast<size_t>(device)].tracks;
+      const auto it = std::find_if(tracks.begin(), tracks.end(), [&](const traces::Track& t) { return t.name == track; });
+      if (it == tracks.end()) return std::nullopt;
+      return traces::FlowEnd{device, static_cast<int32_t>(it - tracks.begin()), cycle};
+    };
+    const auto from = end(f.from_chip, f.from_track, f.from_cycle), to = end(f.to_chip, f.to_track, f.to_cycle);
+    if (from && to) r.profile.flows.push_back({std::move(f.name), *from, *to});
+  }
+  flows_.clear();
   r.seconds = static_cast<double>(r.cycles) / chip.clock_hz;
   if (net_) {
     for (const LinkState& l : net_->links()) {

@@ -35,8 +35,10 @@ class PodRun final : public PodContext {
   Interconnect* interconnect() override { return net_.get(); }
   const topology::PodConfig& config() const override { return config_; }
   void abort(std::exception_ptr error, ChipRun* from) override;
+  void add_flow(PendingFlow flow) override { flows_.push_back(std::move(flow)); }
 
  private:
+  std::vector<PendingFlow> flows_;  // tracks by name, resolved in finish()
   topology::PodConfig config_;  // the executable's pod, or a pod of its one chip
   PodFunctionalModel models_;
   std::optional<topology::Torus> torus_;

@@ -112,6 +112,41 @@ ENTRY e {
   EXPECT_EQ(components.size(), units);
 }
 
+// On a pod, the HBM's bytes are still the profile's: the writes of transfers landing from
+// other chips are on the receiving chip's HBM track. Each remote transfer is a flow from
+// the engine that sent it to the receiving chip's incoming track.
+TEST(Models, PodStatisticsAgreeWithTheProfile) {
+  const char* hlo = R"(HloModule m
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY e {
+  x = f32[262144] parameter(0)
+  ROOT r = f32[65536] reduce-scatter(x), dimensions={0}, to_apply=add
+})";
+  const topology::PodConfig pod = topology::pod_config("v5e:2x2");
+  TimingOptions options;
+  options.timing_only = true;
+  const PodRunResult r = run_timed_pod(tpu::compile(*ir::parse_module(hlo), tpu::Target(pod)), {}, options);
+  std::map<std::string, double> t = totals(r.statistics);
+  const traces::Summary summary = traces::summarize(r.profile);
+  double hbm = 0;
+  for (const traces::ChipSummary& c : summary.chips) hbm += c.hbm_bytes;
+  EXPECT_GT(t["DMA engine pipelined/remote_transfers"], 0);
+  EXPECT_EQ(t["HBM request-time/read_bytes"] + t["HBM request-time/write_bytes"], hbm);
+  ASSERT_EQ(static_cast<double>(r.profile.flows.size()), t["DMA engine pipelined/remote_transfers"]);
+  for (const traces::Flow& f : r.profile.flows) {
+    const traces::ChipProfile& from = r.profile.chips.at(static_cast<size_t>(f.from.chip));
+    const traces::ChipProfile& to = r.profile.chips.at(static_cast<size_t>(f.to.chip));
+    EXPECT_NE(f.from.chip, f.to.chip);
+    EXPECT_EQ(from.tracks.at(static_cast<size_t>(f.from.track)).category, "dma");
+    EXPECT_EQ(to.tracks.at(static_cast<size_t>(f.to.track)).name, "DMA in from other chips");
+    EXPECT_LT(f.from.cycle, f.to.cycle);  // it lands after it left
+  }
+}
+
 // The interconnect's counts: the bytes are the links', the second channel carries what
 // crossed a wraparound link, and a buffer too small for the credit loop makes links wait.
 TEST(Models, InterconnectStatisticsCountTheLinksTraffic) {
