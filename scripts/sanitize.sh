@@ -130,10 +130,10 @@ for dir in "$build" "$build/ubsan"; do
 done
 
 # What this job compiled with and ran must come from setup.sh's lists too (its sanitize
-# group included).
+# and test groups included).
 deps_failed=0
 for dir in "$build" "$build/ubsan"; do
-  /usr/bin/python3 scripts/check_deps.py --build-dir "$dir" --group sanitize || deps_failed=1
+  /usr/bin/python3 scripts/check_deps.py --build-dir "$dir" --group sanitize --group test || deps_failed=1
 done
 
 if [ "$fuzz_failed" -ne 0 ] || [ "$test_failed" -ne 0 ] || [ "$deps_failed" -ne 0 ]; then
