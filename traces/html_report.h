@@ -14,6 +14,7 @@
 // milliseconds since it began to load), and records script errors in body[data-errors].
 #pragma once
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -31,7 +32,8 @@ struct ReportOptions {
   // tell apart merge, so that a 64-chip profile stays a few MB.
   size_t segments_per_track = 2000;
   size_t segments_total = 400000;
-  size_t table_ops = 200;  // op table rows per run (the longest ops)
+  // Op table rows (and roofline points) per run: the longest ops; every op by default.
+  size_t table_ops = std::numeric_limits<size_t>::max();
 };
 
 // The report as HTML text (validates every profile first).
