@@ -93,5 +93,27 @@ TEST_F(ProfileCli, ErrorsExitOne) {
   EXPECT_EQ(missing.exit_code, 1) << missing.output;
 }
 
+// The report of two runs: written where -o says, the runs' labels as headings; bad
+// input is an error (exit 1) that names it, and nothing is written.
+TEST_F(ProfileCli, ReportWritesTheRunsSideBySide) {
+  const std::string a = write("a.json", profile(900)), b = write("b.json", profile(1800));
+  const std::string out = (dir_ / "report.html").string();
+  Result r = podsim("profile report " + a + " " + b + " --label fast --label slow -o " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream in(out);
+  const std::string html((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(html.find("<th>fast</th><th>slow</th>"), std::string::npos);
+  EXPECT_NE(html.find("data-run=\"1\" data-metric=\"cycles\" data-value=\"1900\""), std::string::npos);
+
+  const std::string never = (dir_ / "never.html").string();
+  Result labels = podsim("profile report " + a + " " + b + " --label one -o " + never);
+  EXPECT_EQ(labels.exit_code, 1);
+  EXPECT_NE(labels.output.find("--label given 1 times for 2 profiles"), std::string::npos) << labels.output;
+  Result missing = podsim("profile report " + (dir_ / "none.json").string() + " -o " + never);
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.output.find("none.json"), std::string::npos) << missing.output;
+  EXPECT_FALSE(std::filesystem::exists(never));
+}
+
 }  // namespace
 }  // namespace podsim::traces
