@@ -63,6 +63,7 @@ struct RunOptions {
   bool stats = false;  // --stats
   bool quiet = false;  // --quiet: no progress line
   bool host_link = false;
+  bool local_flows = false;
   std::string hbm = "request-time";
 };
 
@@ -208,6 +209,7 @@ sim::timing::TimingOptions timing_options(const RunOptions& options, const topol
   timing.check_hazards = timing.hazards_are_errors = options.check_hazards;
   timing.timing_only = options.timing_only;
   timing.profile_host_link = options.host_link;
+  timing.profile_local_flows = options.local_flows;
   timing.hbm_model = options.hbm;
   return timing;
 }
@@ -629,6 +631,9 @@ Command add_run_command(CLI::App& app) {
   cmd->add_flag("--host-link", options->host_link,
                 "--backend sim: show the parameters' and outputs' transfers over the host link in the "
                 "profile and summary (a Host link track before and after the program)");
+  cmd->add_flag("--local-flows", options->local_flows,
+                "--backend sim --profile: also an arrow from each DMA engine to the HBM traffic of each of its "
+                "transfers (arrows between chips are always there; these grow the file by about 400 bytes a DMA)");
   cmd->add_flag("--timing-only", options->timing_only,
                 "--backend sim: model the cycles without computing any data (much faster; no outputs; "
                 "a loop whose condition is computed data runs as if it were zero)");

@@ -261,9 +261,13 @@ void ChipRun::land(const DmaJob& job, int engine_core, int engine, const DmaTimi
                      recorder_.profile_time(start), *landing});
     int hbm_sides = (d.src.space == isa::MemorySpace::kHbm) +
                     (d.dst.space == isa::MemorySpace::kHbm && d.dst_device < 0);
-    if (hbm_sides > 0)
+    if (hbm_sides > 0) {
       recorder_.span(hbm_track_, name, timing.hbm_start, timing.hbm_end, job.source_op, 0,
                      bytes * hbm_sides);
+      if (options_.profile_local_flows)  // an arrow from the engine to the HBM traffic it made
+        pod_.add_flow({name, device(), device(), recorder_.track_name(engine_track), recorder_.track_name(hbm_track_),
+                       recorder_.profile_time(start), recorder_.profile_time(timing.hbm_start)});
+    }
   }
   if (recorder_.tracing()) {
     auto it = dma_trace_.find(d.id);

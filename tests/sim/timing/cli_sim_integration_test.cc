@@ -487,6 +487,28 @@ TEST(CliSim, SpmdRunsGiveTheUnpartitionedResultOnEveryBackend) {
   std::filesystem::remove_all(dir);
 }
 
+// --local-flows adds arrows inside each chip (engine to HBM) to those between chips.
+TEST(CliSim, LocalFlowsAreOptIn) {
+  const auto dir = std::filesystem::temp_directory_path() / ("podsim_cli_flows_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string hlo = std::string(PODSIM_SOURCE_DIR) + "/examples/hlo/mlp_forward.hlo";
+  auto flows = [&](const std::string& flag) {
+    const std::string profile = (dir / "p.json").string();
+    Result r = podsim("run " + hlo + " --backend sim --topology tiny:2x2 --timing-only --quiet --profile " + profile +
+                      flag);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    std::ifstream in(profile);
+    const auto doc = nlohmann::json::parse(in);
+    size_t local = 0;
+    for (const auto& f : doc["otherData"]["podsim"].value("flows", nlohmann::json::array()))
+      local += f[1] == f[4] ? 1 : 0;
+    return local;
+  };
+  EXPECT_EQ(flows(""), 0u);
+  EXPECT_GT(flows(" --local-flows"), 0u);
+  std::filesystem::remove_all(dir);
+}
+
 TEST(CliSim, BadChipIsAnError) {
   std::string hlo = std::string(PODSIM_SOURCE_DIR) + "/examples/hlo/mlp_forward.hlo";
   Result r = podsim("run " + hlo + " --backend sim --chip no-such-chip");

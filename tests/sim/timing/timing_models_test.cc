@@ -145,6 +145,21 @@ ENTRY e {
     EXPECT_EQ(to.tracks.at(static_cast<size_t>(f.to.track)).name, "DMA in from other chips");
     EXPECT_LT(f.from.cycle, f.to.cycle);  // it lands after it left
   }
+  // With local flows, also one from the engine of each transfer that touched HBM on its
+  // own chip to the HBM track.
+  options.profile_local_flows = true;
+  const PodRunResult all = run_timed_pod(tpu::compile(*ir::parse_module(hlo), tpu::Target(pod)), {}, options);
+  EXPECT_EQ(all.cycles, r.cycles);
+  size_t local = 0;
+  for (const traces::Flow& f : all.profile.flows) {
+    if (f.from.chip != f.to.chip) continue;
+    ++local;
+    const traces::ChipProfile& chip = all.profile.chips.at(static_cast<size_t>(f.from.chip));
+    EXPECT_EQ(chip.tracks.at(static_cast<size_t>(f.from.track)).category, "dma");
+    EXPECT_EQ(chip.tracks.at(static_cast<size_t>(f.to.track)).name, "HBM");
+  }
+  EXPECT_EQ(all.profile.flows.size() - local, r.profile.flows.size());
+  EXPECT_GT(local, 0u);
 }
 
 // The interconnect's counts: the bytes are the links', the second channel carries what
