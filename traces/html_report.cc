@@ -68,16 +68,35 @@ std::string value(double x) { return std::isnan(x) ? "" : fmt::format("{}", x); 
 
 json number_or_null(double x) { return std::isnan(x) ? json(nullptr) : json(x); }
 
-// "chip 3 (1,1,0) (v5e)": the coordinates in the torus, when the name has them.
-std::optional<std::array<int, 3>> chip_coords(const std::string& name) {
+// "chip 3 (1,1,0) (v5e)", "chip 9 (1,0,0 slice 2) (v5e)": the chip's coordinates in its
+// slice's torus and its slice, when the name has them.
+struct Place {
+  std::array<int, 3> xyz{};
+  int slice = 0;
+};
+std::optional<Place> chip_place(const std::string& name) {
   for (size_t open = name.find('('); open != std::string::npos; open = name.find('(', open + 1)) {
-    std::array<int, 3> xyz{};
+    Place p;
     int consumed = 0;
-    if (std::sscanf(name.c_str() + open, "(%d,%d,%d)%n", &xyz[0], &xyz[1], &xyz[2], &consumed) == 3 &&
+    const char* at = name.c_str() + open;
+    if (std::sscanf(at, "(%d,%d,%d)%n", &p.xyz[0], &p.xyz[1], &p.xyz[2], &consumed) == 3 && consumed > 0) return p;
+    if (std::sscanf(at, "(%d,%d,%d slice %d)%n", &p.xyz[0], &p.xyz[1], &p.xyz[2], &p.slice, &consumed) == 4 &&
         consumed > 0)
-      return xyz;
+      return p;
   }
   return std::nullopt;
+}
+
+// The torus's extents over the chips (x, y, z, slices), or nothing if a chip has no place.
+std::optional<std::array<int, 4>> extents(const Profile& p) {
+  std::array<int, 4> dims{0, 0, 0, 0};
+  for (const ChipProfile& c : p.chips) {
+    const auto place = chip_place(c.name);
+    if (!place) return std::nullopt;
+    for (size_t d = 0; d < 3; ++d) dims[d] = std::max(dims[d], place->xyz[d] + 1);
+    dims[3] = std::max(dims[3], place->slice + 1);
+  }
+  return dims;
 }
 
 // "(v5e)" at the end of a chip's name.
@@ -88,23 +107,16 @@ std::string chip_kind(const std::string& name) {
   return inside.find(',') == std::string::npos ? inside : "";
 }
 
-// "v5e 4x2 (8 chips)" from the chips' names; "8 chips" where they carry no coordinates.
+// "v5e 4x2 (8 chips)", "v5e 2x2 x 2 slices (8 chips)" from the chips' names; "8 chips"
+// where they carry no coordinates.
 std::string topology_of(const Profile& p) {
-  std::array<int, 3> dims{0, 0, 0};
-  bool all = !p.chips.empty();
-  for (const ChipProfile& c : p.chips) {
-    const auto xyz = chip_coords(c.name);
-    if (!xyz) {
-      all = false;
-      break;
-    }
-    for (size_t d = 0; d < 3; ++d) dims[d] = std::max(dims[d], (*xyz)[d] + 1);
-  }
+  const auto dims = extents(p);
   const std::string kind = p.chips.empty() ? "" : chip_kind(p.chips[0].name);
   const std::string chips = fmt::format("{} chip{}", p.chips.size(), p.chips.size() == 1 ? "" : "s");
-  if (!all || p.chips.size() == 1) return kind.empty() ? chips : fmt::format("{} ({})", kind, chips);
-  const std::string shape = dims[2] > 1 ? fmt::format("{}x{}x{}", dims[0], dims[1], dims[2])
-                                        : fmt::format("{}x{}", dims[0], dims[1]);
+  if (!dims || p.chips.size() <= 1) return kind.empty() ? chips : fmt::format("{} ({})", kind, chips);
+  std::string shape = (*dims)[2] > 1 ? fmt::format("{}x{}x{}", (*dims)[0], (*dims)[1], (*dims)[2])
+                                     : fmt::format("{}x{}", (*dims)[0], (*dims)[1]);
+  if ((*dims)[3] > 1) shape += fmt::format(" x {} slices", (*dims)[3]);
   return fmt::format("{}{}{} ({})", kind, kind.empty() ? "" : " ", shape, chips);
 }
 
@@ -204,13 +216,22 @@ json run_data(const ReportRun& run, const RunFigures& f, const ReportOptions& op
   data["program"] = p.program;
   data["topology"] = f.topology;
   std::vector<bool> collective;
-  for (const SourceOp& op : p.source_ops) collective.push_back(is_collective_op(op.name));
+  for (const SourceOp& op : p.source_ops) collective.push_back(is_collective_op(op));
 
   size_t tracks = 0;
   for (const ChipProfile& c : p.chips) tracks += c.tracks.size();
   const size_t per_track =
       std::max<size_t>(50, std::min(options.segments_per_track, options.segments_total / std::max<size_t>(tracks, 1)));
   json chips = json::array(), links = json::array();
+  const auto dims = extents(p);
+  json columns = json::array();  // the torus map's column headings
+  if (dims)
+    for (int slice = 0; slice < (*dims)[3]; ++slice)
+      for (int z = 0; z < (*dims)[2]; ++z)
+        columns.push_back((*dims)[3] > 1 ? (*dims)[2] > 1 ? fmt::format("slice {}, z = {}", slice, z)
+                                                          : fmt::format("slice {}", slice)
+                                         : fmt::format("z = {}", z));
+  data["columns"] = std::move(columns);
   for (size_t c = 0; c < p.chips.size(); ++c) {
     const ChipProfile& chip = p.chips[c];
     const ChipSummary& cs = f.summary.chips[c];
@@ -234,9 +255,13 @@ json run_data(const ReportRun& run, const RunFigures& f, const ReportOptions& op
                          {"util", number_or_null(static_cast<double>(busy.busy_cycles) / chip.clock_hz /
                                                  std::max(f.summary.seconds, 1e-30))}});
     }
-    const auto xyz = chip_coords(chip.name);
+    // On the torus map the slices' z-planes stand side by side: column slice * z + z.
+    const auto place = chip_place(chip.name);
+    json coords = nullptr;
+    if (place && dims)
+      coords = {place->xyz[0], place->xyz[1], place->slice * (*dims)[2] + place->xyz[2]};
     chips.push_back({{"name", chip.name},
-                     {"coords", xyz ? json(*xyz) : json(nullptr)},
+                     {"coords", std::move(coords)},
                      {"clock_hz", chip.clock_hz},
                      {"cycles", chip.total_cycles},
                      {"seconds", cs.seconds},

@@ -234,7 +234,7 @@ extern const char kReportScript[] = R"JS(
       return e;
     }
     for (var z = 0; z < dims[2]; z++)
-      if (dims[2] > 1) add('text', {x: 10 + z * sliceWidth, y: 15, 'font-size': 12}).textContent = 'z = ' + z;
+      if (dims[2] > 1) add('text', {x: 10 + z * sliceWidth, y: 15, 'font-size': 12}).textContent = run.columns[z];
     var slowest = Math.max.apply(null, run.chips.map(function (c) { return c.seconds; }));
     run.chips.forEach(function (chip) {
       var p = centre(chip.coords), s = cell * 0.42;

@@ -61,7 +61,7 @@ ChipSummary summarize_chip(const Profile& profile, const ChipProfile& chip) {
   std::vector<Interval> all, collective, collective_exposed;
   std::vector<bool> collective_slot(slots, false);
   for (size_t slot = 1; slot < slots; ++slot)
-    collective_slot[slot] = is_collective_op(profile.source_ops[slot - 1].name);
+    collective_slot[slot] = is_collective_op(profile.source_ops[slot - 1]);
   for (const Track& track : chip.tracks) {
     const bool core = track.category == "scalar" || track.category == "vpu" || track.category == "mxu";
     const bool hbm_traffic = !s.hbm_source.empty() && track.category == s.hbm_source;
@@ -165,6 +165,8 @@ bool is_collective_op(const std::string& name) {
       return true;
   return false;
 }
+
+bool is_collective_op(const SourceOp& op) { return is_collective_op(op.name) || is_collective_op(op.opcode); }
 
 CriticalPath critical_path(const ChipProfile& chip) {
   struct Piece {

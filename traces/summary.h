@@ -114,6 +114,9 @@ struct Summary {
 // "all-to-all", "collective-broadcast", with -start/-done forms), as podsim's lowering
 // and XLA's dumps name them.
 bool is_collective_op(const std::string& name);
+// The same by the op's name or its opcode (an all-reduce named "s1" whose opcode is
+// "all-reduce"): how the summary and the report tell collectives.
+bool is_collective_op(const SourceOp& op);
 
 // Validates the profile (validate_profile) and derives the figures defined above.
 Summary summarize(const Profile& profile);

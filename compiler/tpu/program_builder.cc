@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "common/error.h"
+#include "compiler/ir/opcode.h"
 
 namespace podsim::tpu {
 namespace {
@@ -57,7 +58,9 @@ void ProgramBuilder::set_source(const ir::Instruction& origin) {
   if (inserted) {
     isa::SourceOp s;
     s.instruction = origin.name();
-    s.op_type = origin.metadata().op_type;
+    // The framework's op type where the metadata has one, else the HLO opcode.
+    s.op_type = origin.metadata().op_type.empty() ? std::string(ir::opcode_name(origin.opcode()))
+                                                  : origin.metadata().op_type;
     s.op_name = origin.metadata().op_name;
     s.source_file = origin.metadata().source_file;
     s.source_line = origin.metadata().source_line;

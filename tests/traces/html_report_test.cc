@@ -3,6 +3,7 @@
 // into few segments.
 #include "traces/html_report.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -87,6 +88,25 @@ TEST(HtmlReport, LongTracksAreMergedIntoFewSegments) {
   // The segments still cover the adds: from the first add's start to the last one's end.
   EXPECT_EQ(vpu.front()[0], 10);
   EXPECT_EQ(vpu.back()[1], 10 + 2 * 4999 + 1);
+}
+
+// Chips named with their torus coordinates (and slice) are placed on the torus map, the
+// slices side by side.
+TEST(HtmlReport, ChipsArePlacedOnTheTorusSliceBySlice) {
+  Profile p = profile(10);
+  const ChipProfile chip = p.chips[0];
+  p.chips.clear();
+  for (int k = 0; k < 4; ++k) {
+    p.chips.push_back(chip);
+    p.chips.back().name = fmt::format("chip {} ({},0,0 slice {}) (v5e)", k, k % 2, k / 2);
+  }
+  const std::string html = html_report({{"run", p}});
+  EXPECT_NE(html.find("<td>v5e 2x1 x 2 slices (4 chips)</td>"), std::string::npos);
+  const nlohmann::json d = data(html)[0];
+  EXPECT_EQ(d["chips"][3]["coords"], nlohmann::json({1, 0, 1}));
+  EXPECT_EQ(d["columns"], nlohmann::json({"slice 0", "slice 1"}));
+  p.chips[2].name = "chip 2";  // one chip without a place: no map
+  EXPECT_TRUE(data(html_report({{"run", p}}))[0]["chips"][3]["coords"].is_null());
 }
 
 TEST(HtmlReport, NeedsAProfile) { EXPECT_THROW(html_report({}), Error); }

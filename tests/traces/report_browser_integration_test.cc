@@ -116,7 +116,7 @@ TEST_F(ReportInBrowser, LoadsWithoutErrorsAndShowsTheSummarysFigures) {
     ASSERT_TRUE(std::regex_search(html, m, std::regex(cell))) << cell;
     EXPECT_EQ(number(m[1]), cycles);
     // The all-reduce's time and share in the op table, as the summary prints them over all chips.
-    const std::regex summary_op(R"re(\nr\s+([\d.]+ us)\s+([\d.]+%))re");
+    const std::regex summary_op(R"re(\nr\s+all-reduce\s+([\d.]+ us)\s+([\d.]+%))re");
     ASSERT_TRUE(std::regex_search(summary.output, m, summary_op)) << summary.output;
     const std::string time = m[1], share = m[2];
     const std::regex dom_op(fmt::format(R"re(<tr id="op-{}-\d+"><td data-value="r" title="">r</td><td[^>]*>[^<]*</td>)re"
@@ -160,6 +160,8 @@ TEST_F(ReportInBrowser, LoadsWithoutErrorsAndShowsTheSummarysFigures) {
       ++options;
     EXPECT_EQ(options, chips);
   }
+  // The all-reduce counts as communication (by its opcode: it is named "r").
+  EXPECT_TRUE(std::regex_search(html, std::regex(R"re(data-run="0" data-metric="exposed_share" data-value="0\.[1-9])re")));
   // The larger pod is slower: its step time is marked worse against the first run.
   EXPECT_TRUE(std::regex_search(html, std::regex(R"re(<td class="num worse" data-run="1" data-metric="step_seconds")re")))
       << html.substr(0, 3000);

@@ -127,6 +127,11 @@ TEST(Summary, CollectiveOpsByInstructionName) {
     EXPECT_TRUE(is_collective_op(name)) << name;
   for (const char* name : {"fusion.3", "all-reducer", "reduce.2", "add.1", "my-all-reduce"})
     EXPECT_FALSE(is_collective_op(name)) << name;
+  // Or by opcode: a hand-written module's all-reduce named "s1"; a torch op type is not one.
+  EXPECT_TRUE(is_collective_op(SourceOp{"s1", "all-reduce"}));
+  EXPECT_TRUE(is_collective_op(SourceOp{"g", "all-gather-start"}));
+  EXPECT_FALSE(is_collective_op(SourceOp{"fusion.17", "all_reduce"}));
+  EXPECT_FALSE(is_collective_op(SourceOp{"d", "dot"}));
 }
 
 TEST(Summary, TrackBusyFractions) {
