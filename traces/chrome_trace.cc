@@ -3,13 +3,11 @@
 #include "traces/chrome_trace.h"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iterator>
@@ -20,6 +18,7 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "traces/atomic_file.h"
 
 namespace podsim::traces {
 namespace {
@@ -344,27 +343,13 @@ std::string chrome_trace_json(const Profile& profile) {
 
 void write_chrome_trace(const Profile& profile, const std::string& path) {
   validate_profile(profile);
-  const std::string temp = fmt::format("{}.tmp.{}", path, ::getpid());
-  std::ofstream file(temp, std::ios::binary | std::ios::trunc);
-  if (!file)
-    fail("cannot write profile '{}': {} (does the directory exist?)", path, std::strerror(errno));
-  fmt::memory_buffer out;
-  emit_json(profile, out, [&](fmt::memory_buffer& buf) {
-    file.write(buf.data(), static_cast<std::streamsize>(buf.size()));
-    buf.clear();
+  write_file_atomically(path, "profile", [&](std::ostream& file) {
+    fmt::memory_buffer out;
+    emit_json(profile, out, [&](fmt::memory_buffer& buf) {
+      file.write(buf.data(), static_cast<std::streamsize>(buf.size()));
+      buf.clear();
+    });
   });
-  file.close();
-  std::error_code ec;
-  if (!file) {
-    std::filesystem::remove(temp, ec);
-    fail("cannot write profile '{}': writing failed (disk full?)", path);
-  }
-  std::filesystem::rename(temp, path, ec);
-  if (ec) {
-    const std::string reason = ec.message();
-    std::filesystem::remove(temp, ec);
-    fail("cannot write profile '{}': {}", path, reason);
-  }
 }
 
 namespace {

@@ -8,21 +8,17 @@
 #include "traces/html_report.h"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <array>
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 
 #include "common/error.h"
+#include "traces/atomic_file.h"
 #include "traces/summary.h"
 
 namespace podsim::traces {
@@ -499,24 +495,7 @@ std::string html_report(const std::vector<ReportRun>& runs, const ReportOptions&
 
 void write_html_report(const std::vector<ReportRun>& runs, const std::string& path, const ReportOptions& options) {
   const std::string html = html_report(runs, options);
-  const std::string temp = fmt::format("{}.tmp.{}", path, ::getpid());
-  {
-    std::ofstream file(temp, std::ios::binary | std::ios::trunc);
-    if (!file) fail("cannot write report '{}': {} (does the directory exist?)", path, std::strerror(errno));
-    file << html;
-    if (!file) {
-      std::error_code ec;
-      std::filesystem::remove(temp, ec);
-      fail("cannot write report '{}': writing failed (disk full?)", path);
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(temp, path, ec);
-  if (ec) {
-    const std::string reason = ec.message();
-    std::filesystem::remove(temp, ec);
-    fail("cannot write report '{}': {}", path, reason);
-  }
+  write_file_atomically(path, "report", [&](std::ostream& file) { file << html; });
 }
 
 }  // namespace podsim::traces
