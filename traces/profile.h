@@ -20,8 +20,9 @@ namespace podsim::traces {
 struct SourceOp {
   std::string name;         // "dot.3"
   std::string opcode;       // "dot"
-  std::string op_name;      // metadata op_name: "jit(step)/dense/dot_general"
-  std::string source_file;  // metadata source_file and source_line: "model.py", 42
+  // Initialised so that SourceOp{name, opcode} leaves them empty without a warning.
+  std::string op_name{};      // metadata op_name: "jit(step)/dense/dot_general"
+  std::string source_file{};  // metadata source_file and source_line: "model.py", 42
   int64_t source_line = 0;
 
   bool operator==(const SourceOp&) const = default;
