@@ -22,6 +22,7 @@
 #include "compiler/ir/evaluator.h"
 #include "compiler/ir/native_types.h"
 #include "compiler/ir/parser.h"
+#include "compiler/ir/printer.h"
 #include "compiler/ir/safetensors.h"
 #include "compiler/ir/sharding.h"
 #include "compiler/ir/verifier.h"
@@ -53,6 +54,7 @@ struct RunOptions {
   int64_t replicas = 0;
   int64_t partitions = 0;
   bool spmd = false;
+  std::string save_partitioned;
   std::string output;
   // --backend sim
   std::string profile;
@@ -411,18 +413,20 @@ int run_executable(RunOptions options) {
 }
 
 // "partitioned over 4 devices: 1 all-reduce (4 KiB), 2 all-gather (96 KiB)": the
-// collectives the partitioner put in each device's program and the bytes of their results.
+// collectives the partitioner put in each device's program (loop bodies and called
+// computations included, each counted once) and the bytes of their results.
 std::string partition_summary(const ir::Module& module) {
   std::map<std::string, std::pair<int64_t, int64_t>> collectives;  // count, result bytes
-  for (const auto& i : module.entry()->instructions()) {
-    if (!ir::is_collective(i->opcode())) continue;
-    int64_t bytes = i->shape().byte_size();
-    for (const ir::Shape& e : i->shape().is_tuple() ? i->shape().elements() : std::vector<ir::Shape>{})
-      bytes += e.byte_size();
-    auto& [count, total] = collectives[std::string(ir::opcode_name(i->opcode()))];
-    ++count;
-    total += bytes;
-  }
+  for (const auto& c : module.computations())
+    for (const auto& i : c->instructions()) {
+      if (!ir::is_collective(i->opcode())) continue;
+      int64_t bytes = i->shape().byte_size();
+      for (const ir::Shape& e : i->shape().is_tuple() ? i->shape().elements() : std::vector<ir::Shape>{})
+        bytes += e.byte_size();
+      auto& [count, total] = collectives[std::string(ir::opcode_name(i->opcode()))];
+      ++count;
+      total += bytes;
+    }
   std::string out = fmt::format("partitioned over {} devices: ", module.num_partitions);
   if (collectives.empty()) return out + "no collectives";
   bool first = true;
@@ -462,6 +466,10 @@ int run(const RunOptions& options) {
     if (!options.timing_only) whole_args = device_arguments(*module->entry(), options, named, 0, 1);
     passes::spmd_partition(*module, spmd);
     if (spmd > 1) fmt::print("{}\n", partition_summary(*module));
+    if (!options.save_partitioned.empty()) {
+      std::ofstream f(options.save_partitioned);
+      if (!(f << ir::print_module(*module))) fail("cannot write {}", options.save_partitioned);
+    }
   }
 
   ir::EvalOptions eval;
@@ -612,6 +620,8 @@ Command add_run_command(CLI::App& app) {
                   "then the partitioner); inputs and outputs are whole values")
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--spmd", options->spmd, "SPMD over the module's num_partitions (as --partitions)");
+  cmd->add_option("--save-partitioned", options->save_partitioned,
+                  "SPMD: write the partitioned module (the program every device runs, HLO text) here");
   cmd->add_option("--output", options->output, "Write the outputs to this safetensors file");
   cmd->add_option("--profile", options->profile,
                   "--backend sim: write the run's profile (Chrome trace JSON, opens in Perfetto UI) here");

@@ -15,22 +15,6 @@ namespace {
 using ir::Computation;
 using ir::Module;
 
-bool remove_unreachable_computations(Module& module) {
-  if (!module.entry()) return false;
-  std::unordered_set<const Computation*> reachable = {module.entry()};
-  std::vector<const Computation*> work = {module.entry()};
-  while (!work.empty()) {
-    const Computation* c = work.back();
-    work.pop_back();
-    for (const auto& i : c->instructions())
-      for (const Computation* callee : i->called())
-        if (callee && reachable.insert(callee).second) work.push_back(callee);
-  }
-  if (reachable.size() == module.computations().size()) return false;
-  module.remove_computations_if([&](const Computation* c) { return !reachable.count(c); });
-  return true;
-}
-
 class Dce final : public Pass {
  public:
   std::string_view name() const override { return "dce"; }
@@ -40,7 +24,7 @@ class Dce final : public Pass {
     bool changed = false;
     for (const auto& c : module.computations())
       changed |= internal::remove_dead_instructions(*c, side_effects);
-    changed |= remove_unreachable_computations(module);
+    changed |= internal::remove_unreachable_computations(module);
     return changed;
   }
 };

@@ -63,6 +63,22 @@ std::vector<const Computation*> callees_first(const Module& module) {
   return order;
 }
 
+bool remove_unreachable_computations(ir::Module& module) {
+  if (!module.entry()) return false;
+  std::unordered_set<const ir::Computation*> reachable = {module.entry()};
+  std::vector<const ir::Computation*> work = {module.entry()};
+  while (!work.empty()) {
+    const ir::Computation* c = work.back();
+    work.pop_back();
+    for (const auto& i : c->instructions())
+      for (const ir::Computation* callee : i->called())
+        if (callee && reachable.insert(callee).second) work.push_back(callee);
+  }
+  if (reachable.size() == module.computations().size()) return false;
+  module.remove_computations_if([&](const ir::Computation* c) { return !reachable.count(c); });
+  return true;
+}
+
 namespace {
 
 bool has_own_side_effect(const Instruction& i) {

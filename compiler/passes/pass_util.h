@@ -26,6 +26,9 @@ std::vector<ir::Computation*> non_fusion_computations(const ir::Module& module);
 // rejects, is cut where it is found).
 std::vector<const ir::Computation*> callees_first(const ir::Module& module);
 
+// Erases the computations that nothing reachable from the entry calls; whether any was.
+bool remove_unreachable_computations(ir::Module& module);
+
 // Which instructions have effects beyond their result: a custom-call marked
 // custom_call_has_side_effect, a collective (kept conservatively: every device must
 // take part), or a call / while / conditional / fusion / ... whose called computations

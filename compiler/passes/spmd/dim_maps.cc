@@ -122,8 +122,9 @@ std::optional<std::vector<int64_t>> operand_dims_in_result(const ir::Instruction
   const bool same_dims = in.dims() == out.dims();
   const bool sharding_call = op == Opcode::kCustomCall && i.attrs().custom_call_target == "Sharding";
   if (ir::is_elementwise(op) || op == Opcode::kCopy || sharding_call) {
-    if (!same_dims) return std::nullopt;  // a scalar clamp bound, a bitcast-convert that changes width
-    return identity(in.rank());
+    if (same_dims) return identity(in.rank());
+    if (in.rank() == 0 && op == Opcode::kClamp) return std::vector<int64_t>{};  // a scalar bound: the same everywhere
+    return std::nullopt;  // a bitcast-convert that changes width
   }
   std::vector<int64_t> map = identity(in.rank());
   switch (op) {

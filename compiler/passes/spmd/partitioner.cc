@@ -106,22 +106,21 @@ class Partitioner {
 
   void run() {
     ir::Computation& old = *module_.entry();
-    out_ = module_.add_computation(
-        std::make_unique<ir::Computation>(module_.unique_computation_name(old.name() + ".spmd")));
-    for (const auto& i : old.instructions()) partition(*i);
+    std::vector<Layout> params;
+    for (const Instruction* p : old.parameters())
+      params.push_back(layout_of(p->sharding().value_or(ir::Sharding{}), p->shape(), devices_));
     const Instruction& root = *old.root();
     const Layout want = layout_of(root.sharding().value_or(ir::Sharding{}), root.shape(), devices_);
-    Held result = to_layout(held_.at(&root), want, root.shape());
-    result.hlo->sharding() = root.sharding().value_or(ir::Sharding{});
-    out_->set_root(result.hlo);
-    module_.set_entry(out_);
-    module_.remove_computations_if([&](const ir::Computation* c) { return c == &old; });
+    ir::Computation* entry = partition_computation(old, params, want, true);
+    entry->root()->sharding() = root.sharding().value_or(ir::Sharding{});
+    module_.set_entry(entry);
+    internal::remove_unreachable_computations(module_);  // the old entry and what only it ran
     module_.entry_parameter_layouts.reset();
     module_.entry_result_layout.reset();
     std::erase_if(module_.input_output_alias, [&](const ir::IoAlias& a) {
-      const Shape* out = subshape(out_->root()->shape(), a.output_index);
-      const Shape* in = a.parameter_number < out_->parameter_count()
-                            ? subshape(out_->parameter(a.parameter_number)->shape(), a.parameter_index)
+      const Shape* out = subshape(entry->root()->shape(), a.output_index);
+      const Shape* in = a.parameter_number < entry->parameter_count()
+                            ? subshape(entry->parameter(a.parameter_number)->shape(), a.parameter_index)
                             : nullptr;
       return !out || !in || !out->compatible(*in);
     });
@@ -353,16 +352,90 @@ class Partitioner {
     return out_->add(std::move(c));
   }
 
+  // The program every partition runs for computation c, whose parameters it gets as
+  // pieces under `params` and whose root it returns under `root`. The entry's parameters
+  // keep their shardings (callers read them).
+  ir::Computation* partition_computation(const ir::Computation& c, const std::vector<Layout>& params,
+                                         const Layout& root, bool entry) {
+    ir::Computation* saved_out = out_;
+    auto saved_held = std::move(held_);
+    Instruction* saved_partition = partition_;
+    const Instruction* saved_current = current_;
+    out_ = module_.add_computation(
+        std::make_unique<ir::Computation>(module_.unique_computation_name(c.name() + ".spmd")));
+    held_.clear();
+    partition_ = nullptr;
+    for (const auto& i : c.instructions()) {
+      if (i->opcode() != Opcode::kParameter) {
+        partition(*i);
+        continue;
+      }
+      current_ = i.get();
+      const Layout& l = params.at(static_cast<size_t>(i->attrs().parameter_number));
+      Instruction* p = clone(*i, piece_shape(i->shape(), l), {});
+      if (entry) p->sharding() = i->sharding();
+      held_[i.get()] = Held{p, l};
+    }
+    current_ = c.root();
+    out_->set_root(to_layout(held_.at(c.root()), root, c.root()->shape()).hlo);
+    ir::Computation* result = out_;
+    out_ = saved_out;
+    held_ = std::move(saved_held);
+    partition_ = saved_partition;
+    current_ = saved_current;
+    return result;
+  }
+
+  // Control flow runs on pieces: a while carries its state under its sharding, through a
+  // body and condition partitioned for that layout; a call's callee and a conditional's
+  // branches are partitioned for the layouts their operands have, and return theirs
+  // under the instruction's sharding.
+  Held partition_control_flow(const Instruction& i) {
+    const Layout want = layout_of(i.sharding().value_or(ir::Sharding{}), i.shape(), devices_);
+    std::vector<Instruction*> operands;
+    std::vector<ir::Computation*> called;
+    switch (i.opcode()) {
+      case Opcode::kWhile: {
+        const Instruction& init = *i.operand(0);
+        operands.push_back(to_layout(held_.at(&init), want, init.shape()).hlo);
+        const Layout pred = replicated_layout(i.called(0)->root()->shape(), devices_);
+        called.push_back(partition_computation(*i.called(0), {want}, pred, false));
+        called.push_back(partition_computation(*i.called(1), {want}, want, false));
+        break;
+      }
+      case Opcode::kCall: {
+        std::vector<Layout> params;
+        for (const Instruction* o : i.operands()) {
+          operands.push_back(held_.at(o).hlo);
+          params.push_back(held_.at(o).layout);
+        }
+        called.push_back(partition_computation(*i.called(0), params, want, false));
+        break;
+      }
+      default: {  // kConditional: the branch index or predicate whole
+        operands.push_back(replicate(*i.operand(0)).hlo);
+        for (size_t b = 0; b < i.called().size(); ++b) {
+          const Held& o = held_.at(i.operand(static_cast<int64_t>(b) + 1));
+          operands.push_back(o.hlo);
+          called.push_back(partition_computation(*i.called()[b], {o.layout}, want, false));
+        }
+        break;
+      }
+    }
+    Instruction* c = clone(i, piece_shape(i.shape(), want), std::move(operands));
+    c->set_called(std::move(called));
+    return Held{c, want};
+  }
+
   void partition(const Instruction& i) {
     current_ = &i;
     switch (i.opcode()) {
-      case Opcode::kParameter: {
-        const Layout l = layout_of(i.sharding().value_or(ir::Sharding{}), i.shape(), devices_);
-        Instruction* p = clone(i, piece_shape(i.shape(), l), {});
-        p->sharding() = i.sharding();
-        held_[&i] = Held{p, l};
+      case Opcode::kWhile:
+      case Opcode::kCall:
+      case Opcode::kConditional:
+        if (is_manual(i.sharding())) break;
+        held_[&i] = partition_control_flow(i);
         return;
-      }
       case Opcode::kTuple: {
         std::vector<Instruction*> parts;
         Layout l;

@@ -358,6 +358,165 @@ ENTRY r {{
   }
 }
 
+// A loop over batch-split activations (a scan over layers, a few training steps): the
+// state goes round in pieces and the body runs on them; nothing is gathered.
+constexpr const char* kLoop = R"(HloModule loop, num_partitions=4
+cond {
+  s = (s32[], f32[8,16], f32[16,16]) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  n = s32[] constant(3)
+  ROOT lt = pred[] compare(i, n), direction=LT
+}
+body {
+  s = (s32[], f32[8,16], f32[16,16]) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  x = f32[8,16] get-tuple-element(s), index=1
+  w = f32[16,16] get-tuple-element(s), index=2
+  one = s32[] constant(1)
+  next = s32[] add(i, one)
+  d = f32[8,16] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  y = f32[8,16] tanh(d)
+  ROOT t = (s32[], f32[8,16], f32[16,16]) tuple(next, y, w)
+}
+ENTRY e {
+  x = f32[8,16] parameter(0)X_SHARDING
+  w = f32[16,16] parameter(1)
+  zero = s32[] constant(0)
+  init = (s32[], f32[8,16], f32[16,16]) tuple(zero, x, w)
+  loop = (s32[], f32[8,16], f32[16,16]) while(init), condition=cond, body=body
+  ROOT r = f32[8,16] get-tuple-element(loop), index=1
+})";
+
+int64_t collectives(const ir::Module& m) {
+  return count(m, Opcode::kAllGather) + count(m, Opcode::kAllReduce) + count(m, Opcode::kAllToAll) +
+         count(m, Opcode::kReduceScatter) + count(m, Opcode::kCollectivePermute);
+}
+
+const ir::Instruction* find_opcode(const ir::Module& m, Opcode opcode) {
+  for (const auto& c : m.computations())
+    for (const auto& i : c->instructions())
+      if (i->opcode() == opcode) return i.get();
+  return nullptr;
+}
+
+std::string with_x_sharding(const std::string& sharding) {
+  std::string text = kLoop;
+  text.replace(text.find("X_SHARDING"), 10, sharding);
+  return text;
+}
+
+TEST(SpmdPartitioner, WhileLoopsCarryTheirStateInPieces) {
+  auto m = check_partitioned(with_x_sharding(", sharding={devices=[4,1]<=[4]}"), 4, 1, 1e-5);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(collectives(*m), 0) << ir::print_module(*m);
+  const ir::Instruction* loop = find_opcode(*m, Opcode::kWhile);
+  ASSERT_NE(loop, nullptr);
+  EXPECT_EQ(loop->shape().to_string(false), "(s32[], f32[2,16], f32[16,16])");
+  EXPECT_EQ(loop->called(1)->parameter(0)->shape().to_string(false), "(s32[], f32[2,16], f32[16,16])");
+  EXPECT_EQ(m->entry()->root()->sharding()->to_string(), "{devices=[4,1]0,1,2,3}");
+  // Nothing of the unpartitioned loop is left behind.
+  EXPECT_EQ(m->computations().size(), 3u) << ir::print_module(*m);
+}
+
+TEST(SpmdPartitioner, TheLayersLoopExampleNeedsOneAllReduceATurn) {
+  // A Megatron MLP layer as a loop's body: the second dot's partial products are summed
+  // in the body; the clamp of the result (scalar bounds) runs on pieces.
+  auto m = check_partitioned(testing::read_file(PODSIM_SOURCE_DIR "/examples/hlo/spmd_layers_loop.hlo"), 4);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(count(*m, Opcode::kAllReduce), 1) << ir::print_module(*m);
+  EXPECT_EQ(collectives(*m), 1) << ir::print_module(*m);
+}
+
+TEST(SpmdPartitioner, ShardingsWrittenInsideALoopBodyReachItsState) {
+  // Only the body's dot is annotated: the state takes its split, and the whole input
+  // is cut into pieces once, before the loop.
+  std::string text = with_x_sharding("");
+  text.replace(text.find("rhs_contracting_dims={0}\n"), 25,
+               "rhs_contracting_dims={0}, sharding={devices=[2,1,2]<=[4] last_tile_dim_replicate}\n");
+  auto m = check_partitioned(text, 4, 2, 1e-5);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(collectives(*m), 0) << ir::print_module(*m);
+  EXPECT_EQ(find_opcode(*m, Opcode::kWhile)->shape().to_string(false), "(s32[], f32[4,16], f32[16,16])");
+}
+
+TEST(SpmdPartitioner, LoopBodiesSumPartialResultsInsideTheLoop) {
+  // Columns split: each step's row sums are partial on every device; the body sums them
+  // with an all-reduce, the accumulator stays whole.
+  auto m = check_partitioned(R"(HloModule acc, num_partitions=2
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+cond {
+  s = (s32[], f32[8,16], f32[8]) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  n = s32[] constant(4)
+  ROOT lt = pred[] compare(i, n), direction=LT
+}
+body {
+  s = (s32[], f32[8,16], f32[8]) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  x = f32[8,16] get-tuple-element(s), index=1
+  acc = f32[8] get-tuple-element(s), index=2
+  one = s32[] constant(1)
+  next = s32[] add(i, one)
+  zero = f32[] constant(0)
+  rows = f32[8] reduce(x, zero), dimensions={1}, to_apply=add
+  sum = f32[8] add(acc, rows)
+  y = f32[8,16] sine(x)
+  ROOT t = (s32[], f32[8,16], f32[8]) tuple(next, y, sum)
+}
+ENTRY e {
+  x = f32[8,16] parameter(0), sharding={devices=[1,2]<=[2]}
+  acc = f32[8] parameter(1)
+  zero = s32[] constant(0)
+  init = (s32[], f32[8,16], f32[8]) tuple(zero, x, acc)
+  loop = (s32[], f32[8,16], f32[8]) while(init), condition=cond, body=body
+  ROOT r = f32[8] get-tuple-element(loop), index=2
+})",
+                             2, 3, 1e-5);
+  ASSERT_TRUE(m);
+  const ir::Instruction* loop = find_opcode(*m, Opcode::kWhile);
+  ASSERT_NE(loop, nullptr);
+  int64_t in_body = 0;
+  for (const auto& i : loop->called(1)->instructions()) in_body += i->opcode() == Opcode::kAllReduce;
+  EXPECT_EQ(in_body, 1) << ir::print_module(*m);
+  EXPECT_EQ(collectives(*m), 1) << ir::print_module(*m);
+}
+
+TEST(SpmdPartitioner, CallsAndConditionalsRunOnPieces) {
+  auto m = check_partitioned(R"(HloModule c, num_partitions=2
+f {
+  a = f32[8,4] parameter(0)
+  b = f32[8,4] parameter(1)
+  ROOT m = f32[8,4] multiply(a, b)
+}
+g {
+  p = (f32[8,4]) parameter(0)
+  x = f32[8,4] get-tuple-element(p), index=0
+  ROOT n = f32[8,4] negate(x)
+}
+h {
+  p = (f32[8,4]) parameter(0)
+  x = f32[8,4] get-tuple-element(p), index=0
+  ROOT e = f32[8,4] exponential(x)
+}
+ENTRY e {
+  x = f32[8,4] parameter(0), sharding={devices=[2,1]<=[2]}
+  y = f32[8,4] parameter(1), sharding={devices=[2,1]<=[2]}
+  p = pred[] parameter(2)
+  c = f32[8,4] call(x, y), to_apply=f
+  t = (f32[8,4]) tuple(c)
+  ROOT k = f32[8,4] conditional(p, t, t), true_computation=g, false_computation=h
+})",
+                             2, 4, 1e-5);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(collectives(*m), 0) << ir::print_module(*m);
+  EXPECT_EQ(m->entry()->root()->shape().to_string(false), "f32[4,4]");
+  EXPECT_EQ(find_opcode(*m, Opcode::kCall)->called(0)->root()->shape().to_string(false), "f32[4,4]");
+}
+
 TEST(SpmdPartitioner, ReducesOverSplitDimensionsWithTheReducer) {
   auto m = check_partitioned(R"(HloModule m, num_partitions=4
 max {

@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "compiler/ir/parser.h"
 #include "compiler/ir/safetensors.h"
 #include "tests/sim/timing/timing_test_util.h"
 #include "tests/tools/podsim_cli.h"
@@ -450,40 +451,55 @@ ENTRY e {
 }
 
 TEST(CliSim, SpmdRunsGiveTheUnpartitionedResultOnEveryBackend) {
-  // examples/hlo/spmd_mlp.hlo: a data-parallel input and a Megatron-style MLP,
-  // partitioned over 4 devices; small integer inputs keep every sum exact, whatever its
-  // order and the MXU's bf16 passes.
+  // examples/hlo/spmd_mlp.hlo: a data-parallel input and a Megatron-style MLP;
+  // spmd_layers_loop.hlo: the same layers run by a while loop. Each is partitioned over 4
+  // devices; small integer inputs keep every sum exact, whatever its order and the MXU's
+  // bf16 passes. Each needs one all-reduce (the second layer's partial products: in the
+  // loop's body), and nothing else.
   const std::filesystem::path dir = std::filesystem::temp_directory_path() / "podsim_cli_spmd";
   std::filesystem::create_directories(dir);
-  const std::string hlo = std::string(PODSIM_SOURCE_DIR) + "/examples/hlo/spmd_mlp.hlo";
-  const std::string inputs = (dir / "in.safetensors").string();
-  ir::NamedLiterals in;
-  int64_t next = 0;
-  for (const auto& [name, dims] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
-           {"x", {8, 16}}, {"w1", {16, 32}}, {"w2", {32, 8}}}) {
-    ir::Literal l(ir::Shape(ir::PrimitiveType::kF32, dims));
-    for (int64_t i = 0; i < l.num_elements(); ++i) l.set_from_double(i, static_cast<double>((next++ * 7) % 5) - 2);
-    in.emplace_back(name, std::move(l));
+  for (const std::string example : {"spmd_mlp", "spmd_layers_loop"}) {
+    SCOPED_TRACE(example);
+    const std::string hlo = std::string(PODSIM_SOURCE_DIR) + "/examples/hlo/" + example + ".hlo";
+    const std::string inputs = (dir / "in.safetensors").string();
+    ir::NamedLiterals in;
+    int64_t next = 0;
+    const auto module = ir::parse_module(read_text(hlo));
+    for (const ir::Instruction* p : module->entry()->parameters()) {
+      ir::Literal l(ir::Shape(ir::PrimitiveType::kF32, p->shape().dims()));
+      for (int64_t i = 0; i < l.num_elements(); ++i) l.set_from_double(i, static_cast<double>((next++ * 7) % 5) - 2);
+      in.emplace_back(p->name(), std::move(l));
+    }
+    ir::write_safetensors(inputs, in);
+    const std::string run = "run " + hlo + " --inputs " + inputs;
+    Result whole = podsim(run + " --backend eval --partitions 1");
+    ASSERT_EQ(whole.exit_code, 0) << whole.output;
+    ASSERT_NE(output_lines(whole.output), "");
+    for (const std::string& how :
+         {std::string("--backend eval --partitions 4"), std::string("--backend cpu --partitions 4"),
+          std::string("--backend sim-functional --topology tiny:2x2 --partitions 4"),
+          std::string("--backend sim --topology tiny:2x2 --spmd --check-hazards")}) {
+      SCOPED_TRACE(how);
+      Result r = podsim(run + " " + how);
+      ASSERT_EQ(r.exit_code, 0) << r.output;
+      EXPECT_EQ(output_lines(r.output), output_lines(whole.output)) << r.output;
+      const auto summary = r.output.find("partitioned over 4 devices: 1 all-reduce (");
+      ASSERT_NE(summary, std::string::npos) << r.output;
+      EXPECT_EQ(r.output.substr(summary, r.output.find('\n', summary) - summary).find(", "), std::string::npos)
+          << r.output;
+    }
   }
-  ir::write_safetensors(inputs, in);
-  const std::string run = "run " + hlo + " --inputs " + inputs;
-  Result whole = podsim(run + " --backend eval --partitions 1");
-  ASSERT_EQ(whole.exit_code, 0) << whole.output;
-  ASSERT_NE(output_lines(whole.output), "");
-  for (const std::string& how : {std::string("--backend eval --partitions 4"), std::string("--backend cpu --partitions 4"),
-                                 std::string("--backend sim-functional --topology tiny:2x2 --partitions 4"),
-                                 std::string("--backend sim --topology tiny:2x2 --spmd --check-hazards")}) {
-    SCOPED_TRACE(how);
-    Result r = podsim(run + " " + how);
-    ASSERT_EQ(r.exit_code, 0) << r.output;
-    EXPECT_EQ(output_lines(r.output), output_lines(whole.output)) << r.output;
-    // The 2x2 mesh MLP needs one all-reduce (the second layer's partial products).
-    EXPECT_NE(r.output.find("partitioned over 4 devices: 1 all-reduce ("), std::string::npos) << r.output;
-  }
+  const std::string run = "run " + std::string(PODSIM_SOURCE_DIR) + "/examples/hlo/spmd_mlp.hlo";
   Result too_many = podsim(run + " --backend sim --topology tiny:2x2 --partitions 8");
   EXPECT_NE(too_many.exit_code, 0);
   EXPECT_NE(too_many.output.find("needs 8 devices (partitions); --topology tiny:2x2 has 4 chips"), std::string::npos)
       << too_many.output;
+  // --save-partitioned writes the program every device runs.
+  const std::string saved = (dir / "partitioned.hlo").string();
+  Result save = podsim(run + " --partitions 4 --save-partitioned " + saved);
+  ASSERT_EQ(save.exit_code, 0) << save.output;
+  auto partitioned = ir::parse_module(read_text(saved));
+  EXPECT_EQ(partitioned->entry()->parameter(0)->shape().to_string(false), "f32[4,16]");
   std::filesystem::remove_all(dir);
 }
 
