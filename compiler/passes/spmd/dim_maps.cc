@@ -183,6 +183,17 @@ std::optional<std::vector<int64_t>> operand_dims_in_result(const ir::Instruction
   }
 }
 
+std::optional<std::vector<int64_t>> operand_dims_along_result(const ir::Instruction& i, int64_t k) {
+  auto map = operand_dims_in_result(i, k);
+  if (!map || k != 0) return map;
+  for (int64_t d = 0; d < i.shape().rank(); ++d) {
+    const bool shifts = (i.opcode() == Opcode::kSlice && i.attrs().slice[static_cast<size_t>(d)].stride == 1) ||
+                        (i.opcode() == Opcode::kPad && i.attrs().padding[static_cast<size_t>(d)].interior == 0);
+    if (shifts) (*map)[static_cast<size_t>(d)] = d;
+  }
+  return map;
+}
+
 std::vector<int64_t> invert(const std::vector<int64_t>& map, int64_t rank) {
   std::vector<int64_t> inverse(static_cast<size_t>(rank), -1);
   for (size_t d = 0; d < map.size(); ++d)

@@ -17,6 +17,12 @@ namespace podsim::passes::spmd {
 // result); nullopt where the instruction cannot run on pieces at all.
 std::optional<std::vector<int64_t>> operand_dims_in_result(const ir::Instruction& instruction, int64_t k);
 
+// As operand_dims_in_result, and also the dimensions a slice (stride 1) or a pad (no
+// interior padding) shifts: a split of one is a split of the other whose pieces differ by
+// a few elements at their edges, which the partitioner exchanges with neighbours (halos).
+// Sharding propagation follows these.
+std::optional<std::vector<int64_t>> operand_dims_along_result(const ir::Instruction& instruction, int64_t k);
+
 // Whether operand `k` is the same along result dimension `d` (a broadcast's new
 // dimensions, a gather table along the batch, a convolution's kernel along batch and
 // space and its input along output features, a scalar along everything), so that a split

@@ -469,6 +469,7 @@ class Partitioner {
       if (i.opcode() == Opcode::kDot) h = partition_dot(i, want);
       if (!h && i.opcode() == Opcode::kReduce) h = partition_reduce(i, want);
       if (!h && i.opcode() == Opcode::kGather) h = partition_row_gather(i);
+      if (!h) h = partition_shift(i, want);
       if (!h) h = partition_on_pieces(i, want);
       if (h) {
         held_[&i] = reshard(*h, want, i.shape());
@@ -566,6 +567,143 @@ class Partitioner {
         if (run.remap(maps[0]).tiles(d) > 1) c->attrs().gather_slice_sizes[static_cast<size_t>(d)] = table.dim(d);
     }
     return Held{c, Layout{run, {}}};
+  }
+
+  // x (pieces under tiling t, dimension d split; the whole value has `size` elements
+  // there) with dimension d replaced on each device p by its window [lo[p], lo[p] + w) of
+  // the whole value: its own piece with halos from its neighbours along d (the edges they
+  // send it by collective-permute), cut at a per-device offset. Positions outside the
+  // value hold `fill` where it is given (else whatever the halo or padding held). nullopt
+  // where a window reaches past a neighbour's piece.
+  std::optional<Instruction*> window(Instruction* x, const Tiling& t, int64_t d, int64_t size,
+                                     const std::vector<int64_t>& lo, int64_t w, Instruction* fill) {
+    const int64_t n = x->shape().dim(d);
+    int64_t left = 0, right = 0;  // halo widths
+    std::vector<int64_t> offsets;
+    for (int64_t p = 0; p < devices_; ++p) {
+      const int64_t start = t.position(p)[static_cast<size_t>(d)] * n;
+      left = std::max(left, start - lo[static_cast<size_t>(p)]);
+      right = std::max(right, lo[static_cast<size_t>(p)] + w - (start + n));
+    }
+    if (left > n || right > n) return std::nullopt;
+    for (int64_t p = 0; p < devices_; ++p)
+      offsets.push_back(lo[static_cast<size_t>(p)] - (t.position(p)[static_cast<size_t>(d)] * n - left));
+    // Each group along d passes an edge to the next (or previous) device in it.
+    auto halo = [&](int64_t from, int64_t width, bool forward) {
+      Shape shape = x->shape();
+      shape.mutable_dims()[static_cast<size_t>(d)] = width;
+      Instruction* edge = add(Opcode::kSlice, shape, {x}, "halo");
+      for (int64_t k = 0; k < shape.rank(); ++k)
+        edge->attrs().slice.push_back({k == d ? from : 0, k == d ? from + width : shape.dim(k), 1});
+      Instruction* moved = add(Opcode::kCollectivePermute, shape, {edge}, "halo");
+      for (const std::vector<int64_t>& g : t.groups_along({d}))
+        for (size_t j = 0; j + 1 < g.size(); ++j)
+          moved->attrs().source_target_pairs.emplace_back(forward ? g[j] : g[j + 1], forward ? g[j + 1] : g[j]);
+      if (current_ != nullptr) moved->metadata() = current_->metadata();
+      if (current_ != nullptr && moved->metadata().op_name.empty()) moved->metadata().op_name = current_->name();
+      moved->attrs().channel_id = next_channel_++;
+      return moved;
+    };
+    std::vector<Instruction*> parts;
+    if (left > 0) parts.push_back(halo(n - left, left, true));
+    parts.push_back(x);
+    if (right > 0) parts.push_back(halo(0, right, false));
+    Instruction* ext = x;
+    if (parts.size() > 1) {
+      Shape shape = x->shape();
+      shape.mutable_dims()[static_cast<size_t>(d)] = left + n + right;
+      ext = add(Opcode::kConcatenate, shape, std::move(parts), x->name());
+      ext->attrs().dimensions = {d};
+    }
+    Shape piece = x->shape();
+    piece.mutable_dims()[static_cast<size_t>(d)] = w;
+    Instruction* cut = x;  // where every window is the device's own piece
+    if (ext != x || w != n || std::any_of(offsets.begin(), offsets.end(), [](int64_t o) { return o != 0; })) {
+      std::vector<Instruction*> operands{ext};
+      for (int64_t k = 0; k < piece.rank(); ++k)
+        operands.push_back(k == d ? per_partition(offsets)
+                                  : constant(ir::Literal::scalar(ir::PrimitiveType::kS32, 0), "offset"));
+      cut = add(Opcode::kDynamicSlice, piece, std::move(operands), x->name());
+      cut->attrs().dynamic_slice_sizes = piece.dims();
+    }
+    if (!fill) return cut;
+    // Positions outside [0, size) of the whole value: the fill value.
+    const Shape index(ir::PrimitiveType::kS32, piece.dims());
+    Instruction* iota = add(Opcode::kIota, index, {}, "position");
+    iota->attrs().iota_dimension = d;
+    auto splat = [&](Instruction* scalar, const Shape& shape) {
+      Instruction* b = add(Opcode::kBroadcast, shape, {scalar}, scalar->name());
+      b->attrs().dimensions = {};
+      return b;
+    };
+    Instruction* where = add(Opcode::kAdd, index, {iota, splat(per_partition(lo), index)}, "position");
+    const Shape pred(ir::PrimitiveType::kPred, piece.dims());
+    auto compare = [&](Instruction* bound, ir::ComparisonDirection direction) {
+      Instruction* c = add(Opcode::kCompare, pred, {where, splat(bound, index)}, "inside");
+      c->attrs().direction = direction;
+      return c;
+    };
+    Instruction* inside = add(Opcode::kAnd, pred,
+                              {compare(constant(ir::Literal::scalar(ir::PrimitiveType::kS32, 0), "low"),
+                                       ir::ComparisonDirection::kGe),
+                               compare(constant(ir::Literal::scalar(ir::PrimitiveType::kS32, size), "high"),
+                                       ir::ComparisonDirection::kLt)},
+                              "inside");
+    Shape values = piece;
+    values.clear_layout();
+    return add(Opcode::kSelect, values, {inside, cut, splat(fill, values)}, x->name());
+  }
+
+  // A slice (stride 1) or pad (no interior padding) that shifts a dimension split in its
+  // result runs on pieces: its operand split like the result, each device takes the
+  // window of the operand its piece of the result reads (halos from its neighbours; a
+  // pad's value where it reads outside the operand), then slices or pads the dimensions
+  // that are whole. nullopt where no split dimension shifts, or a halo would be wider than
+  // a piece.
+  std::optional<Held> partition_shift(const Instruction& i, const Tiling& want) {
+    const bool pad = i.opcode() == Opcode::kPad;
+    if (!pad && i.opcode() != Opcode::kSlice) return std::nullopt;
+    const Instruction& o = *i.operand(0);
+    const int64_t rank = i.shape().rank();
+    std::vector<int64_t> shifted;
+    for (int64_t d = 0; d < rank; ++d) {
+      if (want.tiles(d) == 1) continue;
+      const ir::SliceDim s = pad ? ir::SliceDim{} : i.attrs().slice[static_cast<size_t>(d)];
+      const ir::PadDim p = pad ? i.attrs().padding[static_cast<size_t>(d)] : ir::PadDim{};
+      if (s.stride != 1 || p.interior != 0) return std::nullopt;
+      if (pad ? p.low != 0 || p.high != 0 : s.start != 0 || s.limit != o.shape().dim(d)) shifted.push_back(d);
+    }
+    if (shifted.empty()) return std::nullopt;
+    Instruction* x = reshard(held_.at(&o), want, o.shape()).hlo;
+    Instruction* fill = pad ? replicate(*i.operand(1)).hlo : nullptr;
+    const Shape piece = ir::shard_shape(i.shape(), want.sharding());
+    for (int64_t d : shifted) {
+      const int64_t m = piece.dim(d);
+      const int64_t shift = pad ? -i.attrs().padding[static_cast<size_t>(d)].low : i.attrs().slice[static_cast<size_t>(d)].start;
+      std::vector<int64_t> lo;
+      for (int64_t p = 0; p < devices_; ++p) lo.push_back(want.position(p)[static_cast<size_t>(d)] * m + shift);
+      const auto w = window(x, want, d, o.shape().dim(d), lo, m, fill);
+      if (!w) return std::nullopt;
+      x = *w;
+    }
+    // What is left: the op on the dimensions that are whole on every device.
+    bool left = false;
+    for (int64_t d = 0; d < rank; ++d)
+      left = left || (want.tiles(d) == 1 && (pad ? !(i.attrs().padding[static_cast<size_t>(d)] == ir::PadDim{})
+                                                 : !(i.attrs().slice[static_cast<size_t>(d)] ==
+                                                     ir::SliceDim{0, o.shape().dim(d), 1})));
+    if (!left) return Held{x, Layout{want, {}}};
+    std::vector<Instruction*> operands{x};
+    if (pad) operands.push_back(fill);
+    Instruction* c = clone(i, piece, std::move(operands));
+    for (int64_t d = 0; d < rank; ++d) {
+      if (want.tiles(d) == 1) continue;
+      if (pad)
+        c->attrs().padding[static_cast<size_t>(d)] = {};
+      else
+        c->attrs().slice[static_cast<size_t>(d)] = {0, piece.dim(d), 1};
+    }
+    return Held{c, Layout{want, {}}};
   }
 
   // The cost of a choice, in bytes: those its collectives move plus a fixed cost per

@@ -4,18 +4,18 @@
 //
 // Each array a value holds (a leaf: an array value is one, a tuple's are numbered depth
 // first) gets a tiling. Tilings travel forward (operands to result) and backward
-// (result to operands) along the dimension maps of dim_maps.h, and both ways along
-// links between leaves that hold the same array: a tuple and its operands, a
-// get-tuple-element and its tuple, a while's operand, result, body parameter, body root
-// and condition parameter, a call's operands and its callee's parameters (and the
-// callee's root and the call), a conditional's branch operands, branch parameters,
-// branch roots and result. This goes on until nothing changes; a proposal (merged with
-// what the leaf has, where the two fit together: a batch split on one mesh axis and a
-// column split on another) replaces a leaf's tiling only when it cuts the value into
-// more pieces, so the walk ends. What the user wrote never changes, and entry
-// parameters without a sharding stay replicated (XLA's default without
-// allow_spmd_sharding_propagation_to_parameters). The result may take any sharding (as
-// with ..._to_output). Leaves nothing reaches are replicated.
+// (result to operands) along the dimension maps of dim_maps.h (through the shifts of
+// slices and pads too: operand_dims_along_result), and both ways along links between
+// leaves that hold the same array: a tuple and its operands, a get-tuple-element and its
+// tuple, a while's operand, result, body parameter, body root and condition parameter,
+// a call's operands and its callee's parameters (and the callee's root and the call), a
+// conditional's branch operands, branch parameters, branch roots and result. This
+// goes on until nothing changes; a proposal (merged with what the leaf has, where the two
+// fit together: a batch split on one mesh axis and a column split on another) replaces
+// a leaf's tiling only when it cuts the value into more pieces, so the walk ends. What
+// the user wrote never changes, and entry parameters without a sharding stay replicated
+// (XLA's default without allow_spmd_sharding_propagation_to_parameters). The result may
+// take any sharding (as with ..._to_output). Leaves nothing reaches are replicated.
 #include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
@@ -244,7 +244,7 @@ class ShardingPropagation final : public Pass {
     for (int64_t k : order) {
       const Tiling* t = i.operand(k)->shape().is_array() ? tiling(*i.operand(k)) : nullptr;
       if (!t) continue;
-      const auto map = spmd::operand_dims_in_result(i, k);
+      const auto map = spmd::operand_dims_along_result(i, k);
       if (map) changed |= offer(i, 0, t->remap(spmd::invert(*map, i.shape().rank())));
     }
     return changed;
@@ -259,7 +259,7 @@ class ShardingPropagation final : public Pass {
     for (int64_t k = 0; k < i.operand_count(); ++k) {
       const Instruction& operand = *i.operand(k);
       if (!operand.shape().is_array()) continue;
-      const auto map = spmd::operand_dims_in_result(i, k);
+      const auto map = spmd::operand_dims_along_result(i, k);
       if (map) changed |= offer(operand, 0, result.remap(*map));
     }
     return changed;

@@ -565,6 +565,53 @@ ENTRY e {
   EXPECT_EQ(m->entry()->root()->sharding()->to_string(), "{devices=[1,2,1]0,1}");
 }
 
+TEST(SpmdPartitioner, ShiftingSlicesAndPadsExchangeHalosWithNeighbours) {
+  // Sequence parallelism: a sequence split 4 ways (unevenly: 15 positions after the
+  // shift), next-position differences, and a causal pad with a value from a parameter.
+  // Each device needs an element or two of its neighbour's piece: collective-permutes,
+  // nothing gathered.
+  auto m = check_partitioned(R"(HloModule shift, num_partitions=4
+ENTRY e {
+  x = f32[4,16] parameter(0), sharding={devices=[1,4]<=[4]}
+  v = f32[] parameter(1)
+  next = f32[4,15] slice(x), slice={[0:4], [1:16]}
+  here = f32[4,15] slice(x), slice={[0:4], [0:15]}
+  d = f32[4,15] subtract(next, here)
+  p = f32[4,18] pad(d, v), padding=0_0x2_1
+  ROOT r = f32[4,18] multiply(p, p)
+})",
+                             4, 5, 1e-5);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(count(*m, Opcode::kAllGather) + count(*m, Opcode::kAllToAll), 0) << ir::print_module(*m);
+  EXPECT_GE(count(*m, Opcode::kCollectivePermute), 2) << ir::print_module(*m);
+  EXPECT_EQ(m->entry()->root()->shape().to_string(false), "f32[4,5]");
+  // Both dimensions split on a 2x2 mesh, a shift on each; and a negative pad (a slice).
+  m = check_partitioned(R"(HloModule shift2, num_partitions=4
+ENTRY e {
+  x = s32[6,10] parameter(0), sharding={devices=[2,2]<=[4]}
+  z = s32[] constant(-7)
+  a = s32[6,10] pad(x, z), padding=1_-1x-2_2
+  b = s32[5,9] slice(x), slice={[1:6], [0:9]}
+  c = s32[5,9] slice(a), slice={[0:5], [1:10]}
+  ROOT r = s32[5,9] add(b, c)
+})",
+                        4, 6);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(count(*m, Opcode::kAllGather) + count(*m, Opcode::kAllToAll), 0) << ir::print_module(*m);
+}
+
+TEST(SpmdPartitioner, SlicesFarFromTheirPiecesGatherInstead) {
+  // The second half of a split value lies on other devices altogether: no halo reaches.
+  auto m = check_partitioned(R"(HloModule far, num_partitions=4
+ENTRY e {
+  x = f32[16,4] parameter(0), sharding={devices=[4,1]<=[4]}
+  ROOT s = f32[8,4] slice(x), slice={[8:16], [0:4]}, sharding={devices=[4,1]<=[4]}
+})",
+                             4);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(count(*m, Opcode::kCollectivePermute), 0) << ir::print_module(*m);
+}
+
 TEST(SpmdPartitioner, ConvolutionsRunOnBatchAndOutputFeaturePieces) {
   // Images split by batch (data parallel), the kernel by output features over the other
   // mesh axis: every device convolves its images with its filters, nothing moves.

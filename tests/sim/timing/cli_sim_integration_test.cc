@@ -451,14 +451,18 @@ ENTRY e {
 }
 
 TEST(CliSim, SpmdRunsGiveTheUnpartitionedResultOnEveryBackend) {
-  // examples/hlo/spmd_mlp.hlo: a data-parallel input and a Megatron-style MLP;
-  // spmd_layers_loop.hlo: the same layers run by a while loop. Each is partitioned over 4
-  // devices; small integer inputs keep every sum exact, whatever its order and the MXU's
-  // bf16 passes. Each needs one all-reduce (the second layer's partial products: in the
-  // loop's body), and nothing else.
+  // examples/hlo/spmd_mlp.hlo: a data-parallel input and a Megatron-style MLP, which
+  // needs one all-reduce (the second layer's partial products); spmd_layers_loop.hlo: the
+  // same layers run by a while loop (the all-reduce in its body); spmd_causal_conv.hlo:
+  // a causal filter over a split sequence (the shifted copies' halos). Each is
+  // partitioned over 4 devices; small integer inputs keep every sum exact, whatever its
+  // order and the MXU's bf16 passes.
   const std::filesystem::path dir = std::filesystem::temp_directory_path() / "podsim_cli_spmd";
   std::filesystem::create_directories(dir);
-  for (const std::string example : {"spmd_mlp", "spmd_layers_loop"}) {
+  for (const auto& [example, collectives] : std::vector<std::pair<std::string, std::string>>{
+           {"spmd_mlp", "1 all-reduce ("},
+           {"spmd_layers_loop", "1 all-reduce ("},
+           {"spmd_causal_conv", "2 collective-permute ("}}) {
     SCOPED_TRACE(example);
     const std::string hlo = std::string(PODSIM_SOURCE_DIR) + "/examples/hlo/" + example + ".hlo";
     const std::string inputs = (dir / "in.safetensors").string();
@@ -483,7 +487,7 @@ TEST(CliSim, SpmdRunsGiveTheUnpartitionedResultOnEveryBackend) {
       Result r = podsim(run + " " + how);
       ASSERT_EQ(r.exit_code, 0) << r.output;
       EXPECT_EQ(output_lines(r.output), output_lines(whole.output)) << r.output;
-      const auto summary = r.output.find("partitioned over 4 devices: 1 all-reduce (");
+      const auto summary = r.output.find("partitioned over 4 devices: " + collectives);
       ASSERT_NE(summary, std::string::npos) << r.output;
       EXPECT_EQ(r.output.substr(summary, r.output.find('\n', summary) - summary).find(", "), std::string::npos)
           << r.output;
