@@ -20,9 +20,10 @@
 // The entry's parameters and result keep their shardings, so that callers know which
 // piece each device passes and returns (ir::shard_literal / unshard_literal). A split
 // that does not divide a dimension gives every device ceil(n / k) elements, the last
-// pieces padded, as XLA does: gathers cut the padding off, slices pad their source, and
-// what would mix padding into real values (partial sums, reshapes) runs on even splits
-// only (the values are gathered first).
+// pieces padded, as XLA does: gathers cut the padding off, slices pad their source,
+// partial sums first set the padding to the reducer's identity (zeros for a dot), and
+// reshapes, which would move padding among real values, run on even splits only (the
+// values are gathered first).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -627,8 +628,14 @@ class Partitioner {
       cut->attrs().dynamic_slice_sizes = piece.dims();
     }
     if (!fill) return cut;
-    // Positions outside [0, size) of the whole value: the fill value.
-    const Shape index(ir::PrimitiveType::kS32, piece.dims());
+    return keep_inside(cut, d, lo, size, fill);
+  }
+
+  // x where its dimension d, which on device p holds positions [lo[p], ...) of a value
+  // with `size` of them, holds positions of the value; `fill` (a scalar) elsewhere.
+  Instruction* keep_inside(Instruction* x, int64_t d, const std::vector<int64_t>& lo, int64_t size,
+                           Instruction* fill) {
+    const Shape index(ir::PrimitiveType::kS32, x->shape().dims());
     Instruction* iota = add(Opcode::kIota, index, {}, "position");
     iota->attrs().iota_dimension = d;
     auto splat = [&](Instruction* scalar, const Shape& shape) {
@@ -637,21 +644,33 @@ class Partitioner {
       return b;
     };
     Instruction* where = add(Opcode::kAdd, index, {iota, splat(per_partition(lo), index)}, "position");
-    const Shape pred(ir::PrimitiveType::kPred, piece.dims());
-    auto compare = [&](Instruction* bound, ir::ComparisonDirection direction) {
-      Instruction* c = add(Opcode::kCompare, pred, {where, splat(bound, index)}, "inside");
+    const Shape pred(ir::PrimitiveType::kPred, x->shape().dims());
+    auto compare = [&](int64_t bound, ir::ComparisonDirection direction) {
+      Instruction* b = constant(ir::Literal::scalar(ir::PrimitiveType::kS32, bound), "bound");
+      Instruction* c = add(Opcode::kCompare, pred, {where, splat(b, index)}, "inside");
       c->attrs().direction = direction;
       return c;
     };
     Instruction* inside = add(Opcode::kAnd, pred,
-                              {compare(constant(ir::Literal::scalar(ir::PrimitiveType::kS32, 0), "low"),
-                                       ir::ComparisonDirection::kGe),
-                               compare(constant(ir::Literal::scalar(ir::PrimitiveType::kS32, size), "high"),
-                                       ir::ComparisonDirection::kLt)},
+                              {compare(0, ir::ComparisonDirection::kGe), compare(size, ir::ComparisonDirection::kLt)},
                               "inside");
-    Shape values = piece;
+    Shape values = x->shape();
     values.clear_layout();
-    return add(Opcode::kSelect, values, {inside, cut, splat(fill, values)}, x->name());
+    return add(Opcode::kSelect, values, {inside, x, splat(fill, values)}, x->name());
+  }
+
+  // x, pieces of `whole` under t, with the padding of uneven splits along `dims` set to
+  // `fill` (a scalar: the reducer's identity), so that partial sums over them leave it
+  // out whatever it held.
+  Instruction* mask_padding(Instruction* x, const Tiling& t, const Shape& whole, const std::vector<int64_t>& dims,
+                            Instruction* fill) {
+    for (int64_t d : dims) {
+      if (whole.dim(d) % t.tiles(d) == 0) continue;
+      std::vector<int64_t> lo;
+      for (int64_t p = 0; p < devices_; ++p) lo.push_back(t.position(p)[static_cast<size_t>(d)] * x->shape().dim(d));
+      x = keep_inside(x, d, lo, whole.dim(d), fill);
+    }
+    return x;
   }
 
   // A slice (stride 1) or pad (no interior padding) that shifts a dimension split in its
@@ -759,8 +778,6 @@ class Partitioner {
       for (size_t k = 0; k < self_b.size(); ++k) from[static_cast<size_t>(other_b[k])] = self_b[k];
       const Tiling o = t.remap(from);
       const Tiling result = t.remap(spmd::invert(side == 0 ? lmap : rmap, i.shape().rank()));
-      // Partial sums over padded pieces would add their padding: even splits only.
-      if (!t.divides(self.shape()) || !o.divides(other.shape()) || !result.divides(i.shape())) continue;
       // An all-reduce moves about twice its array, a reduce-scatter once.
       std::vector<std::vector<int64_t>> groups = t.groups_along(split);
       const int64_t piece = ir::shard_shape(i.shape(), result.sharding()).byte_size();
@@ -776,6 +793,12 @@ class Partitioner {
                                            [](const Choice& a, const Choice& b) { return a.bytes < b.bytes; });
     Instruction* l = reshard(held_.at(&lhs), best.lhs, lhs.shape()).hlo;
     Instruction* r = reshard(held_.at(&rhs), best.rhs, rhs.shape()).hlo;
+    if (!best.partial.empty()) {
+      // The padding of uneven pieces must not join the partial products: zeros.
+      auto zero = [&](const Instruction& o) { return constant(ir::Literal(Shape::scalar(o.shape().type())), "zero"); };
+      l = mask_padding(l, best.lhs, lhs.shape(), dn.lhs_contracting, zero(lhs));
+      r = mask_padding(r, best.rhs, rhs.shape(), dn.rhs_contracting, zero(rhs));
+    }
     Instruction* dot = clone(i, ir::shard_shape(i.shape(), best.result.sharding()), {l, r});
     if (best.partial.empty()) return Held{dot, Layout{best.result, {}}};
     return sum_partials(dot, best.result, best.partial, adder(i.shape().type()), want, i.shape());
@@ -887,12 +910,12 @@ class Partitioner {
     std::vector<int64_t> split;
     for (int64_t d = 0; d < operand.shape().rank(); ++d)
       if (t.tiles(d) > 1 && map[static_cast<size_t>(d)] < 0) split.push_back(d);
-    // Padding of uneven pieces would join the sums: even splits only.
-    if (split.empty() || !t.divides(operand.shape()) || !internal::is_reducer_identity(*i.operand(1), *i.called(0)))
-      return std::nullopt;
+    if (split.empty() || !internal::is_reducer_identity(*i.operand(1), *i.called(0))) return std::nullopt;
     const Tiling result = t.remap(spmd::invert(map, i.shape().rank()));
     Instruction* init = replicate(*i.operand(1)).hlo;
-    Instruction* r = clone(i, ir::shard_shape(i.shape(), result.sharding()), {held_.at(&operand).hlo, init});
+    // The padding of uneven pieces must not join the sums: it becomes the identity.
+    Instruction* piece = mask_padding(held_.at(&operand).hlo, t, operand.shape(), split, init);
+    Instruction* r = clone(i, ir::shard_shape(i.shape(), result.sharding()), {piece, init});
     return sum_partials(r, result, t.groups_along(split), i.called(0), want, i.shape());
   }
 

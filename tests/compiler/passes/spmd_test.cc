@@ -565,6 +565,44 @@ ENTRY e {
   EXPECT_EQ(m->entry()->root()->sharding()->to_string(), "{devices=[1,2,1]0,1}");
 }
 
+TEST(SpmdPartitioner, PartialSumsOverUnevenSplitsLeaveThePaddingOut) {
+  // A vocabulary of 50 split 4 ways (pieces of 13, the last 11 and 2 of padding): the
+  // softmax denominator sums each device's exponentials and all-reduces them; the
+  // padding (whatever exp made of it) is set to the reducer's identity first. The same
+  // for a dot over a contracting dimension of 10 split 4 ways, whose padding is 1/0.
+  auto m = check_partitioned(R"(HloModule vocab, num_partitions=4
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY e {
+  h = f32[6,16] parameter(0)
+  w = f32[16,50] parameter(1), sharding={devices=[1,4]<=[4]}
+  logits = f32[6,50] dot(h, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  e = f32[6,50] exponential(logits)
+  zero = f32[] constant(0)
+  ROOT sum = f32[6] reduce(e, zero), dimensions={1}, to_apply=add
+})",
+                             4, 7, 1e-5, testing::tame_arguments);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(count(*m, Opcode::kAllGather), 0) << ir::print_module(*m);
+  EXPECT_EQ(count(*m, Opcode::kAllReduce), 1) << ir::print_module(*m);
+  m = check_partitioned(R"(HloModule contract, num_partitions=4
+ENTRY e {
+  x = f32[6,10] parameter(0), sharding={devices=[1,4]<=[4]}
+  w = f32[10,5] parameter(1), sharding={devices=[4,1]<=[4]}
+  one = f32[] constant(1)
+  ones = f32[6,10] broadcast(one), dimensions={}
+  inverse = f32[6,10] divide(ones, x)
+  ROOT d = f32[6,5] dot(inverse, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+})",
+                        4, 8, 1e-5, testing::tame_arguments);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(count(*m, Opcode::kAllGather), 0) << ir::print_module(*m);
+  EXPECT_EQ(count(*m, Opcode::kAllReduce), 1) << ir::print_module(*m);
+}
+
 TEST(SpmdPartitioner, ShiftingSlicesAndPadsExchangeHalosWithNeighbours) {
   // Sequence parallelism: a sequence split 4 ways (unevenly: 15 positions after the
   // shift), next-position differences, and a causal pad with a value from a parameter.
