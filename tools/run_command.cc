@@ -536,9 +536,16 @@ int run(const RunOptions& options) {
     results = ir::evaluate_spmd(*module, args, eval);
   } else if (options.backend == "cpu" && devices > 1) {
     // Replicas run together in process, as the CPU devices of the runtime run them: the
-    // CPU target's optimized module on the reference evaluator (exact, deterministic
-    // collectives).
-    results = ir::evaluate_spmd(cpu::compile(*module)->module(), args, eval);
+    // plan on a thread per device, collectives computed by the evaluator (exact,
+    // deterministic).
+    module->replica_count = eval.replicas;
+    module->num_partitions = eval.partitions;
+    std::vector<std::vector<const ir::Literal*>> pointers(args.size());
+    for (size_t d = 0; d < args.size(); ++d)
+      for (const ir::Literal& a : args[d]) pointers[d].push_back(&a);
+    for (std::vector<ir::Literal>& flat : cpu::compile(*module)->run_devices(pointers))
+      results.push_back(module->entry()->root()->shape().is_tuple() ? ir::Literal::tuple(std::move(flat))
+                                                                   : std::move(flat.at(0)));
   } else {
     std::vector<ir::Literal> flat;
     if (options.backend == "cpu") {

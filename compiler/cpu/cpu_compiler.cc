@@ -12,6 +12,7 @@
 #include "compiler/cpu/concat_distribution.h"
 #include "compiler/cpu/dot_folding.h"
 #include "compiler/cpu/plan.h"
+#include "compiler/ir/evaluator.h"
 #include "compiler/ir/parser.h"
 #include "compiler/ir/printer.h"
 #include "compiler/ir/verifier.h"
@@ -78,6 +79,22 @@ class CpuExecutable final : public Executable {
     results.reserve(plan_->result_shapes().size());
     for (const ir::Shape& shape : plan_->result_shapes()) results.emplace_back(shape);
     execute_in_arena(arguments, results);
+    return results;
+  }
+
+  std::vector<std::vector<ir::Literal>> run_devices(
+      const std::vector<std::vector<const ir::Literal*>>& arguments) const override {
+    const int64_t replicas = module_->replica_count, partitions = module_->num_partitions;
+    if (static_cast<int64_t>(arguments.size()) != replicas * partitions)
+      fail("run_devices: {} replicas x {} partitions need {} argument lists (one per device), got {}", replicas,
+           partitions, replicas * partitions, arguments.size());
+    for (const auto& a : arguments) check_arguments(a);
+    std::vector<std::vector<ir::Literal>> results(arguments.size());
+    ir::run_devices(replicas, partitions, [&](int64_t d) {
+      std::vector<ir::Literal>& r = results[static_cast<size_t>(d)];
+      for (const ir::Shape& shape : plan_->result_shapes()) r.emplace_back(shape);
+      execute(arguments[static_cast<size_t>(d)], r);
+    });
     return results;
   }
 

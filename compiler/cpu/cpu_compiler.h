@@ -55,6 +55,14 @@ class Executable {
   // gives one literal per tuple element (nested tuples stay tuples); any other root
   // gives one literal.
   virtual std::vector<ir::Literal> run(std::span<const ir::Literal* const> arguments) const = 0;
+  // Runs the plan as every device of the module's replicas x partitions in process, one
+  // thread each (ir::run_devices): collectives, replica-id and partition-id are computed
+  // by the reference evaluator (exact, deterministic collectives; mismatched ones an
+  // error, never a hang), everything else by the plan. arguments[d] are device d's; the
+  // result is run()'s for each device. Device threads run outside the thread-count
+  // arena (one blocked in a collective must not hold a slot the others need).
+  virtual std::vector<std::vector<ir::Literal>> run_devices(
+      const std::vector<std::vector<const ir::Literal*>>& arguments) const = 0;
   // run() into `results` as an earlier run() returned them (same shapes): reuses their
   // memory instead of allocating and zero-filling new literals, which matters for
   // large results run in a loop. Throws podsim::Error if the shapes differ or a result

@@ -27,6 +27,14 @@ constexpr int kMaxCallDepth = 256;
 // One thread per device: more than this is not a simulation this evaluator can run.
 constexpr int64_t kMaxDevices = 4096;
 
+// The device a run_devices thread runs as: evaluate() there evaluates as it.
+struct RunningDevice {
+  eval::DeviceGrid grid;
+  int64_t device;
+  eval::Rendezvous* rendezvous;
+};
+thread_local const RunningDevice* current_device = nullptr;
+
 std::mutex& custom_call_mutex() {
   static std::mutex mutex;
   return mutex;
@@ -402,43 +410,48 @@ void register_custom_call(const std::string& target, CustomCallHandler handler) 
 Literal evaluate(const Module& module, std::span<const Literal> arguments) {
   const Computation& entry = entry_of(module);
   check_arguments(entry, arguments, "");
+  if (current_device != nullptr) {
+    DeviceEvaluator device(current_device->grid, current_device->device, *current_device->rendezvous);
+    return device.run(entry, arguments, false);
+  }
   eval::Rendezvous rendezvous(1);
   DeviceEvaluator device(eval::DeviceGrid{1, 1, true}, 0, rendezvous);
   return device.run(entry, arguments, false);
 }
 
-std::vector<Literal> evaluate_spmd(const Module& module, const std::vector<std::vector<Literal>>& arguments,
-                                   EvalOptions options) {
-  const Computation& entry = entry_of(module);
+namespace {
+
+eval::DeviceGrid device_grid(int64_t replicas, int64_t partitions, std::string_view who) {
   eval::DeviceGrid grid;
-  grid.replicas = options.replicas != 0 ? options.replicas : module.replica_count;
-  grid.partitions = options.partitions != 0 ? options.partitions : module.num_partitions;
+  grid.replicas = replicas;
+  grid.partitions = partitions;
   if (grid.replicas < 1 || grid.partitions < 1 || grid.replicas > kMaxDevices || grid.partitions > kMaxDevices ||
       grid.size() > kMaxDevices)
-    fail("evaluate_spmd: {} replicas x {} partitions is not a device grid this evaluator can run (1 to {} devices)",
+    fail("{}: {} replicas x {} partitions is not a device grid this evaluator can run (1 to {} devices)", who,
          grid.replicas, grid.partitions, kMaxDevices);
-  auto devices = static_cast<size_t>(grid.size());
-  if (arguments.size() != devices)
-    fail("evaluate_spmd: {} replicas x {} partitions need {} argument lists (one per device), got {}",
-         grid.replicas, grid.partitions, devices, arguments.size());
-  auto prefix = [&](size_t d) {
-    return devices == 1 ? std::string()
-                        : fmt::format("device {} (replica {}, partition {}): ", d, static_cast<int64_t>(d) / grid.partitions,
-                                      static_cast<int64_t>(d) % grid.partitions);
-  };
-  for (size_t d = 0; d < devices; ++d) check_arguments(entry, arguments[d], prefix(d));
+  return grid;
+}
 
+std::string device_prefix(const eval::DeviceGrid& grid, int64_t d) {
+  return grid.size() == 1 ? std::string()
+                          : fmt::format("device {} (replica {}, partition {}): ", d, d / grid.partitions,
+                                        d % grid.partitions);
+}
+
+void run_on_devices(const eval::DeviceGrid& grid, const std::function<void(int64_t device)>& run) {
+  const auto devices = static_cast<size_t>(grid.size());
   eval::Rendezvous rendezvous(grid.size());
-  std::vector<Literal> results(devices);
   // What a device's error says about the run, most telling first.
   enum class Outcome { kOk, kCause, kMismatch, kConsequence };
   std::vector<Outcome> outcomes(devices, Outcome::kOk);
   std::vector<std::exception_ptr> errors(devices);
   auto run_device = [&](size_t d) {
     auto device = static_cast<int64_t>(d);
+    RunningDevice running{grid, device, &rendezvous};
+    current_device = &running;
     try {
-      DeviceEvaluator evaluator(grid, device, rendezvous);
-      results[d] = evaluator.run(entry, arguments[d], false);
+      run(device);
+      current_device = nullptr;
       rendezvous.finish(device);
       return;
     } catch (const eval::CollectiveAborted&) {
@@ -449,11 +462,12 @@ std::vector<Literal> evaluate_spmd(const Module& module, const std::vector<std::
       errors[d] = std::current_exception();
     } catch (const Error& e) {
       outcomes[d] = Outcome::kCause;
-      errors[d] = std::make_exception_ptr(Error(prefix(d) + e.what()));
+      errors[d] = std::make_exception_ptr(Error(device_prefix(grid, device) + e.what()));
     } catch (...) {
       outcomes[d] = Outcome::kCause;
       errors[d] = std::current_exception();
     }
+    current_device = nullptr;
     rendezvous.abort(device);
   };
   if (devices == 1) {
@@ -476,7 +490,29 @@ std::vector<Literal> evaluate_spmd(const Module& module, const std::vector<std::
   for (Outcome wanted : {Outcome::kCause, Outcome::kMismatch, Outcome::kConsequence})
     for (size_t d = 0; d < devices; ++d)
       if (outcomes[d] == wanted) std::rethrow_exception(errors[d]);
+}
+
+}  // namespace
+
+std::vector<Literal> evaluate_spmd(const Module& module, const std::vector<std::vector<Literal>>& arguments,
+                                   EvalOptions options) {
+  const Computation& entry = entry_of(module);
+  const eval::DeviceGrid grid =
+      device_grid(options.replicas != 0 ? options.replicas : module.replica_count,
+                  options.partitions != 0 ? options.partitions : module.num_partitions, "evaluate_spmd");
+  const auto devices = static_cast<size_t>(grid.size());
+  if (arguments.size() != devices)
+    fail("evaluate_spmd: {} replicas x {} partitions need {} argument lists (one per device), got {}",
+         grid.replicas, grid.partitions, devices, arguments.size());
+  for (size_t d = 0; d < devices; ++d)
+    check_arguments(entry, arguments[d], device_prefix(grid, static_cast<int64_t>(d)));
+  std::vector<Literal> results(devices);
+  run_on_devices(grid, [&](int64_t d) { results[static_cast<size_t>(d)] = evaluate(module, arguments[static_cast<size_t>(d)]); });
   return results;
+}
+
+void run_devices(int64_t replicas, int64_t partitions, const std::function<void(int64_t device)>& run) {
+  run_on_devices(device_grid(replicas, partitions, "run_devices"), run);
 }
 
 }  // namespace podsim::ir

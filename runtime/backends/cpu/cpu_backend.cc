@@ -26,9 +26,11 @@ std::string_view host_arch() {
 #endif
 }
 
-// A module with several replicas runs them together in process (through the client's
-// rendezvous) on the reference evaluator, which computes collectives exactly and
-// deterministically; one replica runs the compiled plan.
+// A module with several replicas (or partitions) runs them together in process: the
+// client's rendezvous gathers every device's arguments, then the compiled plan runs as
+// each device on a thread of its own, its collectives computed by the reference
+// evaluator (exactly, deterministically); one replica runs the plan on the caller's
+// thread.
 class CpuExecutable final : public Executable {
  public:
   CpuExecutable(std::shared_ptr<const cpu::Executable> plan, ReplicaRendezvous& rendezvous)
@@ -64,20 +66,7 @@ class CpuExecutable final : public Executable {
  private:
   static std::vector<std::vector<ir::Literal>> run_replicas(
       const cpu::Executable& plan, const std::vector<std::vector<const ir::Literal*>>& args) {
-    std::vector<std::vector<ir::Literal>> arguments(args.size());
-    for (size_t d = 0; d < args.size(); ++d)
-      for (const ir::Literal* arg : args[d]) arguments[d].push_back(*arg);
-    std::vector<ir::Literal> results = ir::evaluate_spmd(plan.module(), arguments);
-    std::vector<std::vector<ir::Literal>> outputs;
-    for (ir::Literal& result : results) {
-      if (!result.shape().is_tuple()) {
-        outputs.push_back({});
-        outputs.back().push_back(std::move(result));
-      } else {
-        outputs.push_back(std::move(result.elements()));
-      }
-    }
-    return outputs;
+    return plan.run_devices(args);
   }
 
   std::shared_ptr<const cpu::Executable> plan_;

@@ -1,6 +1,6 @@
 // The CPU target's executable: serialize -> compile_serialized round trips, run() from
-// several threads at once, buffer assignment statistics, thread options and argument
-// errors.
+// several threads at once, several devices in process (run_devices), buffer assignment
+// statistics, thread options and argument errors.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -116,6 +116,97 @@ TEST(CpuExecutable, ConcurrentRunsGiveIdenticalResults) {
     for (std::thread& t : threads) t.join();
     for (size_t t = 0; t < 4; ++t)
       for (const auto& r : results[t]) expect_identical(r, expected[t]);
+  }
+}
+
+// Four devices (2 replicas x 2 partitions) in process: a loop whose body all-reduces
+// over the replicas (a collective run from a nested plan), a cross-partition
+// collective-permute, replica-id and partition-id. Halving keeps the values exact, so
+// the plans' results equal the evaluator's bit for bit.
+constexpr const char* kDevices = R"(HloModule devices, replica_count=2, num_partitions=2
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+cond {
+  s = (s32[], f32[16,8]) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  n = s32[] constant(3)
+  ROOT lt = pred[] compare(i, n), direction=LT
+}
+body {
+  s = (s32[], f32[16,8]) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  x = f32[16,8] get-tuple-element(s), index=1
+  one = s32[] constant(1)
+  next = s32[] add(i, one)
+  sum = f32[16,8] all-reduce(x), replica_groups={{0,1}}, to_apply=add
+  half = f32[] constant(0.5)
+  halves = f32[16,8] broadcast(half), dimensions={}
+  y = f32[16,8] multiply(sum, halves)
+  ROOT t = (s32[], f32[16,8]) tuple(next, y)
+}
+ENTRY e {
+  x = f32[16,8] parameter(0)
+  zero = s32[] constant(0)
+  init = (s32[], f32[16,8]) tuple(zero, x)
+  loop = (s32[], f32[16,8]) while(init), condition=cond, body=body
+  mean = f32[16,8] get-tuple-element(loop), index=1
+  swapped = f32[16,8] collective-permute(mean), channel_id=1, source_target_pairs={{0,1},{1,0}}
+  replica = u32[] replica-id()
+  partition = u32[] partition-id()
+  ROOT r = (f32[16,8], f32[16,8], u32[], u32[]) tuple(mean, swapped, replica, partition)
+})";
+
+TEST(CpuExecutable, DevicesRunTogetherWithTheEvaluatorsCollectives) {
+  std::unique_ptr<ir::Module> module = ir::parse_module(kDevices);
+  std::mt19937_64 rng(5);
+  std::vector<std::vector<ir::Literal>> args(4);
+  std::vector<std::vector<const ir::Literal*>> device_args;
+  for (auto& a : args) a.push_back(random_literal(ir::Shape(ir::PrimitiveType::kF32, {16, 8}), rng));
+  for (const auto& a : args) device_args.push_back(pointers(a));
+  const std::vector<ir::Literal> want = ir::evaluate_spmd(*module, args);
+  const std::vector<std::vector<ir::Literal>> got = compile(*module)->run_devices(device_args);
+  ASSERT_EQ(got.size(), 4u);
+  for (size_t d = 0; d < 4; ++d) {
+    SCOPED_TRACE("device " + std::to_string(d));
+    expect_identical(got[d], want[d].elements());
+    EXPECT_EQ(got[d][2].get_as_int64(0), static_cast<int64_t>(d / 2));  // replica-id
+    EXPECT_EQ(got[d][3].get_as_int64(0), static_cast<int64_t>(d % 2));  // partition-id
+  }
+  EXPECT_THROW(compile(*module)->run_devices({device_args[0]}), Error);
+}
+
+TEST(CpuExecutable, DevicesThatMissACollectiveFailInsteadOfHanging) {
+  // Only replica 0 takes the branch with the all-reduce: replica 1 finishes without it.
+  std::unique_ptr<ir::Module> module = ir::parse_module(R"(HloModule mismatch, replica_count=2
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+reduce {
+  p = f32[4] parameter(0)
+  ROOT sum = f32[4] all-reduce(p), replica_groups={{0,1}}, to_apply=add
+}
+keep {
+  p = f32[4] parameter(0)
+  ROOT c = f32[4] copy(p)
+}
+ENTRY e {
+  x = f32[4] parameter(0)
+  id = u32[] replica-id()
+  zero = u32[] constant(0)
+  first = pred[] compare(id, zero), direction=EQ
+  ROOT r = f32[4] conditional(first, x, x), true_computation=reduce, false_computation=keep
+})");
+  const ir::Literal x(ir::Shape(ir::PrimitiveType::kF32, {4}));
+  try {
+    compile(*module)->run_devices({{&x}, {&x}});
+    ADD_FAILURE() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("mismatched collectives: device 0 at sum"), std::string::npos) << e.what();
   }
 }
 

@@ -1,5 +1,5 @@
 // The SPMD partitioner on every single-device case of the NumPy oracle: each case's
-// parameters (or its result) annotated with shardings over 2 and 4 partitions (even
+// parameters (or its result) annotated with shardings over 2, 4 and 8 partitions (even
 // splits, and splits that leave the last pieces padded), the
 // module partitioned, run on the pieces of random arguments and compared with the
 // unpartitioned module's reference evaluation (spmd_test_util.h).
@@ -48,6 +48,25 @@ int64_t first_divisible(const ir::Shape& shape, int64_t n, bool from_end) {
   return -1;
 }
 
+// Each parameter split n ways on its first dimension of 2 or more, whether n divides it
+// or not (the last pieces padded).
+void split_first_of_two_or_more(ir::Module& m, int64_t n) {
+  for (ir::Instruction* p : m.entry()->parameters()) {
+    const ir::Shape& shape = p->shape();
+    if (!shape.is_array()) continue;
+    for (int64_t d = 0; d < shape.rank(); ++d) {
+      if (shape.dim(d) < 2) continue;
+      ir::Sharding s;
+      s.kind = ir::Sharding::Kind::kTiled;
+      s.tile_dims.assign(static_cast<size_t>(shape.rank()), 1);
+      s.tile_dims[static_cast<size_t>(d)] = n;
+      for (int64_t k = 0; k < n; ++k) s.devices.push_back(k);
+      p->sharding() = s;
+      break;
+    }
+  }
+}
+
 struct Variant {
   const char* name;
   int64_t partitions;
@@ -69,22 +88,11 @@ const Variant kVariants[] = {
          p->sharding() = s;
        }
      }},
-    {"parameters split 4 ways on their first dimension of 2 or more, evenly or not", 4,
+    {"parameters split 4 ways on their first dimension of 2 or more, evenly or not", 4, split_first_of_two_or_more},
+    {"parameters split 8 ways on their first dimension of 2 or more, evenly or not", 8, split_first_of_two_or_more},
+    {"parameters split 2x4 over their first two dimensions", 8,
      [](ir::Module& m, int64_t n) {
-       for (ir::Instruction* p : m.entry()->parameters()) {
-         const ir::Shape& shape = p->shape();
-         if (!shape.is_array()) continue;
-         for (int64_t d = 0; d < shape.rank(); ++d) {
-           if (shape.dim(d) < 2) continue;
-           ir::Sharding s;
-           s.kind = ir::Sharding::Kind::kTiled;
-           s.tile_dims.assign(static_cast<size_t>(shape.rank()), 1);
-           s.tile_dims[static_cast<size_t>(d)] = n;
-           for (int64_t k = 0; k < n; ++k) s.devices.push_back(k);
-           p->sharding() = s;
-           break;
-         }
-       }
+       for (ir::Instruction* p : m.entry()->parameters()) p->sharding() = split(p->shape(), n, {{0, 2}, {1, 4}});
      }},
     {"the result split, the parameters replicated", 2,
      [](ir::Module& m, int64_t n) {
