@@ -81,6 +81,27 @@ std::optional<std::vector<int64_t>> gather_map(const ir::Instruction& i, int64_t
   return map;
 }
 
+// Scatter (one operand): the operand's dimensions that the indices never index, not
+// inserted and not batching, and that every update window covers whole, are result
+// dimensions, and the updates' window dimensions over them; the indices are never split.
+std::optional<std::vector<int64_t>> scatter_map(const ir::Instruction& i, int64_t k) {
+  if (i.operand_count() != 3) return std::nullopt;
+  const ir::ScatterDimNumbers& s = i.attrs().scatter_dims;
+  const ir::Shape& operand = i.operand(0)->shape();
+  const ir::Shape& updates = i.operand(2)->shape();
+  auto in_list = [](const std::vector<int64_t>& v, int64_t d) { return std::find(v.begin(), v.end(), d) != v.end(); };
+  std::vector<int64_t> map(static_cast<size_t>(i.operand(k)->shape().rank()), -1);
+  if (k == 1) return map;
+  size_t window = 0;
+  for (int64_t d = 0; d < operand.rank(); ++d) {
+    if (in_list(s.inserted_window_dims, d) || in_list(s.input_batching_dims, d)) continue;
+    const int64_t u = s.update_window_dims.at(window++);
+    if (in_list(s.scatter_dims_to_operand_dims, d) || updates.dim(u) != operand.dim(d)) continue;
+    map[static_cast<size_t>(k == 0 ? d : u)] = d;
+  }
+  return map;
+}
+
 // Convolution (one feature group, one batch group): the input's batch is the result's
 // batch, the kernel's output features the result's features.
 std::vector<int64_t> convolution_map(const ir::Instruction& i, int64_t k) {
@@ -104,6 +125,8 @@ bool operand_ignores_result_dim(const ir::Instruction& i, int64_t k, int64_t d) 
       return !in(i.attrs().dimensions, d);
     case Opcode::kGather:
       return k == 0 && !in(i.attrs().gather_dims.offset_dims, d);
+    case Opcode::kScatter:
+      return k == 1;  // the indices: the same along every window dimension
     case Opcode::kConvolution: {
       const ir::ConvDimNumbers& c = i.attrs().conv_dims;
       if (i.attrs().feature_group_count != 1 || i.attrs().batch_group_count != 1) return false;
@@ -167,6 +190,8 @@ std::optional<std::vector<int64_t>> operand_dims_in_result(const ir::Instruction
       return map;
     case Opcode::kGather:
       return gather_map(i, k);
+    case Opcode::kScatter:
+      return scatter_map(i, k);
     case Opcode::kConvolution:
       return convolution_map(i, k);
     case Opcode::kDynamicSlice:

@@ -470,6 +470,7 @@ class Partitioner {
       if (i.opcode() == Opcode::kDot) h = partition_dot(i, want);
       if (!h && i.opcode() == Opcode::kReduce) h = partition_reduce(i, want);
       if (!h && i.opcode() == Opcode::kGather) h = partition_row_gather(i);
+      if (!h && i.opcode() == Opcode::kScatter) h = partition_row_scatter(i);
       if (!h) h = partition_shift(i, want);
       if (!h) h = partition_on_pieces(i, want);
       if (h) {
@@ -897,6 +898,39 @@ class Partitioner {
     Instruction* masked = add(Opcode::kSelect, result, {keep, rows_found, zero}, i.name());
     return Held{all_reduce(masked, t.groups_along({0}), adder(result.type())),
                 Layout{Tiling::replicated(result.rank(), devices_), {}}};
+  }
+
+  // A scatter into a table split by rows (a vocabulary-parallel embedding's gradient):
+  // each device scatters into its rows with the indices made local to them; updates for
+  // other devices' rows fall outside its piece, and scatter skips windows out of bounds,
+  // as it skips them in the whole table. The simple form only: scalar row indices into
+  // a table whose first dimension alone is split, evenly, whole rows updated.
+  std::optional<Held> partition_row_scatter(const Instruction& i) {
+    if (i.operand_count() != 3) return std::nullopt;
+    const Instruction& table = *i.operand(0);
+    const Instruction& indices = *i.operand(1);
+    const Instruction& updates = *i.operand(2);
+    const ir::ScatterDimNumbers& sd = i.attrs().scatter_dims;
+    const Tiling& t = *held_.at(&table).layout.array;
+    const Shape& ts = table.shape();
+    const Shape& is = indices.shape();
+    if (t.tiles(0) == 1 || t.pieces() != t.tiles(0) || ts.dim(0) % t.tiles(0) != 0) return std::nullopt;
+    if (sd.inserted_window_dims != std::vector<int64_t>{0} || sd.scatter_dims_to_operand_dims != std::vector<int64_t>{0} ||
+        !sd.input_batching_dims.empty() || sd.index_vector_dim != is.rank() || !ir::is_integral(is.type()))
+      return std::nullopt;
+    for (size_t j = 0; j < sd.update_window_dims.size(); ++j)
+      if (updates.shape().dim(sd.update_window_dims[j]) != ts.dim(static_cast<int64_t>(j) + 1)) return std::nullopt;
+    const int64_t rows = ts.dim(0) / t.tiles(0);
+    std::vector<int64_t> first_rows;
+    for (int64_t p = 0; p < devices_; ++p) first_rows.push_back(t.position(p)[0] * rows);
+    Instruction* first = per_partition(first_rows);
+    if (is.type() != ir::PrimitiveType::kS32) first = add(Opcode::kConvert, Shape::scalar(is.type()), {first}, "first");
+    const Shape ishape(is.type(), is.dims());
+    Instruction* spread = add(Opcode::kBroadcast, ishape, {first}, "first");
+    spread->attrs().dimensions = {};
+    Instruction* local = add(Opcode::kSubtract, ishape, {replicate(indices).hlo, spread}, "local");
+    Instruction* c = clone(i, held_.at(&table).hlo->shape(), {held_.at(&table).hlo, local, replicate(updates).hlo});
+    return Held{c, Layout{t, {}}};
   }
 
   // A reduce over split dimensions: each device reduces its piece, an all-reduce with

@@ -703,6 +703,39 @@ ENTRY e {
   EXPECT_EQ(count(*m, Opcode::kAllReduce), 1);
 }
 
+TEST(SpmdPartitioner, EmbeddingGradientsScatterIntoTheirPieces) {
+  // The gradient of an embedding table: scatter-add of the looked-up rows' gradients,
+  // with duplicate and out-of-range indices (skipped, as scatter skips them). Split by
+  // columns (FSDP or tensor parallel), each device scatters its columns; split by rows
+  // (vocabulary parallel), each device scatters into its rows with indices made local.
+  // Nothing moves between devices either way.
+  const std::string scatter = R"(HloModule grad, num_partitions=4
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY e {
+  g = f32[6,16] parameter(0)UPDATES
+  zero = f32[] constant(0)
+  table = f32[32,16] broadcast(zero), dimensions={}TABLE
+  idx = s32[6] constant({3, 31, 3, -1, 40, 17})
+  ROOT grad = f32[32,16] scatter(table, idx, g), update_window_dims={1}, inserted_window_dims={0},
+      scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=addTABLE
+})";
+  for (const auto& [updates, table] : std::vector<std::pair<std::string, std::string>>{
+           {", sharding={devices=[1,4]<=[4]}", ""}, {"", ", sharding={devices=[4,1]<=[4]}"}}) {
+    std::string text = scatter;
+    text.replace(text.find("UPDATES"), 7, updates);
+    text.replace(text.find("TABLE"), 5, table);
+    text.replace(text.find("TABLE"), 5, table);  // the result split as the table
+    auto m = check_partitioned(text, 4);
+    ASSERT_TRUE(m);
+    EXPECT_EQ(collectives(*m), 0) << ir::print_module(*m);
+    EXPECT_EQ(find_opcode(*m, Opcode::kScatter)->shape().to_string(false), updates.empty() ? "f32[8,16]" : "f32[32,4]");
+  }
+}
+
 TEST(SpmdPartitioner, ManualRegionsRunAsWritten) {
   // JAX's shard_map: each device negates its rows and sums them with every other
   // device's (an all-reduce written by hand), then the pieces make a whole again.
