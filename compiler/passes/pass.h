@@ -71,6 +71,13 @@ std::unique_ptr<Pass> make_async_collectives_to_sync();
 // needing another's result, become one all-reduce of them all (a tuple; XLA's
 // AllReduceCombiner). Not in the default pipeline: spmd_partition runs it.
 std::unique_ptr<Pass> make_all_reduce_combiner();
+// All-gathers (and reduce-scatters) of one array each with the same groups (reducer)
+// and element type, none needing another's result, become one all-gather (reduce-
+// scatter) of their data laid out device-major and concatenated, up to 4 MiB (XLA's
+// AllGatherCombiner, ReduceScatterCombiner). Not in the default pipeline:
+// spmd_partition runs them (FSDP's weight gathers and gradient reduce-scatters).
+std::unique_ptr<Pass> make_all_gather_combiner();
+std::unique_ptr<Pass> make_reduce_scatter_combiner();
 
 // SPMD (spmd/): for a module of num_partitions > 1 whose instructions may carry
 // shardings. Propagation gives every entry instruction a sharding (user shardings win;

@@ -988,6 +988,8 @@ void spmd_partition(ir::Module& module, int64_t partitions) {
   pipeline.add(make_sharding_propagation())
       .add(make_spmd_partitioner())
       .add(make_all_reduce_combiner())
+      .add(make_all_gather_combiner())
+      .add(make_reduce_scatter_combiner())
       .add(make_dce())
       .verify_each(true);
   pipeline.run(module);
