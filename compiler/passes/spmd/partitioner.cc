@@ -165,13 +165,36 @@ class Partitioner {
     return add(Opcode::kReshape, Shape::scalar(ir::PrimitiveType::kS32), {one}, "offset");
   }
 
+  // c, added for the instruction being partitioned, carries its metadata (its name where
+  // it has none), so that profiles attribute c to it.
+  void attribute(Instruction* c) {
+    if (current_ == nullptr) return;
+    c->metadata() = current_->metadata();
+    if (c->metadata().op_name.empty()) c->metadata().op_name = current_->name();
+  }
+
+  // `scalar` broadcast to `shape`.
+  Instruction* splat(Instruction* scalar, const Shape& shape) {
+    Instruction* b = add(Opcode::kBroadcast, shape, {scalar}, scalar->name());
+    b->attrs().dimensions = {};
+    return b;
+  }
+
+  // The first row of this partition's piece of a table split by rows under t (`rows`
+  // each), as a scalar of `type`.
+  Instruction* first_row(const Tiling& t, int64_t rows, ir::PrimitiveType type) {
+    std::vector<int64_t> first;
+    for (int64_t p = 0; p < devices_; ++p) first.push_back(t.position(p)[0] * rows);
+    Instruction* f = per_partition(first);
+    return type == ir::PrimitiveType::kS32 ? f : add(Opcode::kConvert, Shape::scalar(type), {f}, "first");
+  }
+
   // Groups of partitions, as XLA's partitioner writes them: a channel_id and global
   // device ids (replica * partitions + partition), the same groups in every replica.
   // Collectives carry the metadata of the instruction that needed them, so that profiles
   // attribute them to it.
   void collective_attrs(Instruction* c, const std::vector<std::vector<int64_t>>& partitions) {
-    if (current_ != nullptr) c->metadata() = current_->metadata();
-    if (current_ != nullptr && c->metadata().op_name.empty()) c->metadata().op_name = current_->name();
+    attribute(c);
     ir::ReplicaGroups groups;
     for (int64_t replica = 0; replica < module_.replica_count; ++replica)
       for (const std::vector<int64_t>& g : partitions) {
@@ -601,8 +624,7 @@ class Partitioner {
       for (const std::vector<int64_t>& g : t.groups_along({d}))
         for (size_t j = 0; j + 1 < g.size(); ++j)
           moved->attrs().source_target_pairs.emplace_back(forward ? g[j] : g[j + 1], forward ? g[j + 1] : g[j]);
-      if (current_ != nullptr) moved->metadata() = current_->metadata();
-      if (current_ != nullptr && moved->metadata().op_name.empty()) moved->metadata().op_name = current_->name();
+      attribute(moved);
       moved->attrs().channel_id = next_channel_++;
       return moved;
     };
@@ -639,11 +661,6 @@ class Partitioner {
     const Shape index(ir::PrimitiveType::kS32, x->shape().dims());
     Instruction* iota = add(Opcode::kIota, index, {}, "position");
     iota->attrs().iota_dimension = d;
-    auto splat = [&](Instruction* scalar, const Shape& shape) {
-      Instruction* b = add(Opcode::kBroadcast, shape, {scalar}, scalar->name());
-      b->attrs().dimensions = {};
-      return b;
-    };
     Instruction* where = add(Opcode::kAdd, index, {iota, splat(per_partition(lo), index)}, "position");
     const Shape pred(ir::PrimitiveType::kPred, x->shape().dims());
     auto compare = [&](int64_t bound, ir::ComparisonDirection direction) {
@@ -699,7 +716,8 @@ class Partitioner {
     const Shape piece = ir::shard_shape(i.shape(), want.sharding());
     for (int64_t d : shifted) {
       const int64_t m = piece.dim(d);
-      const int64_t shift = pad ? -i.attrs().padding[static_cast<size_t>(d)].low : i.attrs().slice[static_cast<size_t>(d)].start;
+      const auto k = static_cast<size_t>(d);
+      const int64_t shift = pad ? -i.attrs().padding[k].low : i.attrs().slice[k].start;
       std::vector<int64_t> lo;
       for (int64_t p = 0; p < devices_; ++p) lo.push_back(want.position(p)[static_cast<size_t>(d)] * m + shift);
       const auto w = window(x, want, d, o.shape().dim(d), lo, m, fill);
@@ -863,27 +881,18 @@ class Partitioner {
     Instruction* piece = held_.at(&table).hlo;
     Instruction* idx = replicate(indices).hlo;
     const Shape ishape(is.type(), is.dims());
-    auto scalar = [&](int64_t v) { return constant(ir::Literal::scalar(is.type(), v), "bound"); };
-    auto splat = [&](Instruction* x) {
-      Instruction* b = add(Opcode::kBroadcast, ishape, {x}, x->name());
-      b->attrs().dimensions = {};
-      return b;
-    };
+    auto bound = [&](int64_t v) { return splat(constant(ir::Literal::scalar(is.type(), v), "bound"), ishape); };
     // Global indices clamped into the table, then made local to this device's rows.
-    Instruction* low = splat(scalar(0));
-    Instruction* clamped = add(Opcode::kClamp, ishape, {low, idx, splat(scalar(ts.dim(0) - 1))}, "index");
-    std::vector<int64_t> first_rows;
-    for (int64_t p = 0; p < devices_; ++p) first_rows.push_back(t.position(p)[0] * rows);
-    Instruction* first = per_partition(first_rows);
-    if (is.type() != ir::PrimitiveType::kS32) first = add(Opcode::kConvert, Shape::scalar(is.type()), {first}, "first");
-    Instruction* local = add(Opcode::kSubtract, ishape, {clamped, splat(first)}, "local");
+    Instruction* low = bound(0);
+    Instruction* clamped = add(Opcode::kClamp, ishape, {low, idx, bound(ts.dim(0) - 1)}, "index");
+    Instruction* local = add(Opcode::kSubtract, ishape, {clamped, splat(first_row(t, rows, is.type()), ishape)}, "local");
     const Shape pred(ir::PrimitiveType::kPred, is.dims());
     Instruction* above = add(Opcode::kCompare, pred, {local, low}, "mine");
     above->attrs().direction = ir::ComparisonDirection::kGe;
-    Instruction* below = add(Opcode::kCompare, pred, {local, splat(scalar(rows))}, "mine");
+    Instruction* below = add(Opcode::kCompare, pred, {local, bound(rows)}, "mine");
     below->attrs().direction = ir::ComparisonDirection::kLt;
     Instruction* mine = add(Opcode::kAnd, pred, {above, below}, "mine");
-    Instruction* safe = add(Opcode::kClamp, ishape, {low, local, splat(scalar(rows - 1))}, "local");
+    Instruction* safe = add(Opcode::kClamp, ishape, {low, local, bound(rows - 1)}, "local");
     Instruction* rows_found = clone(i, i.shape(), {piece, safe});
     // Zero where the row is another device's.
     Shape result(i.shape().type(), i.shape().dims());
@@ -892,9 +901,7 @@ class Partitioner {
       if (std::find(g.offset_dims.begin(), g.offset_dims.end(), d) == g.offset_dims.end()) batch.push_back(d);
     Instruction* keep = add(Opcode::kBroadcast, Shape(ir::PrimitiveType::kPred, result.dims()), {mine}, "mine");
     keep->attrs().dimensions = batch;
-    Instruction* zero = add(Opcode::kBroadcast, result, {constant(ir::Literal(Shape::scalar(result.type())), "zero")},
-                            "zero");
-    zero->attrs().dimensions = {};
+    Instruction* zero = splat(constant(ir::Literal(Shape::scalar(result.type())), "zero"), result);
     Instruction* masked = add(Opcode::kSelect, result, {keep, rows_found, zero}, i.name());
     return Held{all_reduce(masked, t.groups_along({0}), adder(result.type())),
                 Layout{Tiling::replicated(result.rank(), devices_), {}}};
@@ -915,21 +922,17 @@ class Partitioner {
     const Shape& ts = table.shape();
     const Shape& is = indices.shape();
     if (t.tiles(0) == 1 || t.pieces() != t.tiles(0) || ts.dim(0) % t.tiles(0) != 0) return std::nullopt;
-    if (sd.inserted_window_dims != std::vector<int64_t>{0} || sd.scatter_dims_to_operand_dims != std::vector<int64_t>{0} ||
+    const std::vector<int64_t> rows_only{0};
+    if (sd.inserted_window_dims != rows_only || sd.scatter_dims_to_operand_dims != rows_only ||
         !sd.input_batching_dims.empty() || sd.index_vector_dim != is.rank() || !ir::is_integral(is.type()))
       return std::nullopt;
     for (size_t j = 0; j < sd.update_window_dims.size(); ++j)
       if (updates.shape().dim(sd.update_window_dims[j]) != ts.dim(static_cast<int64_t>(j) + 1)) return std::nullopt;
-    const int64_t rows = ts.dim(0) / t.tiles(0);
-    std::vector<int64_t> first_rows;
-    for (int64_t p = 0; p < devices_; ++p) first_rows.push_back(t.position(p)[0] * rows);
-    Instruction* first = per_partition(first_rows);
-    if (is.type() != ir::PrimitiveType::kS32) first = add(Opcode::kConvert, Shape::scalar(is.type()), {first}, "first");
     const Shape ishape(is.type(), is.dims());
-    Instruction* spread = add(Opcode::kBroadcast, ishape, {first}, "first");
-    spread->attrs().dimensions = {};
-    Instruction* local = add(Opcode::kSubtract, ishape, {replicate(indices).hlo, spread}, "local");
-    Instruction* c = clone(i, held_.at(&table).hlo->shape(), {held_.at(&table).hlo, local, replicate(updates).hlo});
+    Instruction* first = splat(first_row(t, ts.dim(0) / t.tiles(0), is.type()), ishape);
+    Instruction* local = add(Opcode::kSubtract, ishape, {replicate(indices).hlo, first}, "local");
+    Instruction* piece = held_.at(&table).hlo;
+    Instruction* c = clone(i, piece->shape(), {piece, local, replicate(updates).hlo});
     return Held{c, Layout{t, {}}};
   }
 

@@ -56,10 +56,9 @@ void leaves_of(const Shape& s, const ir::Sharding& sharding, std::vector<std::pa
     out.emplace_back(s, sharding.kind == ir::Sharding::Kind::kTuple ? ir::Sharding{} : sharding);
     return;
   }
+  const bool tuple = sharding.kind == ir::Sharding::Kind::kTuple;
   for (int64_t e = 0; e < s.tuple_size(); ++e)
-    leaves_of(s.element(e),
-              sharding.kind == ir::Sharding::Kind::kTuple ? sharding.tuple_elements.at(static_cast<size_t>(e)) : sharding,
-              out);
+    leaves_of(s.element(e), tuple ? sharding.tuple_elements.at(static_cast<size_t>(e)) : sharding, out);
 }
 
 // An instruction's leaf.
