@@ -458,6 +458,7 @@ int run(const RunOptions& options) {
   const int64_t spmd = options.partitions ? options.partitions : options.spmd ? module->num_partitions : 0;
   std::vector<ir::Literal> whole_args;
   const ir::Shape whole_result = module->entry()->root()->shape();
+  if (!spmd && !options.save_partitioned.empty()) fail("--save-partitioned needs --partitions N or --spmd");
   if (spmd) {
     if (options.replicas > 1) fail("--partitions runs one replica; drop --replicas");
     if (pod && spmd > pod->chips())

@@ -507,7 +507,9 @@ std::vector<Literal> evaluate_spmd(const Module& module, const std::vector<std::
   for (size_t d = 0; d < devices; ++d)
     check_arguments(entry, arguments[d], device_prefix(grid, static_cast<int64_t>(d)));
   std::vector<Literal> results(devices);
-  run_on_devices(grid, [&](int64_t d) { results[static_cast<size_t>(d)] = evaluate(module, arguments[static_cast<size_t>(d)]); });
+  run_on_devices(grid, [&](int64_t d) {
+    results[static_cast<size_t>(d)] = evaluate(module, arguments[static_cast<size_t>(d)]);
+  });
   return results;
 }
 
