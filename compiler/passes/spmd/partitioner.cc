@@ -10,12 +10,17 @@
 // over split contracting dimensions summed by an all-reduce (a reduce-scatter where the
 // result is to be split over the same devices); a reduce over a split dimension reduces
 // its pieces and sums them the same way (when the init value is the reducer's
-// identity). Everything else runs on whole operands and is cut to its sharding.
+// identity). A slice or pad that shifts a split dimension takes its neighbours' edges
+// (halos.h); lookups and scatters into a table split by rows use local indices. While
+// loops, calls and conditionals run on pieces: their computations are partitioned for
+// the layouts of the values they take (a loop's state keeps one layout all round).
+// Everything else runs on whole operands and is cut to its sharding.
 //
 // Resharding moves as little as it can: a split that moves from one dimension to another
 // over the same devices is one all-to-all; otherwise it gathers the split dimensions
 // that stop a device's new piece from lying inside its current one (all-gathers), then
-// slices, with each device's offsets read from a table indexed by partition-id. Collectives carry a channel_id and global device ids, as XLA's do.
+// slices, with each device's offsets read from a table indexed by partition-id.
+// Collectives carry a channel_id and global device ids, as XLA's do (emitter.h).
 //
 // The entry's parameters and result keep their shardings, so that callers know which
 // piece each device passes and returns (ir::shard_literal / unshard_literal). A split
@@ -37,6 +42,8 @@
 #include "compiler/passes/pass.h"
 #include "compiler/passes/pass_util.h"
 #include "compiler/passes/spmd/dim_maps.h"
+#include "compiler/passes/spmd/emitter.h"
+#include "compiler/passes/spmd/halos.h"
 #include "compiler/passes/spmd/reshard_plan.h"
 #include "compiler/passes/spmd/tiling.h"
 
@@ -97,13 +104,9 @@ Shape piece_shape(const Shape& whole, const Layout& l) {
   return Shape::tuple(std::move(elements));
 }
 
-class Partitioner {
+class Partitioner : public spmd::Emitter {
  public:
-  Partitioner(ir::Module& module, int64_t devices) : module_(module), devices_(devices) {
-    for (const auto& c : module.computations())
-      for (const auto& i : c->instructions())
-        if (i->attrs().channel_id) next_channel_ = std::max(next_channel_, *i->attrs().channel_id + 1);
-  }
+  using Emitter::Emitter;
 
   void run() {
     ir::Computation& old = *module_.entry();
@@ -135,75 +138,6 @@ class Partitioner {
       at = &at->element(i);
     }
     return at;
-  }
-
-  Instruction* add(Opcode op, Shape shape, std::vector<Instruction*> operands, std::string_view name) {
-    auto i = std::make_unique<Instruction>(out_->unique_name(name), op, std::move(shape));
-    i->set_operands(std::move(operands));
-    return out_->add(std::move(i));
-  }
-
-  Instruction* constant(ir::Literal value, std::string_view name) {
-    Instruction* c = add(Opcode::kConstant, value.shape(), {}, name);
-    c->attrs().literal = std::move(value);
-    return c;
-  }
-
-  // This partition's entry of `values` (one per partition), as an s32 scalar.
-  Instruction* per_partition(const std::vector<int64_t>& values) {
-    const bool same = std::all_of(values.begin(), values.end(), [&](int64_t v) { return v == values[0]; });
-    if (same) return constant(ir::Literal::scalar(ir::PrimitiveType::kS32, values[0]), "offset");
-    if (!partition_) {
-      Instruction* id = add(Opcode::kPartitionId, Shape::scalar(ir::PrimitiveType::kU32), {}, "partition");
-      partition_ = add(Opcode::kConvert, Shape::scalar(ir::PrimitiveType::kS32), {id}, "partition");
-    }
-    ir::Literal table(Shape(ir::PrimitiveType::kS32, {devices_}));
-    for (int64_t p = 0; p < devices_; ++p) table.set_from_int64(p, values[static_cast<size_t>(p)]);
-    Instruction* t = constant(std::move(table), "offsets");
-    Instruction* one = add(Opcode::kDynamicSlice, Shape(ir::PrimitiveType::kS32, {1}), {t, partition_}, "offset");
-    one->attrs().dynamic_slice_sizes = {1};
-    return add(Opcode::kReshape, Shape::scalar(ir::PrimitiveType::kS32), {one}, "offset");
-  }
-
-  // c, added for the instruction being partitioned, carries its metadata (its name where
-  // it has none), so that profiles attribute c to it.
-  void attribute(Instruction* c) {
-    if (current_ == nullptr) return;
-    c->metadata() = current_->metadata();
-    if (c->metadata().op_name.empty()) c->metadata().op_name = current_->name();
-  }
-
-  // `scalar` broadcast to `shape`.
-  Instruction* splat(Instruction* scalar, const Shape& shape) {
-    Instruction* b = add(Opcode::kBroadcast, shape, {scalar}, scalar->name());
-    b->attrs().dimensions = {};
-    return b;
-  }
-
-  // The first row of this partition's piece of a table split by rows under t (`rows`
-  // each), as a scalar of `type`.
-  Instruction* first_row(const Tiling& t, int64_t rows, ir::PrimitiveType type) {
-    std::vector<int64_t> first;
-    for (int64_t p = 0; p < devices_; ++p) first.push_back(t.position(p)[0] * rows);
-    Instruction* f = per_partition(first);
-    return type == ir::PrimitiveType::kS32 ? f : add(Opcode::kConvert, Shape::scalar(type), {f}, "first");
-  }
-
-  // Groups of partitions, as XLA's partitioner writes them: a channel_id and global
-  // device ids (replica * partitions + partition), the same groups in every replica.
-  // Collectives carry the metadata of the instruction that needed them, so that profiles
-  // attribute them to it.
-  void collective_attrs(Instruction* c, const std::vector<std::vector<int64_t>>& partitions) {
-    attribute(c);
-    ir::ReplicaGroups groups;
-    for (int64_t replica = 0; replica < module_.replica_count; ++replica)
-      for (const std::vector<int64_t>& g : partitions) {
-        std::vector<int64_t>& ids = groups.groups.emplace_back();
-        for (int64_t p : g) ids.push_back(replica * devices_ + p);
-      }
-    c->attrs().replica_groups = std::move(groups);
-    c->attrs().channel_id = next_channel_++;
-    c->attrs().use_global_device_ids = true;
   }
 
   Instruction* all_gather(Instruction* x, const Tiling& t, int64_t d) {
@@ -594,103 +528,6 @@ class Partitioner {
     return Held{c, Layout{run, {}}};
   }
 
-  // x (pieces under tiling t, dimension d split; the whole value has `size` elements
-  // there) with dimension d replaced on each device p by its window [lo[p], lo[p] + w) of
-  // the whole value: its own piece with halos from its neighbours along d (the edges they
-  // send it by collective-permute), cut at a per-device offset. Positions outside the
-  // value hold `fill` where it is given (else whatever the halo or padding held). nullopt
-  // where a window reaches past a neighbour's piece.
-  std::optional<Instruction*> window(Instruction* x, const Tiling& t, int64_t d, int64_t size,
-                                     const std::vector<int64_t>& lo, int64_t w, Instruction* fill) {
-    const int64_t n = x->shape().dim(d);
-    int64_t left = 0, right = 0;  // halo widths
-    std::vector<int64_t> offsets;
-    for (int64_t p = 0; p < devices_; ++p) {
-      const int64_t start = t.position(p)[static_cast<size_t>(d)] * n;
-      left = std::max(left, start - lo[static_cast<size_t>(p)]);
-      right = std::max(right, lo[static_cast<size_t>(p)] + w - (start + n));
-    }
-    if (left > n || right > n) return std::nullopt;
-    for (int64_t p = 0; p < devices_; ++p)
-      offsets.push_back(lo[static_cast<size_t>(p)] - (t.position(p)[static_cast<size_t>(d)] * n - left));
-    // Each group along d passes an edge to the next (or previous) device in it.
-    auto halo = [&](int64_t from, int64_t width, bool forward) {
-      Shape shape = x->shape();
-      shape.mutable_dims()[static_cast<size_t>(d)] = width;
-      Instruction* edge = add(Opcode::kSlice, shape, {x}, "halo");
-      for (int64_t k = 0; k < shape.rank(); ++k)
-        edge->attrs().slice.push_back({k == d ? from : 0, k == d ? from + width : shape.dim(k), 1});
-      Instruction* moved = add(Opcode::kCollectivePermute, shape, {edge}, "halo");
-      for (const std::vector<int64_t>& g : t.groups_along({d}))
-        for (size_t j = 0; j + 1 < g.size(); ++j)
-          moved->attrs().source_target_pairs.emplace_back(forward ? g[j] : g[j + 1], forward ? g[j + 1] : g[j]);
-      attribute(moved);
-      moved->attrs().channel_id = next_channel_++;
-      return moved;
-    };
-    std::vector<Instruction*> parts;
-    if (left > 0) parts.push_back(halo(n - left, left, true));
-    parts.push_back(x);
-    if (right > 0) parts.push_back(halo(0, right, false));
-    Instruction* ext = x;
-    if (parts.size() > 1) {
-      Shape shape = x->shape();
-      shape.mutable_dims()[static_cast<size_t>(d)] = left + n + right;
-      ext = add(Opcode::kConcatenate, shape, std::move(parts), x->name());
-      ext->attrs().dimensions = {d};
-    }
-    Shape piece = x->shape();
-    piece.mutable_dims()[static_cast<size_t>(d)] = w;
-    Instruction* cut = x;  // where every window is the device's own piece
-    if (ext != x || w != n || std::any_of(offsets.begin(), offsets.end(), [](int64_t o) { return o != 0; })) {
-      std::vector<Instruction*> operands{ext};
-      for (int64_t k = 0; k < piece.rank(); ++k)
-        operands.push_back(k == d ? per_partition(offsets)
-                                  : constant(ir::Literal::scalar(ir::PrimitiveType::kS32, 0), "offset"));
-      cut = add(Opcode::kDynamicSlice, piece, std::move(operands), x->name());
-      cut->attrs().dynamic_slice_sizes = piece.dims();
-    }
-    if (!fill) return cut;
-    return keep_inside(cut, d, lo, size, fill);
-  }
-
-  // x where its dimension d, which on device p holds positions [lo[p], ...) of a value
-  // with `size` of them, holds positions of the value; `fill` (a scalar) elsewhere.
-  Instruction* keep_inside(Instruction* x, int64_t d, const std::vector<int64_t>& lo, int64_t size,
-                           Instruction* fill) {
-    const Shape index(ir::PrimitiveType::kS32, x->shape().dims());
-    Instruction* iota = add(Opcode::kIota, index, {}, "position");
-    iota->attrs().iota_dimension = d;
-    Instruction* where = add(Opcode::kAdd, index, {iota, splat(per_partition(lo), index)}, "position");
-    const Shape pred(ir::PrimitiveType::kPred, x->shape().dims());
-    auto compare = [&](int64_t bound, ir::ComparisonDirection direction) {
-      Instruction* b = constant(ir::Literal::scalar(ir::PrimitiveType::kS32, bound), "bound");
-      Instruction* c = add(Opcode::kCompare, pred, {where, splat(b, index)}, "inside");
-      c->attrs().direction = direction;
-      return c;
-    };
-    Instruction* inside = add(Opcode::kAnd, pred,
-                              {compare(0, ir::ComparisonDirection::kGe), compare(size, ir::ComparisonDirection::kLt)},
-                              "inside");
-    Shape values = x->shape();
-    values.clear_layout();
-    return add(Opcode::kSelect, values, {inside, x, splat(fill, values)}, x->name());
-  }
-
-  // x, pieces of `whole` under t, with the padding of uneven splits along `dims` set to
-  // `fill` (a scalar: the reducer's identity), so that partial sums over them leave it
-  // out whatever it held.
-  Instruction* mask_padding(Instruction* x, const Tiling& t, const Shape& whole, const std::vector<int64_t>& dims,
-                            Instruction* fill) {
-    for (int64_t d : dims) {
-      if (whole.dim(d) % t.tiles(d) == 0) continue;
-      std::vector<int64_t> lo;
-      for (int64_t p = 0; p < devices_; ++p) lo.push_back(t.position(p)[static_cast<size_t>(d)] * x->shape().dim(d));
-      x = keep_inside(x, d, lo, whole.dim(d), fill);
-    }
-    return x;
-  }
-
   // A slice (stride 1) or pad (no interior padding) that shifts a dimension split in its
   // result runs on pieces: its operand split like the result, each device takes the
   // window of the operand its piece of the result reads (halos from its neighbours; a
@@ -720,7 +557,7 @@ class Partitioner {
       const int64_t shift = pad ? -i.attrs().padding[k].low : i.attrs().slice[k].start;
       std::vector<int64_t> lo;
       for (int64_t p = 0; p < devices_; ++p) lo.push_back(want.position(p)[static_cast<size_t>(d)] * m + shift);
-      const auto w = window(x, want, d, o.shape().dim(d), lo, m, fill);
+      const auto w = spmd::window(*this, x, want, d, o.shape().dim(d), lo, m, fill);
       if (!w) return std::nullopt;
       x = *w;
     }
@@ -815,8 +652,8 @@ class Partitioner {
     if (!best.partial.empty()) {
       // The padding of uneven pieces must not join the partial products: zeros.
       auto zero = [&](const Instruction& o) { return constant(ir::Literal(Shape::scalar(o.shape().type())), "zero"); };
-      l = mask_padding(l, best.lhs, lhs.shape(), dn.lhs_contracting, zero(lhs));
-      r = mask_padding(r, best.rhs, rhs.shape(), dn.rhs_contracting, zero(rhs));
+      l = spmd::mask_padding(*this, l, best.lhs, lhs.shape(), dn.lhs_contracting, zero(lhs));
+      r = spmd::mask_padding(*this, r, best.rhs, rhs.shape(), dn.rhs_contracting, zero(rhs));
     }
     Instruction* dot = clone(i, ir::shard_shape(i.shape(), best.result.sharding()), {l, r});
     if (best.partial.empty()) return Held{dot, Layout{best.result, {}}};
@@ -951,19 +788,13 @@ class Partitioner {
     const Tiling result = t.remap(spmd::invert(map, i.shape().rank()));
     Instruction* init = replicate(*i.operand(1)).hlo;
     // The padding of uneven pieces must not join the sums: it becomes the identity.
-    Instruction* piece = mask_padding(held_.at(&operand).hlo, t, operand.shape(), split, init);
+    Instruction* piece = spmd::mask_padding(*this, held_.at(&operand).hlo, t, operand.shape(), split, init);
     Instruction* r = clone(i, ir::shard_shape(i.shape(), result.sharding()), {piece, init});
     return sum_partials(r, result, t.groups_along(split), i.called(0), want, i.shape());
   }
 
-  ir::Module& module_;
-  int64_t devices_;
-  ir::Computation* out_ = nullptr;
   std::unordered_map<const Instruction*, Held> held_;
   std::map<ir::PrimitiveType, ir::Computation*> adders_;
-  Instruction* partition_ = nullptr;
-  const Instruction* current_ = nullptr;  // the instruction being partitioned
-  int64_t next_channel_ = 1;
 };
 
 class SpmdPartitioner final : public Pass {
