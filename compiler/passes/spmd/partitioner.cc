@@ -429,6 +429,7 @@ class Partitioner : public spmd::Emitter {
       if (!h && i.opcode() == Opcode::kGather) h = partition_row_gather(i);
       if (!h && i.opcode() == Opcode::kScatter) h = partition_row_scatter(i);
       if (!h) h = partition_shift(i, want);
+      if (!h && i.opcode() == Opcode::kConcatenate) h = partition_concatenate(i, want);
       if (!h) h = partition_on_pieces(i, want);
       if (h) {
         held_[&i] = reshard(*h, want, i.shape());
@@ -579,6 +580,74 @@ class Partitioner : public spmd::Emitter {
         c->attrs().slice[static_cast<size_t>(d)] = {0, piece.dim(d), 1};
     }
     return Held{c, Layout{want, {}}};
+  }
+
+  // A concatenate along a split dimension runs on pieces: each device's piece of the
+  // result is a window of positions, which it takes from each operand split the same way
+  // (halos from its neighbours; an operand whose window reaches further, a small one
+  // appended, is gathered and the window cut from it) and picks by position.
+  std::optional<Held> partition_concatenate(const Instruction& i, const Tiling& want) {
+    const int64_t d = i.attrs().dimensions.at(0);
+    if (want.tiles(d) == 1) return std::nullopt;
+    const Shape piece = ir::shard_shape(i.shape(), want.sharding());
+    const int64_t m = piece.dim(d);
+    std::vector<int64_t> start;  // of each device's piece of the result
+    for (int64_t p = 0; p < devices_; ++p) start.push_back(want.position(p)[static_cast<size_t>(d)] * m);
+    Instruction* result = nullptr;
+    int64_t offset = 0;
+    for (const Instruction* o : i.operands()) {
+      const int64_t size = o->shape().dim(d);
+      // Where a device's window misses this operand, any window will do: its own piece.
+      const int64_t n = ir::shard_shape(o->shape(), want.sharding()).dim(d);
+      std::vector<int64_t> lo;
+      for (int64_t p = 0; p < devices_; ++p) {
+        const int64_t at = start[static_cast<size_t>(p)] - offset;
+        lo.push_back(at + m <= 0 || at >= size ? want.position(p)[static_cast<size_t>(d)] * n : at);
+      }
+      std::optional<Instruction*> w = spmd::window(*this, reshard(held_.at(o), want, o->shape()).hlo, want, d,
+                                                   size, lo, m, nullptr);
+      if (!w) {
+        // The whole operand, m zeros either side, cut at each device's window.
+        Instruction* whole = replicate(*o).hlo;
+        Shape padded = whole->shape();
+        padded.mutable_dims()[static_cast<size_t>(d)] += 2 * m;
+        std::vector<ir::PadDim> padding(static_cast<size_t>(padded.rank()));
+        padding[static_cast<size_t>(d)] = {m, m, 0};
+        Instruction* ext = add(Opcode::kPad, padded, {whole, constant(ir::Literal(Shape::scalar(o->shape().type())), "zero")},
+                               o->name());
+        ext->attrs().padding = padding;
+        std::vector<int64_t> at;
+        for (int64_t p = 0; p < devices_; ++p)
+          at.push_back(std::clamp<int64_t>(start[static_cast<size_t>(p)] - offset, -m, size) + m);
+        Shape cut = o->shape();
+        cut.clear_layout();
+        cut.mutable_dims()[static_cast<size_t>(d)] = m;
+        std::vector<Instruction*> operands{ext};
+        for (int64_t k = 0; k < cut.rank(); ++k)
+          operands.push_back(k == d ? per_partition(at) : constant(ir::Literal::scalar(ir::PrimitiveType::kS32, 0), "offset"));
+        w = add(Opcode::kDynamicSlice, cut, std::move(operands), o->name());
+        (*w)->attrs().dynamic_slice_sizes = cut.dims();
+        // The other dimensions cut as the result splits them.
+        w = reshard(Held{*w, Layout{Tiling::replicated(cut.rank(), devices_), {}}}, want.unsplit(d), cut).hlo;
+      }
+      if (result == nullptr) {
+        result = *w;
+      } else {
+        // From this operand on: positions at or past its offset.
+        const Shape index(ir::PrimitiveType::kS32, piece.dims());
+        Instruction* iota = add(Opcode::kIota, index, {}, "position");
+        iota->attrs().iota_dimension = d;
+        Instruction* where = add(Opcode::kAdd, index, {iota, splat(per_partition(start), index)}, "position");
+        Instruction* from = splat(constant(ir::Literal::scalar(ir::PrimitiveType::kS32, offset), "offset"), index);
+        Instruction* mine = add(Opcode::kCompare, Shape(ir::PrimitiveType::kPred, piece.dims()), {where, from}, "mine");
+        mine->attrs().direction = ir::ComparisonDirection::kGe;
+        Shape values = piece;
+        values.clear_layout();
+        result = add(Opcode::kSelect, values, {mine, *w, result}, i.name());
+      }
+      offset += size;
+    }
+    return Held{result, Layout{want, {}}};
   }
 
   // The cost of a choice, in bytes: those its collectives move plus a fixed cost per

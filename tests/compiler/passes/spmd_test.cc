@@ -638,6 +638,31 @@ ENTRY e {
   EXPECT_EQ(count(*m, Opcode::kAllGather) + count(*m, Opcode::kAllToAll), 0) << ir::print_module(*m);
 }
 
+TEST(SpmdPartitioner, ConcatenatesAlongASplitDimensionTakeEachDevicesWindow) {
+  // A cache of 30 positions split 4 ways with 2 new ones appended (a replicated value):
+  // each device's 8 positions of the result come from its own piece of the cache, or,
+  // on the last device, from the new positions; nothing moves. Then two values that
+  // are not split: the result's pieces are cut from them where they lie.
+  auto m = check_partitioned(R"(HloModule append, num_partitions=4
+ENTRY e {
+  cache = f32[4,30] parameter(0), sharding={devices=[1,4]<=[4]}
+  new = f32[4,2] parameter(1)
+  ROOT c = f32[4,32] concatenate(cache, new), dimensions={1}, sharding={devices=[1,4]<=[4]}
+})",
+                             4);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(collectives(*m), 0) << ir::print_module(*m);
+  m = check_partitioned(R"(HloModule halves, num_partitions=4
+ENTRY e {
+  a = s32[3,5] parameter(0), sharding={devices=[1,2,2]<=[4] last_tile_dim_replicate}
+  b = s32[3,2] parameter(1)
+  c = s32[3,1] parameter(2)
+  ROOT r = s32[3,8] concatenate(a, b, c), dimensions={1}, sharding={devices=[2,2]<=[4]}
+})",
+                        4, 9);
+  ASSERT_TRUE(m);
+}
+
 TEST(SpmdPartitioner, SlicesFarFromTheirPiecesGatherInstead) {
   // The second half of a split value lies on other devices altogether: no halo reaches.
   auto m = check_partitioned(R"(HloModule far, num_partitions=4
