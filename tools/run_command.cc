@@ -514,6 +514,10 @@ int run(const RunOptions& options) {
   auto start = std::chrono::steady_clock::now();
   std::vector<ir::Literal> results;
   std::string sim_report;
+  // A device's result: its output arrays, a tuple where the root is one.
+  auto whole = [&](std::vector<ir::Literal> flat) {
+    return module->entry()->root()->shape().is_tuple() ? ir::Literal::tuple(std::move(flat)) : std::move(flat.at(0));
+  };
   if (on_pod) {
     // Every chip runs the module as one replica, on its own inputs; collectives run
     // over the pod's links.
@@ -530,8 +534,7 @@ int run(const RunOptions& options) {
     for (const auto& device : outputs) {
       if (options.timing_only) break;
       std::vector<ir::Literal> flat = output_literals(*module, device);
-      results.push_back(module->entry()->root()->shape().is_tuple() ? ir::Literal::tuple(std::move(flat))
-                                                                   : std::move(flat.at(0)));
+      results.push_back(whole(std::move(flat)));
     }
   } else if (options.backend == "eval") {
     results = ir::evaluate_spmd(*module, args, eval);
@@ -545,8 +548,7 @@ int run(const RunOptions& options) {
     for (size_t d = 0; d < args.size(); ++d)
       for (const ir::Literal& a : args[d]) pointers[d].push_back(&a);
     for (std::vector<ir::Literal>& flat : cpu::compile(*module)->run_devices(pointers))
-      results.push_back(module->entry()->root()->shape().is_tuple() ? ir::Literal::tuple(std::move(flat))
-                                                                   : std::move(flat.at(0)));
+      results.push_back(whole(std::move(flat)));
   } else {
     std::vector<ir::Literal> flat;
     if (options.backend == "cpu") {
@@ -561,8 +563,7 @@ int run(const RunOptions& options) {
       flat = run_sim_functional(*module, args[0], options);
     }
     if (!options.timing_only)
-      results.push_back(module->entry()->root()->shape().is_tuple() ? ir::Literal::tuple(std::move(flat))
-                                                                   : std::move(flat.at(0)));
+      results.push_back(whole(std::move(flat)));
   }
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (spmd && !results.empty())

@@ -63,12 +63,17 @@ std::optional<Instruction*> window(Emitter& e, Instruction* x, const Tiling& t, 
   return keep_inside(e, cut, d, lo, size, fill);
 }
 
-Instruction* keep_inside(Emitter& e, Instruction* x, int64_t d, const std::vector<int64_t>& lo, int64_t size,
-                         Instruction* fill) {
-  const Shape index(ir::PrimitiveType::kS32, x->shape().dims());
+Instruction* positions(Emitter& e, const std::vector<int64_t>& dims, int64_t d, const std::vector<int64_t>& lo) {
+  const Shape index(ir::PrimitiveType::kS32, dims);
   Instruction* iota = e.add(Opcode::kIota, index, {}, "position");
   iota->attrs().iota_dimension = d;
-  Instruction* where = e.add(Opcode::kAdd, index, {iota, e.splat(e.per_partition(lo), index)}, "position");
+  return e.add(Opcode::kAdd, index, {iota, e.splat(e.per_partition(lo), index)}, "position");
+}
+
+Instruction* keep_inside(Emitter& e, Instruction* x, int64_t d, const std::vector<int64_t>& lo, int64_t size,
+                         Instruction* fill) {
+  Instruction* where = positions(e, x->shape().dims(), d, lo);
+  const Shape& index = where->shape();
   const Shape pred(ir::PrimitiveType::kPred, x->shape().dims());
   auto compare = [&](int64_t bound, ir::ComparisonDirection direction) {
     Instruction* b = e.constant(ir::Literal::scalar(ir::PrimitiveType::kS32, bound), "bound");

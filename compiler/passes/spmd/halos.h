@@ -20,6 +20,10 @@ namespace podsim::passes::spmd {
 std::optional<ir::Instruction*> window(Emitter& e, ir::Instruction* x, const Tiling& t, int64_t d, int64_t size,
                                        const std::vector<int64_t>& lo, int64_t w, ir::Instruction* fill);
 
+// An s32 array of `dims` holding, along dimension d, the position in the whole value of
+// each element on device p, whose elements there start at position lo[p].
+ir::Instruction* positions(Emitter& e, const std::vector<int64_t>& dims, int64_t d, const std::vector<int64_t>& lo);
+
 // x where its dimension d, which on device p holds positions [lo[p], ...) of a value
 // with `size` of them, holds positions of the value; `fill` (a scalar) elsewhere.
 ir::Instruction* keep_inside(Emitter& e, ir::Instruction* x, int64_t d, const std::vector<int64_t>& lo, int64_t size,

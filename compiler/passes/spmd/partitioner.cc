@@ -594,6 +594,7 @@ class Partitioner : public spmd::Emitter {
     std::vector<int64_t> start;  // of each device's piece of the result
     for (int64_t p = 0; p < devices_; ++p) start.push_back(want.position(p)[static_cast<size_t>(d)] * m);
     Instruction* result = nullptr;
+    Instruction* where = nullptr;  // each element's position in the result, once needed
     int64_t offset = 0;
     for (const Instruction* o : i.operands()) {
       const int64_t size = o->shape().dim(d);
@@ -634,11 +635,8 @@ class Partitioner : public spmd::Emitter {
         result = *w;
       } else {
         // From this operand on: positions at or past its offset.
-        const Shape index(ir::PrimitiveType::kS32, piece.dims());
-        Instruction* iota = add(Opcode::kIota, index, {}, "position");
-        iota->attrs().iota_dimension = d;
-        Instruction* where = add(Opcode::kAdd, index, {iota, splat(per_partition(start), index)}, "position");
-        Instruction* from = splat(constant(ir::Literal::scalar(ir::PrimitiveType::kS32, offset), "offset"), index);
+        if (where == nullptr) where = spmd::positions(*this, piece.dims(), d, start);
+        Instruction* from = splat(constant(ir::Literal::scalar(ir::PrimitiveType::kS32, offset), "offset"), where->shape());
         Instruction* mine = add(Opcode::kCompare, Shape(ir::PrimitiveType::kPred, piece.dims()), {where, from}, "mine");
         mine->attrs().direction = ir::ComparisonDirection::kGe;
         Shape values = piece;
