@@ -23,6 +23,7 @@
 #include "compiler/passes/pass.h"
 #include "examples/train/train.h"
 #include "runtime/device_internal.h"
+#include "topology/pod_config.h"
 
 namespace {
 
@@ -37,6 +38,7 @@ void partitioner_speed() {
   const std::string text((std::istreambuf_iterator<char>(in)), {});
   int64_t instructions = 0, partitioned = 0;
   double seconds = 0;
+  const podsim::topology::PodConfig pod = podsim::topology::pod_config("v5e-8");
   for (int rep = 0; rep < 20; ++rep) {
     auto m = podsim::ir::parse_module(text);
     for (podsim::ir::Instruction* p : m->entry()->parameters()) {
@@ -52,7 +54,7 @@ void partitioner_speed() {
     }
     instructions += m->instruction_count();
     const auto start = Clock::now();
-    podsim::passes::spmd_partition(*m, 8);
+    podsim::passes::spmd_partition(*m, 8, &pod);
     seconds += seconds_since(start);
     partitioned += m->instruction_count();
   }

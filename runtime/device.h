@@ -18,6 +18,10 @@
 #include "compiler/ir/module.h"
 #include "runtime/event.h"
 
+namespace podsim::topology {
+struct PodConfig;
+}
+
 namespace podsim::runtime {
 
 class Client;
@@ -92,6 +96,9 @@ class Client {
   virtual std::shared_ptr<Executable> deserialize(std::string_view serialized) = 0;
   // Copies host data to device; the buffer's event completes when the copy does.
   virtual std::shared_ptr<Buffer> transfer_to_device(ir::Literal literal, Device& device) = 0;
+  // The simulated pod whose chips the devices are (device d on chip d), if any: the
+  // SPMD partitioner costs its choices on it.
+  virtual const topology::PodConfig* pod() const { return nullptr; }
 
   // For the launcher (runtime/collectives.h): replicated launches start afresh (every
   // device's next launch meets the others' next), and a device whose replica stopped

@@ -465,7 +465,7 @@ int run(const RunOptions& options) {
       fail("{} needs {} devices (partitions); --topology {} has {} chips", options.file, spmd, options.topology,
            pod->chips());
     if (!options.timing_only) whole_args = device_arguments(*module->entry(), options, named, 0, 1);
-    passes::spmd_partition(*module, spmd);
+    passes::spmd_partition(*module, spmd, pod ? &*pod : nullptr);
     if (spmd > 1) fmt::print("{}\n", partition_summary(*module));
     if (!options.save_partitioned.empty()) {
       std::ofstream f(options.save_partitioned);

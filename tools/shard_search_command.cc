@@ -139,7 +139,7 @@ Outcome evaluate(const std::string& text, const std::string& file, const topolog
     std::unique_ptr<ir::Module> module = annotate(text, file, c, batch);
     out.hlo = ir::print_module(*module);
     const int64_t devices = c.data * c.model;
-    passes::spmd_partition(*module, devices);
+    passes::spmd_partition(*module, devices, &pod);
     const isa::Executable exe = tpu::compile(*module, tpu::Target(pod, 1, devices));
     for (const isa::Region& r : exe.regions)
       if (r.space == isa::MemorySpace::kHbm) out.hbm_bytes = std::max(out.hbm_bytes, r.offset + r.size);

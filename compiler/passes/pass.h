@@ -16,6 +16,10 @@
 #include "compiler/ir/literal.h"
 #include "compiler/ir/module.h"
 
+namespace podsim::topology {
+struct PodConfig;
+}
+
 namespace podsim::passes {
 
 class Pass {
@@ -86,11 +90,15 @@ std::unique_ptr<Pass> make_reduce_scatter_combiner();
 // parameters and result keep their shardings (ir::shard_literal says which piece a
 // partition passes). podsim::Error naming the instruction for what it cannot partition.
 std::unique_ptr<Pass> make_sharding_propagation();
-std::unique_ptr<Pass> make_spmd_partitioner();
+// Where there are ways to choose from (a dot's partial products or gathered operands,
+// halos or a gather), the partitioner picks the one whose collectives take least on
+// `pod` (partition p on its device p; without a pod, a v5e-like network of one hop
+// between any two devices).
+std::unique_ptr<Pass> make_spmd_partitioner(const topology::PodConfig* pod = nullptr);
 // Propagation, partitioner, all-reduce combiner and DCE, verified; `partitions` > 0
 // overrides the module's num_partitions. A module of one partition runs whole: its
 // shardings are dropped.
-void spmd_partition(ir::Module& module, int64_t partitions = 0);
+void spmd_partition(ir::Module& module, int64_t partitions = 0, const topology::PodConfig* pod = nullptr);
 
 class Pipeline {
  public:

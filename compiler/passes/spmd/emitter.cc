@@ -54,6 +54,26 @@ Instruction* Emitter::splat(Instruction* scalar, const Shape& shape) {
   return b;
 }
 
+Instruction* Emitter::dynamic_slice(Instruction* x, int64_t d, const std::vector<int64_t>& offsets, int64_t width) {
+  Shape piece = x->shape();
+  piece.clear_layout();
+  piece.mutable_dims()[static_cast<size_t>(d)] = width;
+  std::vector<Instruction*> operands{x};
+  for (int64_t k = 0; k < piece.rank(); ++k)
+    operands.push_back(k == d ? per_partition(offsets) : constant(ir::Literal::scalar(ir::PrimitiveType::kS32, 0), "offset"));
+  Instruction* cut = add(Opcode::kDynamicSlice, piece, std::move(operands), x->name());
+  cut->attrs().dynamic_slice_sizes = piece.dims();
+  return cut;
+}
+
+Instruction* Emitter::permute(Instruction* x, std::vector<std::pair<int64_t, int64_t>> pairs) {
+  Instruction* moved = add(Opcode::kCollectivePermute, x->shape(), {x}, "halo");
+  moved->attrs().source_target_pairs = std::move(pairs);
+  attribute(moved);
+  moved->attrs().channel_id = next_channel();
+  return moved;
+}
+
 Instruction* Emitter::first_row(const Tiling& t, int64_t rows, ir::PrimitiveType type) {
   std::vector<int64_t> first;
   for (int64_t p = 0; p < devices_; ++p) first.push_back(t.position(p)[0] * rows);

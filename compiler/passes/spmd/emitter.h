@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "compiler/ir/module.h"
@@ -27,6 +28,12 @@ class Emitter {
   ir::Instruction* per_partition(const std::vector<int64_t>& values);
   // `scalar` broadcast to `shape`.
   ir::Instruction* splat(ir::Instruction* scalar, const ir::Shape& shape);
+  // x's elements [offsets[p], offsets[p] + width) along d on partition p, every element
+  // of the other dimensions.
+  ir::Instruction* dynamic_slice(ir::Instruction* x, int64_t d, const std::vector<int64_t>& offsets, int64_t width);
+  // x sent from the first partition of each pair to the second (one that receives
+  // nothing gets zeros), attributed as below.
+  ir::Instruction* permute(ir::Instruction* x, std::vector<std::pair<int64_t, int64_t>> pairs);
   // The first row of this partition's piece of a table split by rows under t (`rows`
   // each), as a scalar of `type`.
   ir::Instruction* first_row(const Tiling& t, int64_t rows, ir::PrimitiveType type);

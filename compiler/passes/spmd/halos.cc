@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 
 namespace podsim::passes::spmd {
 
@@ -9,17 +10,21 @@ using ir::Instruction;
 using ir::Opcode;
 using ir::Shape;
 
-std::optional<Instruction*> window(Emitter& e, Instruction* x, const Tiling& t, int64_t d, int64_t size,
-                                   const std::vector<int64_t>& lo, int64_t w, Instruction* fill) {
+namespace {
+
+// Where device p's window [lo[p], lo[p] + w) along d meets the piece at position j
+// (elements [j * n, min((j + 1) * n, size)) of the value): [begin, end), empty where
+// begin >= end.
+Interval overlap(int64_t lo, int64_t w, int64_t j, int64_t n, int64_t size) {
+  return {std::max(lo, j * n), std::min({lo + w, (j + 1) * n, size})};
+}
+
+// Each device's window from its neighbours' edges (widths left and right) by one
+// collective-permute each way, cut at a per-device offset.
+Instruction* neighbour_window(Emitter& e, Instruction* x, const Tiling& t, int64_t d, const std::vector<int64_t>& lo,
+                              int64_t w, int64_t left, int64_t right) {
   const int64_t n = x->shape().dim(d);
-  int64_t left = 0, right = 0;  // halo widths
   std::vector<int64_t> offsets;
-  for (int64_t p = 0; p < e.devices(); ++p) {
-    const int64_t start = t.position(p)[static_cast<size_t>(d)] * n;
-    left = std::max(left, start - lo[static_cast<size_t>(p)]);
-    right = std::max(right, lo[static_cast<size_t>(p)] + w - (start + n));
-  }
-  if (left > n || right > n) return std::nullopt;
   for (int64_t p = 0; p < e.devices(); ++p)
     offsets.push_back(lo[static_cast<size_t>(p)] - (t.position(p)[static_cast<size_t>(d)] * n - left));
   // Each group along d passes an edge to the next (or previous) device in it.
@@ -29,13 +34,10 @@ std::optional<Instruction*> window(Emitter& e, Instruction* x, const Tiling& t, 
     Instruction* edge = e.add(Opcode::kSlice, shape, {x}, "halo");
     for (int64_t k = 0; k < shape.rank(); ++k)
       edge->attrs().slice.push_back({k == d ? from : 0, k == d ? from + width : shape.dim(k), 1});
-    Instruction* moved = e.add(Opcode::kCollectivePermute, shape, {edge}, "halo");
+    std::vector<std::pair<int64_t, int64_t>> pairs;
     for (const std::vector<int64_t>& g : t.groups_along({d}))
-      for (size_t j = 0; j + 1 < g.size(); ++j)
-        moved->attrs().source_target_pairs.emplace_back(forward ? g[j] : g[j + 1], forward ? g[j + 1] : g[j]);
-    e.attribute(moved);
-    moved->attrs().channel_id = e.next_channel();
-    return moved;
+      for (size_t j = 0; j + 1 < g.size(); ++j) pairs.emplace_back(forward ? g[j] : g[j + 1], forward ? g[j + 1] : g[j]);
+    return e.permute(edge, std::move(pairs));
   };
   std::vector<Instruction*> parts;
   if (left > 0) parts.push_back(halo(n - left, left, true));
@@ -48,19 +50,121 @@ std::optional<Instruction*> window(Emitter& e, Instruction* x, const Tiling& t, 
     ext = e.add(Opcode::kConcatenate, shape, std::move(parts), x->name());
     ext->attrs().dimensions = {d};
   }
-  Shape piece = x->shape();
-  piece.mutable_dims()[static_cast<size_t>(d)] = w;
-  Instruction* cut = x;  // where every window is the device's own piece
-  if (ext != x || w != n || std::any_of(offsets.begin(), offsets.end(), [](int64_t o) { return o != 0; })) {
-    std::vector<Instruction*> operands{ext};
-    for (int64_t k = 0; k < piece.rank(); ++k)
-      operands.push_back(k == d ? e.per_partition(offsets)
-                                : e.constant(ir::Literal::scalar(ir::PrimitiveType::kS32, 0), "offset"));
-    cut = e.add(Opcode::kDynamicSlice, piece, std::move(operands), x->name());
-    cut->attrs().dynamic_slice_sizes = piece.dims();
+  if (ext == x && w == n && std::all_of(offsets.begin(), offsets.end(), [](int64_t o) { return o == 0; })) return x;
+  return e.dynamic_slice(ext, d, offsets, w);
+}
+
+}  // namespace
+
+WindowExchange window_exchange(const Tiling& t, int64_t d, int64_t n, int64_t size, const std::vector<int64_t>& lo,
+                               int64_t w, int64_t devices) {
+  WindowExchange out;
+  for (int64_t p = 0; p < devices; ++p) {
+    const int64_t start = t.position(p)[static_cast<size_t>(d)] * n;
+    out.left = std::max(out.left, start - lo[static_cast<size_t>(p)]);
+    out.right = std::max(out.right, lo[static_cast<size_t>(p)] + w - (start + n));
   }
-  if (!fill) return cut;
-  return keep_inside(e, cut, d, lo, size, fill);
+  out.neighbours = out.left <= n && out.right <= n;
+  if (out.neighbours) {
+    for (const auto& [k, width] : {std::pair{int64_t{-1}, out.left}, std::pair{int64_t{1}, out.right}})
+      if (width > 0) {
+        out.shifts.push_back(k);
+        out.widths.push_back(width);
+      }
+    return out;
+  }
+  // Shift k: each device receives from the piece k positions along d from its own the
+  // part of it its window needs (the most any device needs from one such piece).
+  const int64_t tiles = t.tiles(d);
+  for (int64_t k = 1 - tiles; k < tiles; ++k) {
+    if (k == 0) continue;
+    int64_t width = 0;
+    for (int64_t p = 0; p < devices; ++p) {
+      const int64_t j = t.position(p)[static_cast<size_t>(d)] + k;
+      if (j < 0 || j >= tiles) continue;
+      const Interval o = overlap(lo[static_cast<size_t>(p)], w, j, n, size);
+      width = std::max(width, o.end - o.begin);
+    }
+    if (width > 0) {
+      out.shifts.push_back(k);
+      out.widths.push_back(width);
+    }
+  }
+  return out;
+}
+
+Instruction* window(Emitter& e, Instruction* x, const Tiling& t, int64_t d, int64_t size, const std::vector<int64_t>& lo,
+                    int64_t w, Instruction* fill) {
+  const int64_t n = x->shape().dim(d);
+  const WindowExchange plan = window_exchange(t, d, n, size, lo, w, e.devices());
+  Instruction* out = nullptr;
+  if (plan.neighbours) {
+    out = neighbour_window(e, x, t, d, lo, w, plan.left, plan.right);
+  } else {
+    // Every part (the device's own piece, and what each shift brings) placed in the
+    // window by position: padded by w either side and cut where the window starts in it,
+    // then chosen where the part holds the window's positions.
+    Shape piece = x->shape();
+    piece.clear_layout();
+    piece.mutable_dims()[static_cast<size_t>(d)] = w;
+    Instruction* where = positions(e, piece.dims(), d, lo);
+    Instruction* zero = e.constant(ir::Literal(Shape::scalar(x->shape().type())), "zero");
+    auto place = [&](Instruction* part, const std::vector<int64_t>& start) {
+      Shape padded = part->shape();
+      padded.clear_layout();
+      padded.mutable_dims()[static_cast<size_t>(d)] += 2 * w;
+      Instruction* ext = e.add(Opcode::kPad, padded, {part, zero}, part->name());
+      ext->attrs().padding.assign(static_cast<size_t>(padded.rank()), ir::PadDim{});
+      ext->attrs().padding[static_cast<size_t>(d)] = {w, w, 0};
+      std::vector<int64_t> at;
+      for (int64_t p = 0; p < e.devices(); ++p)
+        at.push_back(std::clamp<int64_t>(lo[static_cast<size_t>(p)] - start[static_cast<size_t>(p)] + w, 0,
+                                         part->shape().dim(d) + w));
+      return e.dynamic_slice(ext, d, at, w);
+    };
+    std::vector<int64_t> own;
+    for (int64_t p = 0; p < e.devices(); ++p) own.push_back(t.position(p)[static_cast<size_t>(d)] * n);
+    out = place(x, own);
+    const std::vector<std::vector<int64_t>> groups = t.groups_along({d});
+    for (size_t s = 0; s < plan.shifts.size(); ++s) {
+      const int64_t k = plan.shifts[s], width = plan.widths[s];
+      // The sender of each receiver, what it sends (where its part starts in its piece),
+      // and where the part lies in the value.
+      std::vector<std::pair<int64_t, int64_t>> pairs;
+      // (A device that receives nothing gets a start that no position of its window reaches.)
+      std::vector<int64_t> send(static_cast<size_t>(e.devices()), 0), start;
+      for (int64_t p = 0; p < e.devices(); ++p) start.push_back(lo[static_cast<size_t>(p)] - width - w);
+      for (const std::vector<int64_t>& g : groups)
+        for (int64_t q = 0; q < static_cast<int64_t>(g.size()); ++q) {
+          const int64_t j = q + k, p = g[static_cast<size_t>(q)];
+          if (j < 0 || j >= static_cast<int64_t>(g.size())) continue;
+          const Interval o = overlap(lo[static_cast<size_t>(p)], w, j, n, size);
+          if (o.begin >= o.end) continue;
+          const int64_t from = g[static_cast<size_t>(j)];
+          const int64_t at = std::clamp<int64_t>(o.begin - j * n, 0, n - width);
+          send[static_cast<size_t>(from)] = at;
+          start[static_cast<size_t>(p)] = j * n + at;
+          pairs.emplace_back(from, p);
+        }
+      Instruction* part = e.permute(e.dynamic_slice(x, d, send, width), std::move(pairs));
+      // Positions [start, start + width) of the window come from this part.
+      const Shape index = where->shape();
+      const Shape pred(ir::PrimitiveType::kPred, piece.dims());
+      auto compare = [&](const std::vector<int64_t>& bound, ir::ComparisonDirection direction) {
+        Instruction* c = e.add(Opcode::kCompare, pred, {where, e.splat(e.per_partition(bound), index)}, "part");
+        c->attrs().direction = direction;
+        return c;
+      };
+      std::vector<int64_t> end = start;
+      for (int64_t& b : end) b += width;
+      Instruction* mine = e.add(Opcode::kAnd, pred,
+                                {compare(start, ir::ComparisonDirection::kGe), compare(end, ir::ComparisonDirection::kLt)},
+                                "part");
+      out = e.add(Opcode::kSelect, piece, {mine, place(part, start), out}, x->name());
+    }
+  }
+  if (!fill) return out;
+  return keep_inside(e, out, d, lo, size, fill);
 }
 
 Instruction* positions(Emitter& e, const std::vector<int64_t>& dims, int64_t d, const std::vector<int64_t>& lo) {

@@ -3,22 +3,34 @@
 #pragma once
 
 #include <cstdint>
-#include <optional>
 #include <vector>
 
 #include "compiler/passes/spmd/emitter.h"
+#include "compiler/passes/spmd/reshard_plan.h"
 #include "compiler/passes/spmd/tiling.h"
 
 namespace podsim::passes::spmd {
 
+// How windows [lo[p], lo[p] + w) along dimension d, split under t in pieces of n
+// elements of a value of `size`, are formed: a collective-permute per shift k (each
+// device receiving part of the piece k positions along d from its own) of widths[i]
+// elements for shifts[i]. Where every window lies within its piece and its neighbours'
+// (`neighbours`), those parts are the `left` and `right` edges of the neighbours.
+struct WindowExchange {
+  bool neighbours = false;
+  int64_t left = 0, right = 0;
+  std::vector<int64_t> shifts;
+  std::vector<int64_t> widths;
+};
+WindowExchange window_exchange(const Tiling& t, int64_t d, int64_t n, int64_t size, const std::vector<int64_t>& lo,
+                               int64_t w, int64_t devices);
+
 // x (pieces under tiling t, dimension d split; the whole value has `size` elements
 // there) with dimension d replaced on each device p by its window [lo[p], lo[p] + w) of
-// the whole value: its own piece with halos from its neighbours along d (the edges they
-// send it by collective-permute), cut at a per-device offset. Positions outside the
-// value hold `fill` where it is given (else whatever the halo or padding held). nullopt
-// where a window reaches past a neighbour's piece.
-std::optional<ir::Instruction*> window(Emitter& e, ir::Instruction* x, const Tiling& t, int64_t d, int64_t size,
-                                       const std::vector<int64_t>& lo, int64_t w, ir::Instruction* fill);
+// the whole value, formed as window_exchange says. Positions outside the value hold
+// `fill` where it is given (else whatever the halo or padding held).
+ir::Instruction* window(Emitter& e, ir::Instruction* x, const Tiling& t, int64_t d, int64_t size,
+                        const std::vector<int64_t>& lo, int64_t w, ir::Instruction* fill);
 
 // An s32 array of `dims` holding, along dimension d, the position in the whole value of
 // each element on device p, whose elements there start at position lo[p].

@@ -41,6 +41,7 @@
 #include "compiler/ir/sharding.h"
 #include "compiler/passes/pass.h"
 #include "compiler/passes/pass_util.h"
+#include "compiler/passes/spmd/cost_model.h"
 #include "compiler/passes/spmd/dim_maps.h"
 #include "compiler/passes/spmd/emitter.h"
 #include "compiler/passes/spmd/halos.h"
@@ -106,7 +107,8 @@ Shape piece_shape(const Shape& whole, const Layout& l) {
 
 class Partitioner : public spmd::Emitter {
  public:
-  using Emitter::Emitter;
+  Partitioner(ir::Module& module, int64_t devices, const spmd::CostModel& costs)
+      : Emitter(module, devices), costs_(costs) {}
 
   void run() {
     ir::Computation& old = *module_.entry();
@@ -549,19 +551,26 @@ class Partitioner : public spmd::Emitter {
       if (pad ? p.low != 0 || p.high != 0 : s.start != 0 || s.limit != o.shape().dim(d)) shifted.push_back(d);
     }
     if (shifted.empty()) return std::nullopt;
-    Instruction* x = reshard(held_.at(&o), want, o.shape()).hlo;
-    Instruction* fill = pad ? replicate(*i.operand(1)).hlo : nullptr;
+    // Each device's window of the operand along each shifted dimension, and what
+    // exchanging them costs against gathering the operand.
     const Shape piece = ir::shard_shape(i.shape(), want.sharding());
+    const Shape operand_piece = ir::shard_shape(o.shape(), want.sharding());
+    std::vector<std::vector<int64_t>> windows;
+    double ns = cost(o, want);
     for (int64_t d : shifted) {
       const int64_t m = piece.dim(d);
       const auto k = static_cast<size_t>(d);
       const int64_t shift = pad ? -i.attrs().padding[k].low : i.attrs().slice[k].start;
-      std::vector<int64_t> lo;
-      for (int64_t p = 0; p < devices_; ++p) lo.push_back(want.position(p)[static_cast<size_t>(d)] * m + shift);
-      const auto w = spmd::window(*this, x, want, d, o.shape().dim(d), lo, m, fill);
-      if (!w) return std::nullopt;
-      x = *w;
+      std::vector<int64_t>& lo = windows.emplace_back();
+      for (int64_t p = 0; p < devices_; ++p) lo.push_back(want.position(p)[k] * m + shift);
+      ns += cost(spmd::window_exchange(want, d, operand_piece.dim(d), o.shape().dim(d), lo, m, devices_), want, d,
+                 operand_piece);
     }
+    if (ns > cost(o, Tiling::replicated(o.shape().rank(), devices_))) return std::nullopt;
+    Instruction* x = reshard(held_.at(&o), want, o.shape()).hlo;
+    Instruction* fill = pad ? replicate(*i.operand(1)).hlo : nullptr;
+    for (size_t j = 0; j < shifted.size(); ++j)
+      x = spmd::window(*this, x, want, shifted[j], o.shape().dim(shifted[j]), windows[j], piece.dim(shifted[j]), fill);
     // What is left: the op on the dimensions that are whole on every device.
     bool left = false;
     for (int64_t d = 0; d < rank; ++d)
@@ -605,9 +614,12 @@ class Partitioner : public spmd::Emitter {
         const int64_t at = start[static_cast<size_t>(p)] - offset;
         lo.push_back(at + m <= 0 || at >= size ? want.position(p)[static_cast<size_t>(d)] * n : at);
       }
-      std::optional<Instruction*> w = spmd::window(*this, reshard(held_.at(o), want, o->shape()).hlo, want, d,
-                                                   size, lo, m, nullptr);
-      if (!w) {
+      const spmd::WindowExchange exchange = spmd::window_exchange(want, d, n, size, lo, m, devices_);
+      Instruction* w = nullptr;
+      if (cost(*o, want) + cost(exchange, want, d, ir::shard_shape(o->shape(), want.sharding())) <=
+          cost(*o, Tiling::replicated(o->shape().rank(), devices_))) {
+        w = spmd::window(*this, reshard(held_.at(o), want, o->shape()).hlo, want, d, size, lo, m, nullptr);
+      } else {
         // The whole operand, m zeros either side, cut at each device's window.
         Instruction* whole = replicate(*o).hlo;
         Shape padded = whole->shape();
@@ -623,16 +635,12 @@ class Partitioner : public spmd::Emitter {
         Shape cut = o->shape();
         cut.clear_layout();
         cut.mutable_dims()[static_cast<size_t>(d)] = m;
-        std::vector<Instruction*> operands{ext};
-        for (int64_t k = 0; k < cut.rank(); ++k)
-          operands.push_back(k == d ? per_partition(at) : constant(ir::Literal::scalar(ir::PrimitiveType::kS32, 0), "offset"));
-        w = add(Opcode::kDynamicSlice, cut, std::move(operands), o->name());
-        (*w)->attrs().dynamic_slice_sizes = cut.dims();
+        w = dynamic_slice(ext, d, at, m);
         // The other dimensions cut as the result splits them.
-        w = reshard(Held{*w, Layout{Tiling::replicated(cut.rank(), devices_), {}}}, want.unsplit(d), cut).hlo;
+        w = reshard(Held{w, Layout{Tiling::replicated(cut.rank(), devices_), {}}}, want.unsplit(d), cut).hlo;
       }
       if (result == nullptr) {
-        result = *w;
+        result = w;
       } else {
         // From this operand on: positions at or past its offset.
         if (where == nullptr) where = spmd::positions(*this, piece.dims(), d, start);
@@ -641,29 +649,40 @@ class Partitioner : public spmd::Emitter {
         mine->attrs().direction = ir::ComparisonDirection::kGe;
         Shape values = piece;
         values.clear_layout();
-        result = add(Opcode::kSelect, values, {mine, *w, result}, i.name());
+        result = add(Opcode::kSelect, values, {mine, w, result}, i.name());
       }
       offset += size;
     }
     return Held{result, Layout{want, {}}};
   }
 
-  // The cost of a choice, in bytes: those its collectives move plus a fixed cost per
-  // collective (the latency term of an alpha-beta model). A small collective takes about
-  // 6 us on the simulated v5e pods (bench/timing_collective_bench, 8 KiB), what a 50 GB/s
-  // link moves in about 256 KiB. Without it, a dot over a split contracting dimension
-  // whose result must be whole gathered both operands (two collectives, and the whole
-  // dot on every device) rather than summing partial products (one all-reduce, which the
-  // combiner merges with the other gradients'): the gathers move fewer bytes.
-  static constexpr int64_t kCollectiveBytes = 256 << 10;
-  static int64_t plan_cost(const spmd::ReshardPlan& plan, const Tiling& from, const Shape& whole) {
-    const auto collectives = static_cast<int64_t>(plan.gathers.size()) + (plan.all_to_all ? 1 : 0);
-    return spmd::plan_bytes(plan, from, whole) + collectives * kCollectiveBytes;
+  // The cost of a choice: what its collectives take on the pod (cost_model.h). A dot over
+  // a split contracting dimension whose result must be whole could gather both operands
+  // (two collectives, and the whole dot on every device) or sum partial products (one
+  // all-reduce, which the combiner merges with the other gradients'): the latency of
+  // each collective's steps, not only its bytes, decides.
+  double plan_cost(const spmd::ReshardPlan& plan, const Tiling& from, const Shape& whole) const {
+    return spmd::plan_ns(plan, from, whole, costs_);
   }
   // Of resharding `o` (held) to `to`.
-  int64_t cost(const Instruction& o, const Tiling& to) const {
+  double cost(const Instruction& o, const Tiling& to) const {
     const Tiling& from = *held_.at(&o).layout.array;
     return plan_cost(spmd::plan_reshard(from, to, o.shape()), from, o.shape());
+  }
+  // Of the collective-permutes forming windows (window_exchange) of x (pieces under t).
+  double cost(const spmd::WindowExchange& w, const Tiling& t, int64_t d, const Shape& piece) const {
+    const double bytes_per_element = static_cast<double>(piece.byte_size()) / static_cast<double>(std::max<int64_t>(1, piece.dim(d)));
+    const std::vector<std::vector<int64_t>> groups = t.groups_along({d});
+    double ns = 0;
+    for (size_t s = 0; s < w.shifts.size(); ++s) {
+      std::vector<std::pair<int64_t, int64_t>> pairs;
+      for (const std::vector<int64_t>& g : groups)
+        for (int64_t q = 0; q < static_cast<int64_t>(g.size()); ++q)
+          if (q + w.shifts[s] >= 0 && q + w.shifts[s] < static_cast<int64_t>(g.size()))
+            pairs.emplace_back(g[static_cast<size_t>(q + w.shifts[s])], g[static_cast<size_t>(q)]);
+      ns += costs_.permute(pairs, bytes_per_element * static_cast<double>(w.widths[s]));
+    }
+    return ns;
   }
 
   std::optional<Held> partition_dot(const Instruction& i, const Tiling& want) {
@@ -676,7 +695,7 @@ class Partitioner : public spmd::Emitter {
     struct Choice {
       Tiling lhs, rhs, result;
       std::vector<std::vector<int64_t>> partial;  // all-reduce groups, empty if none
-      int64_t bytes;
+      double ns;
     };
     std::vector<Choice> choices;
     {
@@ -701,19 +720,17 @@ class Partitioner : public spmd::Emitter {
       for (size_t k = 0; k < self_b.size(); ++k) from[static_cast<size_t>(other_b[k])] = self_b[k];
       const Tiling o = t.remap(from);
       const Tiling result = t.remap(spmd::invert(side == 0 ? lmap : rmap, i.shape().rank()));
-      // An all-reduce moves about twice its array, a reduce-scatter once.
       std::vector<std::vector<int64_t>> groups = t.groups_along(split);
-      const int64_t piece = ir::shard_shape(i.shape(), result.sharding()).byte_size();
+      const auto piece = static_cast<double>(ir::shard_shape(i.shape(), result.sharding()).byte_size());
       const bool scatter = scatter_dim(result, groups, want, i.shape()).has_value();
-      const int64_t partial_bytes = (scatter ? piece : 2 * piece) + kCollectiveBytes;
-      const int64_t after =
-          scatter ? 0 : plan_cost(spmd::plan_reshard(result, want, i.shape()), result, i.shape());
+      const double sum = scatter ? costs_.reduce_scatter(groups, piece) : costs_.all_reduce(groups, piece);
+      const double after = scatter ? 0 : plan_cost(spmd::plan_reshard(result, want, i.shape()), result, i.shape());
       Choice c{side == 0 ? t : o, side == 0 ? o : t, result, std::move(groups), 0};
-      c.bytes = cost(other, o) + partial_bytes + after;
+      c.ns = cost(other, o) + sum + after;
       choices.push_back(std::move(c));
     }
     const Choice& best = *std::min_element(choices.begin(), choices.end(),
-                                           [](const Choice& a, const Choice& b) { return a.bytes < b.bytes; });
+                                           [](const Choice& a, const Choice& b) { return a.ns < b.ns; });
     Instruction* l = reshard(held_.at(&lhs), best.lhs, lhs.shape()).hlo;
     Instruction* r = reshard(held_.at(&rhs), best.rhs, rhs.shape()).hlo;
     if (!best.partial.empty()) {
@@ -860,25 +877,32 @@ class Partitioner : public spmd::Emitter {
     return sum_partials(r, result, t.groups_along(split), i.called(0), want, i.shape());
   }
 
+  const spmd::CostModel& costs_;
   std::unordered_map<const Instruction*, Held> held_;
   std::map<ir::PrimitiveType, ir::Computation*> adders_;
 };
 
 class SpmdPartitioner final : public Pass {
  public:
+  explicit SpmdPartitioner(const topology::PodConfig* pod) : costs_(pod) {}
   std::string_view name() const override { return "spmd-partitioner"; }
   bool run(ir::Module& module) override {
     if (module.num_partitions <= 1) return false;
-    Partitioner(module, module.num_partitions).run();
+    Partitioner(module, module.num_partitions, costs_).run();
     return true;
   }
+
+ private:
+  spmd::CostModel costs_;
 };
 
 }  // namespace
 
-std::unique_ptr<Pass> make_spmd_partitioner() { return std::make_unique<SpmdPartitioner>(); }
+std::unique_ptr<Pass> make_spmd_partitioner(const topology::PodConfig* pod) {
+  return std::make_unique<SpmdPartitioner>(pod);
+}
 
-void spmd_partition(ir::Module& module, int64_t partitions) {
+void spmd_partition(ir::Module& module, int64_t partitions, const topology::PodConfig* pod) {
   if (partitions > 0) module.num_partitions = partitions;
   if (module.num_partitions <= 1) {
     for (const auto& c : module.computations())
@@ -887,7 +911,7 @@ void spmd_partition(ir::Module& module, int64_t partitions) {
   }
   Pipeline pipeline;
   pipeline.add(make_sharding_propagation())
-      .add(make_spmd_partitioner())
+      .add(make_spmd_partitioner(pod))
       .add(make_all_reduce_combiner())
       .add(make_all_gather_combiner())
       .add(make_reduce_scatter_combiner())

@@ -58,20 +58,22 @@ ReshardPlan plan_reshard(const Tiling& from, const Tiling& to, const ir::Shape& 
   return plan;
 }
 
-// Bytes a device receives to carry out the plan (its gathered arrays less what it had).
-int64_t plan_bytes(const ReshardPlan& plan, const Tiling& from, const ir::Shape& whole) {
+double plan_ns(const ReshardPlan& plan, const Tiling& from, const ir::Shape& whole, const CostModel& costs) {
+  const auto piece = [&](const Tiling& t) { return static_cast<double>(ir::shard_shape(whole, t.sharding()).byte_size()); };
   if (plan.all_to_all) {
-    const int64_t k = from.tiles(plan.all_to_all->first);
-    return ir::shard_shape(whole, from.sharding()).byte_size() / k * (k - 1);
+    const int64_t a = plan.all_to_all->first;
+    const auto k = static_cast<double>(from.tiles(a));
+    return costs.all_to_all(from.groups_along({a}), piece(from) / k * (k - 1));
   }
-  int64_t bytes = 0;
+  double ns = 0;
   Tiling cur = from;
   for (int64_t d : plan.gathers) {
-    const int64_t before = ir::shard_shape(whole, cur.sharding()).byte_size();
+    const double before = piece(cur);
+    const Groups groups = cur.groups_along({d});
     cur = cur.unsplit(d);
-    bytes += ir::shard_shape(whole, cur.sharding()).byte_size() - before;
+    ns += costs.all_gather(groups, piece(cur) - before);
   }
-  return bytes;
+  return ns;
 }
 
 }  // namespace podsim::passes::spmd

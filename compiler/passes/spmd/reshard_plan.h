@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "compiler/ir/shape.h"
+#include "compiler/passes/spmd/cost_model.h"
 #include "compiler/passes/spmd/tiling.h"
 
 namespace podsim::passes::spmd {
@@ -29,7 +30,7 @@ struct ReshardPlan {
 };
 
 ReshardPlan plan_reshard(const Tiling& from, const Tiling& to, const ir::Shape& whole);
-// Bytes a device receives to carry out the plan.
-int64_t plan_bytes(const ReshardPlan& plan, const Tiling& from, const ir::Shape& whole);
+// What carrying out the plan costs (its collectives).
+double plan_ns(const ReshardPlan& plan, const Tiling& from, const ir::Shape& whole, const CostModel& costs);
 
 }  // namespace podsim::passes::spmd

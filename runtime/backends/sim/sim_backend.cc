@@ -233,6 +233,7 @@ class SimClient final : public Client {
   }
 
  private:
+  const topology::PodConfig* pod() const override { return pod_ ? &*pod_ : nullptr; }
   const std::string& name() const { return pod_ ? pod_->name : chip_.name; }
 
   topology::ChipConfig chip_;

@@ -127,7 +127,7 @@ class SpmdClient final : public Client {
       outputs = root.elements();
     else
       outputs.push_back(root);
-    passes::spmd_partition(*partitioned, partitions());
+    passes::spmd_partition(*partitioned, partitions(), base_.pod());
     std::shared_ptr<Executable> program = base_.compile(*partitioned);
     return std::make_shared<SpmdExecutable>(*this, std::move(partitioned), std::move(program), std::move(outputs));
   }

@@ -663,8 +663,10 @@ ENTRY e {
   ASSERT_TRUE(m);
 }
 
-TEST(SpmdPartitioner, SlicesFarFromTheirPiecesGatherInstead) {
-  // The second half of a split value lies on other devices altogether: no halo reaches.
+TEST(SpmdPartitioner, SlicesFarFromTheirPiecesTakeThePartsTheyNeed) {
+  // The second half of a split value lies on other devices altogether: each device
+  // receives the part of the piece its window needs (a collective-permute per distance
+  // between the pieces), nothing is gathered.
   auto m = check_partitioned(R"(HloModule far, num_partitions=4
 ENTRY e {
   x = f32[16,4] parameter(0), sharding={devices=[4,1]<=[4]}
@@ -672,7 +674,39 @@ ENTRY e {
 })",
                              4);
   ASSERT_TRUE(m);
+  EXPECT_EQ(count(*m, Opcode::kAllGather), 0) << ir::print_module(*m);
+  EXPECT_EQ(count(*m, Opcode::kCollectivePermute), 2) << ir::print_module(*m);
+  // A packed QKV projection split by features under tensor parallelism: q, k and v are
+  // each a third of the features, split the same way; each device's features of them lie
+  // on one or two other devices (uneven: 14 features a third, pieces of 11 and 4). The
+  // gradient pads them back into the packed layout (pads far from their pieces).
+  m = check_partitioned(R"(HloModule qkv, num_partitions=4
+ENTRY e {
+  x = f32[6,42] parameter(0), sharding={devices=[1,4]<=[4]}
+  q = f32[6,14] slice(x), slice={[0:6], [0:14]}
+  k = f32[6,14] slice(x), slice={[0:6], [14:28]}
+  v = f32[6,14] slice(x), slice={[0:6], [28:42]}
+  qk = f32[6,14] multiply(q, k)
+  a = f32[6,14] add(qk, v)
+  z = f32[] constant(0)
+  pq = f32[6,42] pad(a, z), padding=0_0x0_28
+  pv = f32[6,42] pad(qk, z), padding=0_0x28_0
+  ROOT g = f32[6,42] add(pq, pv), sharding={devices=[1,4]<=[4]}
+})",
+                        4, 1, 1e-5);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(count(*m, Opcode::kAllGather) + count(*m, Opcode::kAllToAll), 0) << ir::print_module(*m);
+  // Over 8 devices, each needing a part of the first piece: seven collective-permutes
+  // would take longer than one all-gather.
+  m = check_partitioned(R"(HloModule first, num_partitions=8
+ENTRY e {
+  x = f32[64,2] parameter(0), sharding={devices=[8,1]<=[8]}
+  ROOT s = f32[8,2] slice(x), slice={[0:8], [0:2]}, sharding={devices=[8,1]<=[8]}
+})",
+                        8);
+  ASSERT_TRUE(m);
   EXPECT_EQ(count(*m, Opcode::kCollectivePermute), 0) << ir::print_module(*m);
+  EXPECT_EQ(count(*m, Opcode::kAllGather), 1) << ir::print_module(*m);
 }
 
 TEST(SpmdPartitioner, ConvolutionsRunOnBatchAndOutputFeaturePieces) {
