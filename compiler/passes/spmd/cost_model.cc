@@ -13,6 +13,8 @@ CostModel::CostModel(const topology::PodConfig* pod) {
   link_bytes_per_ns_ = figures.ici_link_bandwidth_bytes_per_s * 1e-9;
   hop_ns_ = figures.ici_link_latency_ns;
   hbm_ns_ = figures.chip.hbm_latency_ns;
+  hbm_bytes_per_ns_ = figures.chip.hbm_bandwidth_bytes_per_s * 1e-9;
+  burst_bytes_ = static_cast<double>(figures.chip.dma_burst_bytes);
   dcn_ns_ = figures.dcn_latency_ns + 2 * figures.chip.host_link_latency_ns;
   dcn_bytes_per_ns_ = std::min(figures.dcn_host_bandwidth_bytes_per_s / figures.chips_per_host(),
                                figures.chip.host_link_bandwidth_bytes_per_s) *
@@ -49,11 +51,21 @@ const CostModel::Ring& CostModel::ring(const Groups& groups) const {
   return rings_.emplace(groups, Ring{hop + 2 * hbm_ns_, bytes_per_ns}).first->second;
 }
 
+CostModel::Routes CostModel::all_pairs(const Groups& groups) {
+  Routes routes;
+  for (const std::vector<int64_t>& group : groups)
+    for (int64_t a : group)
+      for (int64_t b : group)
+        if (a != b) routes.emplace_back(a, b);
+  return routes;
+}
+
 double CostModel::all_gather(const Groups& groups, double bytes) const {
   const auto g = static_cast<double>(groups.at(0).size());
   if (g < 2) return 0;
   const Ring& r = ring(groups);
-  return (g + 1) * r.step_ns + bytes / r.bytes_per_ns;
+  // Rings, or every device's piece sent to every other at once (one shot).
+  return std::min((g + 1) * r.step_ns + bytes / r.bytes_per_ns, exchange(all_pairs(groups), bytes / (g - 1)));
 }
 
 double CostModel::reduce_scatter(const Groups& groups, double bytes) const {
@@ -65,7 +77,12 @@ double CostModel::all_reduce(const Groups& groups, double bytes) const {
   const auto g = static_cast<double>(groups.at(0).size());
   if (g < 2) return 0;
   const Ring& r = ring(groups);
-  return 2 * g * r.step_ns + 2 * bytes * (g - 1) / g / r.bytes_per_ns;
+  // Rings; a reduce-scatter then an all-gather in one shot each (two shots); the whole
+  // array to every device at once where the group's arrays fit a few MiB (one shot).
+  const Routes pairs = all_pairs(groups);
+  double best = std::min(2 * g * r.step_ns + 2 * bytes * (g - 1) / g / r.bytes_per_ns, 2 * exchange(pairs, bytes / g));
+  if (g * bytes <= kOneShotBytes) best = std::min(best, exchange(pairs, bytes));
+  return best;
 }
 
 double CostModel::busiest(const Routes& routes) const {
@@ -96,17 +113,18 @@ double CostModel::exchange(const Routes& routes, double bytes) const {
 double CostModel::all_to_all(const Groups& groups, double bytes) const {
   const auto g = static_cast<int64_t>(groups.at(0).size());
   if (g < 2) return 0;
-  Routes routes;
-  for (const std::vector<int64_t>& group : groups)
-    for (int64_t a : group)
-      for (int64_t b : group)
-        if (a != b) routes.emplace_back(a, b);
-  return exchange(routes, bytes / static_cast<double>(g - 1));
+  return exchange(all_pairs(groups), bytes / static_cast<double>(g - 1));
 }
 
 double CostModel::permute(const std::vector<std::pair<int64_t, int64_t>>& pairs, double bytes) const {
   if (pairs.empty()) return 0;
   return exchange(pairs, bytes);
+}
+
+double CostModel::copy(double bytes, double run_bytes) const {
+  // Every run takes at least a DMA burst of HBM's time, read and written.
+  const double runs = bytes / std::max(run_bytes, 1.0);
+  return 2 * hbm_ns_ + 2 * std::max(bytes, runs * burst_bytes_) / hbm_bytes_per_ns_;
 }
 
 }  // namespace podsim::passes::spmd

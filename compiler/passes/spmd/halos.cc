@@ -19,6 +19,24 @@ Interval overlap(int64_t lo, int64_t w, int64_t j, int64_t n, int64_t size) {
   return {std::max(lo, j * n), std::min({lo + w, (j + 1) * n, size})};
 }
 
+// The piece each device's window lies within (-1 where it misses the value), or
+// nothing where some window meets more than one piece or reaches past its piece's end.
+std::vector<int64_t> piece_of_windows(const Tiling& t, int64_t d, int64_t n, int64_t size,
+                                      const std::vector<int64_t>& lo, int64_t w, int64_t devices) {
+  std::vector<int64_t> out;
+  for (int64_t p = 0; p < devices; ++p) {
+    const int64_t a = lo[static_cast<size_t>(p)];
+    if (a + w <= 0 || a >= size) {
+      out.push_back(-1);
+      continue;
+    }
+    const int64_t j = a < 0 ? -1 : a / n;
+    if (j < 0 || j >= t.tiles(d) || a + w > (j + 1) * n) return {};
+    out.push_back(j);
+  }
+  return out;
+}
+
 // Each device's window from its neighbours' edges (widths left and right) by one
 // collective-permute each way, cut at a per-device offset.
 Instruction* neighbour_window(Emitter& e, Instruction* x, const Tiling& t, int64_t d, const std::vector<int64_t>& lo,
@@ -54,6 +72,41 @@ Instruction* neighbour_window(Emitter& e, Instruction* x, const Tiling& t, int64
   return e.dynamic_slice(ext, d, offsets, w);
 }
 
+// Windows that each lie within one piece: cut there (at a per-device offset) and sent
+// to their devices, one collective-permute a shift, each device choosing what came from
+// its window's piece.
+Instruction* windows_within_pieces(Emitter& e, Instruction* x, const Tiling& t, int64_t d, int64_t size,
+                                   const std::vector<int64_t>& lo, int64_t w, const std::vector<int64_t>& shifts) {
+  const int64_t n = x->shape().dim(d);
+  const std::vector<int64_t> within = piece_of_windows(t, d, n, size, lo, w, e.devices());
+  auto start_in = [&](int64_t p, int64_t j) { return std::clamp<int64_t>(lo[static_cast<size_t>(p)] - j * n, 0, n - w); };
+  std::vector<int64_t> own;
+  for (int64_t p = 0; p < e.devices(); ++p) own.push_back(start_in(p, t.position(p)[static_cast<size_t>(d)]));
+  Instruction* out = e.dynamic_slice(x, d, own, w);
+  const std::vector<std::vector<int64_t>> groups = t.groups_along({d});
+  for (int64_t k : shifts) {
+    std::vector<std::pair<int64_t, int64_t>> pairs;
+    std::vector<int64_t> send(static_cast<size_t>(e.devices()), 0), mine(static_cast<size_t>(e.devices()), 0);
+    for (const std::vector<int64_t>& g : groups)
+      for (int64_t q = 0; q < static_cast<int64_t>(g.size()); ++q) {
+        const int64_t p = g[static_cast<size_t>(q)], j = within[static_cast<size_t>(p)];
+        if (j < 0 || j - q != k) continue;
+        send[static_cast<size_t>(g[static_cast<size_t>(j)])] = start_in(p, j);
+        mine[static_cast<size_t>(p)] = 1;
+        pairs.emplace_back(g[static_cast<size_t>(j)], p);
+      }
+    Instruction* part = e.permute(e.dynamic_slice(x, d, send, w), std::move(pairs));
+    const Shape scalar = Shape::scalar(ir::PrimitiveType::kPred);
+    Instruction* is_mine = e.add(Opcode::kCompare, scalar,
+                                 {e.per_partition(mine), e.constant(ir::Literal::scalar(ir::PrimitiveType::kS32, 0), "zero")},
+                                 "mine");
+    is_mine->attrs().direction = ir::ComparisonDirection::kNe;
+    const Shape pred(ir::PrimitiveType::kPred, out->shape().dims());
+    out = e.add(Opcode::kSelect, out->shape(), {e.splat(is_mine, pred), part, out}, x->name());
+  }
+  return out;
+}
+
 }  // namespace
 
 WindowExchange window_exchange(const Tiling& t, int64_t d, int64_t n, int64_t size, const std::vector<int64_t>& lo,
@@ -64,18 +117,34 @@ WindowExchange window_exchange(const Tiling& t, int64_t d, int64_t n, int64_t si
     out.left = std::max(out.left, start - lo[static_cast<size_t>(p)]);
     out.right = std::max(out.right, lo[static_cast<size_t>(p)] + w - (start + n));
   }
-  out.neighbours = out.left <= n && out.right <= n;
-  if (out.neighbours) {
+  using Kind = WindowExchange::Kind;
+  if (out.left <= n && out.right <= n) {
+    out.kind = Kind::kNeighbours;
     for (const auto& [k, width] : {std::pair{int64_t{-1}, out.left}, std::pair{int64_t{1}, out.right}})
       if (width > 0) {
         out.shifts.push_back(k);
         out.widths.push_back(width);
       }
+    out.copies = 2;  // the edges' concatenation with the piece, the cut (the edges are small)
+    return out;
+  }
+  const int64_t tiles = t.tiles(d);
+  const std::vector<int64_t> within = piece_of_windows(t, d, n, size, lo, w, devices);
+  if (!within.empty()) {
+    out.kind = Kind::kWithinPieces;
+    for (int64_t p = 0; p < devices; ++p) {
+      const int64_t k = within[static_cast<size_t>(p)] - t.position(p)[static_cast<size_t>(d)];
+      if (within[static_cast<size_t>(p)] >= 0 && k != 0 && std::find(out.shifts.begin(), out.shifts.end(), k) == out.shifts.end())
+        out.shifts.push_back(k);
+    }
+    std::sort(out.shifts.begin(), out.shifts.end());
+    out.widths.assign(out.shifts.size(), w);
+    out.copies = 1 + 2 * static_cast<int64_t>(out.shifts.size());  // the own cut; a cut and a choice a shift
     return out;
   }
   // Shift k: each device receives from the piece k positions along d from its own the
   // part of it its window needs (the most any device needs from one such piece).
-  const int64_t tiles = t.tiles(d);
+  out.kind = Kind::kParts;
   for (int64_t k = 1 - tiles; k < tiles; ++k) {
     if (k == 0) continue;
     int64_t width = 0;
@@ -90,6 +159,9 @@ WindowExchange window_exchange(const Tiling& t, int64_t d, int64_t n, int64_t si
       out.widths.push_back(width);
     }
   }
+  // Positions, the own piece padded and cut; a cut, pad, cut, two comparisons, a
+  // conjunction and a choice a shift.
+  out.copies = 4 + 7 * static_cast<int64_t>(out.shifts.size());
   return out;
 }
 
@@ -97,9 +169,12 @@ Instruction* window(Emitter& e, Instruction* x, const Tiling& t, int64_t d, int6
                     int64_t w, Instruction* fill) {
   const int64_t n = x->shape().dim(d);
   const WindowExchange plan = window_exchange(t, d, n, size, lo, w, e.devices());
+  using Kind = WindowExchange::Kind;
   Instruction* out = nullptr;
-  if (plan.neighbours) {
+  if (plan.kind == Kind::kNeighbours) {
     out = neighbour_window(e, x, t, d, lo, w, plan.left, plan.right);
+  } else if (plan.kind == Kind::kWithinPieces) {
+    out = windows_within_pieces(e, x, t, d, size, lo, w, plan.shifts);
   } else {
     // Every part (the device's own piece, and what each shift brings) placed in the
     // window by position: padded by w either side and cut where the window starts in it,

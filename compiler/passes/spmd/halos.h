@@ -14,13 +14,20 @@ namespace podsim::passes::spmd {
 // How windows [lo[p], lo[p] + w) along dimension d, split under t in pieces of n
 // elements of a value of `size`, are formed: a collective-permute per shift k (each
 // device receiving part of the piece k positions along d from its own) of widths[i]
-// elements for shifts[i]. Where every window lies within its piece and its neighbours'
-// (`neighbours`), those parts are the `left` and `right` edges of the neighbours.
+// elements for shifts[i]. kNeighbours: every window lies within its piece and its
+// neighbours', whose edges (`left` and `right` wide) each device takes. kWithinPieces:
+// every window (where it meets the value) lies within one piece, which sends it whole
+// to its device. kParts: each device receives the part of each piece its window needs
+// and places them by position.
 struct WindowExchange {
-  bool neighbours = false;
+  enum class Kind { kNeighbours, kWithinPieces, kParts };
+  Kind kind = Kind::kNeighbours;
   int64_t left = 0, right = 0;
   std::vector<int64_t> shifts;
   std::vector<int64_t> widths;
+  // Copies of about a window's elements that forming them takes on each device
+  // (slices, pads, selects), for the partitioner's cost of the choice.
+  int64_t copies = 0;
 };
 WindowExchange window_exchange(const Tiling& t, int64_t d, int64_t n, int64_t size, const std::vector<int64_t>& lo,
                                int64_t w, int64_t devices);

@@ -566,7 +566,8 @@ class Partitioner : public spmd::Emitter {
       ns += cost(spmd::window_exchange(want, d, operand_piece.dim(d), o.shape().dim(d), lo, m, devices_), want, d,
                  operand_piece);
     }
-    if (ns > cost(o, Tiling::replicated(o.shape().rank(), devices_))) return std::nullopt;
+    // Else: the operand gathered, the op on it whole, the result cut.
+    if (ns > cost(o, Tiling::replicated(o.shape().rank(), devices_)) + copy_cost(piece, shifted.front())) return std::nullopt;
     Instruction* x = reshard(held_.at(&o), want, o.shape()).hlo;
     Instruction* fill = pad ? replicate(*i.operand(1)).hlo : nullptr;
     for (size_t j = 0; j < shifted.size(); ++j)
@@ -602,23 +603,36 @@ class Partitioner : public spmd::Emitter {
     const int64_t m = piece.dim(d);
     std::vector<int64_t> start;  // of each device's piece of the result
     for (int64_t p = 0; p < devices_; ++p) start.push_back(want.position(p)[static_cast<size_t>(d)] * m);
-    Instruction* result = nullptr;
-    Instruction* where = nullptr;  // each element's position in the result, once needed
+    // Each operand's windows, and whether exchanging them costs less than gathering the
+    // operand and cutting them from it (a pad and a cut). Where none does, the operands
+    // are gathered, concatenated and cut as any other op (one cut in all).
+    std::vector<std::vector<int64_t>> windows;
+    std::vector<bool> exchange;
     int64_t offset = 0;
     for (const Instruction* o : i.operands()) {
       const int64_t size = o->shape().dim(d);
       // Where a device's window misses this operand, any window will do: its own piece.
-      const int64_t n = ir::shard_shape(o->shape(), want.sharding()).dim(d);
-      std::vector<int64_t> lo;
+      const Shape operand_piece = ir::shard_shape(o->shape(), want.sharding());
+      const int64_t n = operand_piece.dim(d);
+      std::vector<int64_t>& lo = windows.emplace_back();
       for (int64_t p = 0; p < devices_; ++p) {
         const int64_t at = start[static_cast<size_t>(p)] - offset;
         lo.push_back(at + m <= 0 || at >= size ? want.position(p)[static_cast<size_t>(d)] * n : at);
       }
-      const spmd::WindowExchange exchange = spmd::window_exchange(want, d, n, size, lo, m, devices_);
+      exchange.push_back(cost(*o, want) + cost(spmd::window_exchange(want, d, n, size, lo, m, devices_), want, d, operand_piece) <=
+                         cost(*o, Tiling::replicated(o->shape().rank(), devices_)) + 2 * copy_cost(piece, d));
+      offset += size;
+    }
+    if (std::find(exchange.begin(), exchange.end(), true) == exchange.end()) return std::nullopt;
+    Instruction* result = nullptr;
+    Instruction* where = nullptr;  // each element's position in the result, once needed
+    offset = 0;
+    for (size_t k = 0; k < i.operands().size(); ++k) {
+      const Instruction* o = i.operand(static_cast<int64_t>(k));
+      const int64_t size = o->shape().dim(d);
       Instruction* w = nullptr;
-      if (cost(*o, want) + cost(exchange, want, d, ir::shard_shape(o->shape(), want.sharding())) <=
-          cost(*o, Tiling::replicated(o->shape().rank(), devices_))) {
-        w = spmd::window(*this, reshard(held_.at(o), want, o->shape()).hlo, want, d, size, lo, m, nullptr);
+      if (exchange[k]) {
+        w = spmd::window(*this, reshard(held_.at(o), want, o->shape()).hlo, want, d, size, windows[k], m, nullptr);
       } else {
         // The whole operand, m zeros either side, cut at each device's window.
         Instruction* whole = replicate(*o).hlo;
@@ -682,7 +696,14 @@ class Partitioner : public spmd::Emitter {
             pairs.emplace_back(g[static_cast<size_t>(q + w.shifts[s])], g[static_cast<size_t>(q)]);
       ns += costs_.permute(pairs, bytes_per_element * static_cast<double>(w.widths[s]));
     }
-    return ns;
+    return ns + static_cast<double>(w.copies) * copy_cost(piece, d);
+  }
+  // Of copying `piece` (a slice or select along dimension d: its runs are the dimensions
+  // from d on).
+  double copy_cost(const Shape& piece, int64_t d) const {
+    double run = static_cast<double>(ir::type_byte_size(piece.type()));
+    for (int64_t k = d; k < piece.rank(); ++k) run *= static_cast<double>(piece.dim(k));
+    return costs_.copy(static_cast<double>(piece.byte_size()), run);
   }
 
   std::optional<Held> partition_dot(const Instruction& i, const Tiling& want) {

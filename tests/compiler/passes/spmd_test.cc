@@ -5,6 +5,7 @@
 
 #include "compiler/passes/spmd/tiling.h"
 #include "tests/compiler/passes/spmd_test_util.h"
+#include "topology/pod_config.h"
 
 namespace podsim::passes {
 namespace {
@@ -603,11 +604,21 @@ ENTRY e {
   EXPECT_EQ(count(*m, Opcode::kAllReduce), 1) << ir::print_module(*m);
 }
 
+// A pod of v5e chips whose links are so slow that a collective costs the bytes it moves
+// and nothing else: the partitioner moves as few as it can.
+topology::PodConfig slow_links(const std::string& name) {
+  topology::PodConfig pod = topology::pod_config(name);
+  pod.ici_link_bandwidth_bytes_per_s = 1e6;
+  return pod;
+}
+
 TEST(SpmdPartitioner, ShiftingSlicesAndPadsExchangeHalosWithNeighbours) {
   // Sequence parallelism: a sequence split 4 ways (unevenly: 15 positions after the
   // shift), next-position differences, and a causal pad with a value from a parameter.
   // Each device needs an element or two of its neighbour's piece: collective-permutes,
-  // nothing gathered.
+  // nothing gathered (on links where bytes decide: these values are small enough that
+  // one-shot gathers would take as long on v5e).
+  const topology::PodConfig slow = slow_links("v5e-4");
   auto m = check_partitioned(R"(HloModule shift, num_partitions=4
 ENTRY e {
   x = f32[4,16] parameter(0), sharding={devices=[1,4]<=[4]}
@@ -618,7 +629,7 @@ ENTRY e {
   p = f32[4,18] pad(d, v), padding=0_0x2_1
   ROOT r = f32[4,18] multiply(p, p)
 })",
-                             4, 5, 1e-5);
+                             4, 5, 1e-5, testing::random_arguments, &slow);
   ASSERT_TRUE(m);
   EXPECT_EQ(count(*m, Opcode::kAllGather) + count(*m, Opcode::kAllToAll), 0) << ir::print_module(*m);
   EXPECT_GE(count(*m, Opcode::kCollectivePermute), 2) << ir::print_module(*m);
@@ -633,7 +644,7 @@ ENTRY e {
   c = s32[5,9] slice(a), slice={[0:5], [1:10]}
   ROOT r = s32[5,9] add(b, c)
 })",
-                        4, 6);
+                        4, 6, 0, testing::random_arguments, &slow);
   ASSERT_TRUE(m);
   EXPECT_EQ(count(*m, Opcode::kAllGather) + count(*m, Opcode::kAllToAll), 0) << ir::print_module(*m);
 }
@@ -664,22 +675,34 @@ ENTRY e {
 }
 
 TEST(SpmdPartitioner, SlicesFarFromTheirPiecesTakeThePartsTheyNeed) {
-  // The second half of a split value lies on other devices altogether: each device
-  // receives the part of the piece its window needs (a collective-permute per distance
-  // between the pieces), nothing is gathered.
+  const topology::PodConfig slow = slow_links("v5e-4");
+  // The second half of a split value lies on other devices altogether: each device's
+  // window lies within one piece, which sends it (a collective-permute per distance
+  // between the pieces); nothing is gathered.
   auto m = check_partitioned(R"(HloModule far, num_partitions=4
 ENTRY e {
   x = f32[16,4] parameter(0), sharding={devices=[4,1]<=[4]}
   ROOT s = f32[8,4] slice(x), slice={[8:16], [0:4]}, sharding={devices=[4,1]<=[4]}
 })",
-                             4);
+                             4, 1, 1e-5, testing::random_arguments, &slow);
   ASSERT_TRUE(m);
   EXPECT_EQ(count(*m, Opcode::kAllGather), 0) << ir::print_module(*m);
   EXPECT_EQ(count(*m, Opcode::kCollectivePermute), 2) << ir::print_module(*m);
+  // Windows over two pieces, neither the device's own nor its neighbour's: the parts
+  // each needs of each piece, put together by position.
+  m = check_partitioned(R"(HloModule parts, num_partitions=4
+ENTRY e {
+  x = s32[30,3] parameter(0), sharding={devices=[4,1]<=[4]}
+  ROOT s = s32[16,3] slice(x), slice={[13:29], [0:3]}, sharding={devices=[4,1]<=[4]}
+})",
+                        4, 2, 0, testing::random_arguments, &slow);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(count(*m, Opcode::kAllGather), 0) << ir::print_module(*m);
   // A packed QKV projection split by features under tensor parallelism: q, k and v are
   // each a third of the features, split the same way; each device's features of them lie
   // on one or two other devices (uneven: 14 features a third, pieces of 11 and 4). The
-  // gradient pads them back into the packed layout (pads far from their pieces).
+  // gradient pads them back into the packed layout (pads far from their pieces, which a
+  // one-shot gather of their small operands may beat).
   m = check_partitioned(R"(HloModule qkv, num_partitions=4
 ENTRY e {
   x = f32[6,42] parameter(0), sharding={devices=[1,4]<=[4]}
@@ -693,17 +716,26 @@ ENTRY e {
   pv = f32[6,42] pad(qk, z), padding=0_0x28_0
   ROOT g = f32[6,42] add(pq, pv), sharding={devices=[1,4]<=[4]}
 })",
-                        4, 1, 1e-5);
+                        4, 3, 1e-5, testing::random_arguments, &slow);
   ASSERT_TRUE(m);
-  EXPECT_EQ(count(*m, Opcode::kAllGather) + count(*m, Opcode::kAllToAll), 0) << ir::print_module(*m);
-  // Over 8 devices, each needing a part of the first piece: seven collective-permutes
-  // would take longer than one all-gather.
-  m = check_partitioned(R"(HloModule first, num_partitions=8
+  EXPECT_GE(count(*m, Opcode::kCollectivePermute), 2) << ir::print_module(*m);
+}
+
+TEST(SpmdPartitioner, FarWindowsOrAGatherWhicheverTakesLessOnThePod) {
+  // Each of 8 devices needs a row of the first piece of a small value. Where bytes
+  // decide, seven collective-permutes of a row each move less than a gather; on v5e's
+  // links, each permute's latency costs more than one all-gather.
+  const std::string text = R"(HloModule first, num_partitions=8
 ENTRY e {
   x = f32[64,2] parameter(0), sharding={devices=[8,1]<=[8]}
   ROOT s = f32[8,2] slice(x), slice={[0:8], [0:2]}, sharding={devices=[8,1]<=[8]}
-})",
-                        8);
+})";
+  const topology::PodConfig slow = slow_links("v5e-8"), v5e8 = topology::pod_config("v5e-8");
+  auto m = check_partitioned(text, 8, 1, 1e-5, testing::random_arguments, &slow);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(count(*m, Opcode::kCollectivePermute), 7) << ir::print_module(*m);
+  EXPECT_EQ(count(*m, Opcode::kAllGather), 0) << ir::print_module(*m);
+  m = check_partitioned(text, 8, 1, 1e-5, testing::random_arguments, &v5e8);
   ASSERT_TRUE(m);
   EXPECT_EQ(count(*m, Opcode::kCollectivePermute), 0) << ir::print_module(*m);
   EXPECT_EQ(count(*m, Opcode::kAllGather), 1) << ir::print_module(*m);

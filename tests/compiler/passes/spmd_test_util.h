@@ -91,13 +91,15 @@ inline std::vector<Literal> tame_arguments(const ir::Computation& entry, std::mt
 // Partitions `text` over `partitions` devices and checks, on random arguments from seed,
 // that the pieces every device returns are its pieces of the unpartitioned result.
 // Returns the partitioned module (null when partitioning failed, with a test failure).
+// The partitioner's choices are costed on `pod` where given.
 inline std::unique_ptr<Module> check_partitioned(const std::string& text, int64_t partitions, uint64_t seed = 1,
-                                                 double rtol = 1e-5, const MakeArguments& make = random_arguments) {
+                                                 double rtol = 1e-5, const MakeArguments& make = random_arguments,
+                                                 const topology::PodConfig* pod = nullptr) {
   auto original = ir::parse_module(text);
   ir::verify_module(*original);
   auto partitioned = ir::parse_module(text);
   try {
-    spmd_partition(*partitioned, partitions);
+    spmd_partition(*partitioned, partitions, pod);
   } catch (const std::exception& e) {
     ADD_FAILURE() << e.what();
     return nullptr;
