@@ -125,7 +125,8 @@ WindowExchange window_exchange(const Tiling& t, int64_t d, int64_t n, int64_t si
         out.shifts.push_back(k);
         out.widths.push_back(width);
       }
-    out.copies = 2;  // the edges' concatenation with the piece, the cut (the edges are small)
+    // Each edge's slice, their concatenation with the piece, the cut and its offsets.
+    out.copies = 4 + static_cast<int64_t>(out.shifts.size());
     return out;
   }
   const int64_t tiles = t.tiles(d);
@@ -139,7 +140,9 @@ WindowExchange window_exchange(const Tiling& t, int64_t d, int64_t n, int64_t si
     }
     std::sort(out.shifts.begin(), out.shifts.end());
     out.widths.assign(out.shifts.size(), w);
-    out.copies = 1 + 2 * static_cast<int64_t>(out.shifts.size());  // the own cut; a cut and a choice a shift
+    // The own cut and its offsets; a shift's cut, offsets, and choice (a table, a
+    // comparison, a broadcast, a select).
+    out.copies = 3 + 8 * static_cast<int64_t>(out.shifts.size());
     return out;
   }
   // Shift k: each device receives from the piece k positions along d from its own the
@@ -159,9 +162,9 @@ WindowExchange window_exchange(const Tiling& t, int64_t d, int64_t n, int64_t si
       out.widths.push_back(width);
     }
   }
-  // Positions, the own piece padded and cut; a cut, pad, cut, two comparisons, a
-  // conjunction and a choice a shift.
-  out.copies = 4 + 7 * static_cast<int64_t>(out.shifts.size());
+  // Positions, the own piece padded and cut (offsets); a shift's cut, pad and cut
+  // (offsets), the two bounds compared and joined, a select.
+  out.copies = 8 + 17 * static_cast<int64_t>(out.shifts.size());
   return out;
 }
 

@@ -25,8 +25,9 @@ struct WindowExchange {
   int64_t left = 0, right = 0;
   std::vector<int64_t> shifts;
   std::vector<int64_t> widths;
-  // Copies of about a window's elements that forming them takes on each device
-  // (slices, pads, selects), for the partitioner's cost of the choice.
+  // Instructions that forming them runs on each device (slices, pads, selects, tables of
+  // offsets), each costed as a copy of a window (on TPU-like chips each such step costs
+  // at least HBM's latency both ways), for the partitioner's cost of the choice.
   int64_t copies = 0;
 };
 WindowExchange window_exchange(const Tiling& t, int64_t d, int64_t n, int64_t size, const std::vector<int64_t>& lo,
