@@ -13,7 +13,9 @@
 //     longest axis's bandwidth); a permute over one link;
 //   latency: the group's diameter in hops x the per-hop latency (twice for all-reduce;
 //     a permute: its longest route inside a slice),
-// and the ratio simulated / analytic. For a pod of several slices, all-reduce,
+// and the ratio simulated / analytic; then the SPMD partitioner's estimate of the same
+// collective (compiler/passes/spmd/cost_model.h, which it weighs its choices by) and the
+// ratio simulated / estimate. For a pod of several slices, all-reduce,
 // all-gather and reduce-scatter add the hierarchical schedule's DCN part (a 1 / n piece
 // of each chip's bytes at its share of its host's NICs, and the DCN latency); all-to-all
 // and permute take the larger of their ICI time and their DCN time: the bytes that
@@ -34,6 +36,7 @@
 #include <vector>
 
 #include "compiler/ir/parser.h"
+#include "compiler/passes/spmd/cost_model.h"
 #include "compiler/tpu/tpu_compiler.h"
 #include "sim/timing/timed_chip.h"
 #include "topology/pod_config.h"
@@ -152,6 +155,28 @@ double analytic_seconds(const Op& op, double bytes, const PodConfig& pod) {
   return std::max(bandwidth, latency);
 }
 
+// The SPMD partitioner's estimate, in seconds, of the collective over every chip.
+double partitioner_seconds(const Op& op, double bytes, const PodConfig& pod) {
+  const podsim::passes::spmd::CostModel costs(&pod);
+  const int n = pod.chips();
+  std::vector<int64_t> all;
+  for (int d = 0; d < n; ++d) all.push_back(d);
+  const podsim::passes::spmd::Groups groups{all};
+  const double others = bytes * (n - 1) / n;
+  switch (op.kind) {
+    case Kind::kAllReduce: return costs.all_reduce(groups, bytes) * 1e-9;
+    case Kind::kAllGather: return costs.all_gather(groups, others) * 1e-9;
+    case Kind::kReduceScatter: return costs.reduce_scatter(groups, bytes) * 1e-9;
+    case Kind::kAllToAll: return costs.all_to_all(groups, others) * 1e-9;
+    case Kind::kPermute: {
+      std::vector<std::pair<int64_t, int64_t>> pairs;
+      for (int d = 0; d < n; ++d) pairs.emplace_back(d, (d + 1) % n);
+      return costs.permute(pairs, bytes) * 1e-9;
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -178,8 +203,8 @@ int main(int argc, char** argv) {
                     {"all-to-all", Kind::kAllToAll},
                     {"permute", Kind::kPermute}};
   const int64_t max_bytes = quick ? int64_t{1} << 20 : large ? int64_t{1} << 30 : int64_t{64} << 20;
-  fmt::print("{:<18} {:<15} {:>10} {:>12} {:>10} {:>12} {:>7} {:>8}\n", "pod", "collective", "bytes",
-             "sim us", "busbw GB/s", "torus us", "ratio", "host s");
+  fmt::print("{:<18} {:<15} {:>10} {:>12} {:>10} {:>12} {:>7} {:>12} {:>7} {:>8}\n", "pod", "collective", "bytes",
+             "sim us", "busbw GB/s", "torus us", "ratio", "spmd est us", "ratio", "host s");
   for (const std::string& name : pods) {
     const topology::PodConfig pod = topology::pod_config(name);
     const int n = pod.chips();
@@ -195,9 +220,10 @@ int main(int argc, char** argv) {
         const double host =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - host_start).count();
         const double b = static_cast<double>(bytes), analytic = analytic_seconds(op, b, pod);
-        fmt::print("{:<18} {:<15} {:>10} {:>12.2f} {:>10.2f} {:>12.2f} {:>7.2f} {:>8.2f}\n", name, op.name,
-                   bytes, r.seconds * 1e6, bus_bytes(op, b, n) / r.seconds / 1e9, analytic * 1e6,
-                   r.seconds / analytic, host);
+        const double estimate = partitioner_seconds(op, b, pod);
+        fmt::print("{:<18} {:<15} {:>10} {:>12.2f} {:>10.2f} {:>12.2f} {:>7.2f} {:>12.2f} {:>7.2f} {:>8.2f}\n", name,
+                   op.name, bytes, r.seconds * 1e6, bus_bytes(op, b, n) / r.seconds / 1e9, analytic * 1e6,
+                   r.seconds / analytic, estimate * 1e6, r.seconds / estimate, host);
         std::fflush(stdout);
       }
   }

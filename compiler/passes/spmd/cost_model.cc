@@ -1,6 +1,8 @@
 #include "compiler/passes/spmd/cost_model.h"
 
 #include <algorithm>
+#include <iterator>
+#include <set>
 
 #include "topology/pod_config.h"
 #include "topology/torus.h"
@@ -16,9 +18,8 @@ CostModel::CostModel(const topology::PodConfig* pod) {
   hbm_bytes_per_ns_ = figures.chip.hbm_bandwidth_bytes_per_s * 1e-9;
   burst_bytes_ = static_cast<double>(figures.chip.dma_burst_bytes);
   dcn_ns_ = figures.dcn_latency_ns + 2 * figures.chip.host_link_latency_ns;
-  dcn_bytes_per_ns_ = std::min(figures.dcn_host_bandwidth_bytes_per_s / figures.chips_per_host(),
-                               figures.chip.host_link_bandwidth_bytes_per_s) *
-                      1e-9;
+  dcn_host_bytes_per_ns_ = figures.dcn_host_bandwidth_bytes_per_s * 1e-9;
+  host_link_bytes_per_ns_ = figures.chip.host_link_bandwidth_bytes_per_s * 1e-9;
 }
 
 CostModel::~CostModel() = default;
@@ -37,18 +38,55 @@ double CostModel::route_ns(int64_t a, int64_t b) const {
 const CostModel::Ring& CostModel::ring(const Groups& groups) const {
   const auto it = rings_.find(groups);
   if (it != rings_.end()) return it->second;
+  const std::vector<int64_t>& first = groups.at(0);
+  Ring r;
   double hop = 0;
-  bool neighbours = true, dcn = false;
   for (const std::vector<int64_t>& g : groups)
-    for (size_t k = 0; k < g.size() && g.size() > 1; ++k) {
-      const int64_t a = g[k], b = g[(k + 1) % g.size()];
-      hop = std::max(hop, route_ns(a, b));
-      dcn = dcn || across_slices(a, b);
-      neighbours = neighbours && torus_ && !across_slices(a, b) && torus_->hops(static_cast<int>(a), static_cast<int>(b)) == 1;
+    for (size_t k = 0; k < g.size() && g.size() > 1; ++k) hop = std::max(hop, route_ns(g[k], g[(k + 1) % g.size()]));
+  r.step_ns = hop + 2 * hbm_ns_;
+  r.steps = static_cast<double>(first.size()) + 1;
+  r.ici_bytes_per_ns = link_bytes_per_ns_;
+  if (torus_) {
+    // A ring along each torus axis the group spans inside a slice, at once (a step per
+    // chip along each, and a handshake); both ways round an axis that wraps where the
+    // group covers all of it, as the TPU lowering's rings go.
+    const topology::PodConfig& pod = torus_->pod();
+    std::map<int, std::set<int64_t>> slices;
+    std::map<int, int> on_host;
+    int most_on_host = 1;
+    for (int64_t d : first) {
+      slices[torus_->coord(static_cast<int>(d)).slice].insert(d);
+      most_on_host = std::max(most_on_host, ++on_host[torus_->host(static_cast<int>(d))]);
     }
-  // A ring of neighbours closes: data goes both ways round it.
-  const double bytes_per_ns = dcn ? dcn_bytes_per_ns_ : (neighbours && groups.at(0).size() > 2 ? 2 : 1) * link_bytes_per_ns_;
-  return rings_.emplace(groups, Ring{hop + 2 * hbm_ns_, bytes_per_ns}).first->second;
+    double links = 0, steps = 1;
+    int gap = 1;  // hops between a chip and the next along an axis
+    for (size_t a = 0; a < 3; ++a) {
+      std::set<int> along;
+      for (int64_t d : slices.begin()->second) along.insert(torus_->coord(static_cast<int>(d)).xyz[a]);
+      if (along.size() < 2) continue;
+      steps += static_cast<double>(along.size()) - 1;
+      links += static_cast<int>(along.size()) == pod.dims()[a] && pod.wraps()[a] && pod.dims()[a] > 2 ? 2 : 1;
+      for (auto x = along.begin(), y = std::next(x); y != along.end(); ++x, ++y) gap = std::max(gap, *y - *x);
+    }
+    r.ici_bytes_per_ns = std::max(links, 1.0) * link_bytes_per_ns_;
+    r.steps = steps + 1;
+    r.step_ns = gap * hop_ns_ + 2 * hbm_ns_;
+    if (slices.size() > 1) {
+      // Hierarchical: across k slices, each chip moves its 1 / (chips in its slice) share
+      // of the (k - 1) / k of the bytes from other slices over DCN, the group's chips on
+      // a host sharing its NICs.
+      const auto k = static_cast<double>(slices.size());
+      r.steps += k - 1;
+      r.dcn_share = (k - 1) / k / static_cast<double>(slices.begin()->second.size());
+      r.dcn_bytes_per_ns = std::min(dcn_host_bytes_per_ns_ / most_on_host, host_link_bytes_per_ns_);
+      r.step_ns = dcn_ns_ + 2 * hbm_ns_;
+    }
+  }
+  return rings_.emplace(groups, r).first->second;
+}
+
+double CostModel::Ring::ns(double phases, double bytes) const {
+  return phases * steps * step_ns + bytes / ici_bytes_per_ns + (dcn_share > 0 ? bytes * dcn_share / dcn_bytes_per_ns : 0);
 }
 
 CostModel::Routes CostModel::all_pairs(const Groups& groups) {
@@ -63,9 +101,8 @@ CostModel::Routes CostModel::all_pairs(const Groups& groups) {
 double CostModel::all_gather(const Groups& groups, double bytes) const {
   const auto g = static_cast<double>(groups.at(0).size());
   if (g < 2) return 0;
-  const Ring& r = ring(groups);
   // Rings, or every device's piece sent to every other at once (one shot).
-  return std::min((g + 1) * r.step_ns + bytes / r.bytes_per_ns, exchange(all_pairs(groups), bytes / (g - 1)));
+  return std::min(ring(groups).ns(1, bytes), exchange(all_pairs(groups), bytes / (g - 1)));
 }
 
 double CostModel::reduce_scatter(const Groups& groups, double bytes) const {
@@ -76,11 +113,10 @@ double CostModel::reduce_scatter(const Groups& groups, double bytes) const {
 double CostModel::all_reduce(const Groups& groups, double bytes) const {
   const auto g = static_cast<double>(groups.at(0).size());
   if (g < 2) return 0;
-  const Ring& r = ring(groups);
   // Rings; a reduce-scatter then an all-gather in one shot each (two shots); the whole
   // array to every device at once where the group's arrays fit a few MiB (one shot).
   const Routes pairs = all_pairs(groups);
-  double best = std::min(2 * g * r.step_ns + 2 * bytes * (g - 1) / g / r.bytes_per_ns, 2 * exchange(pairs, bytes / g));
+  double best = std::min(ring(groups).ns(2, 2 * bytes * (g - 1) / g), 2 * exchange(pairs, bytes / g));
   if (g * bytes <= kOneShotBytes) best = std::min(best, exchange(pairs, bytes));
   return best;
 }
@@ -101,13 +137,19 @@ double CostModel::busiest(const Routes& routes) const {
 
 double CostModel::exchange(const Routes& routes, double bytes) const {
   double farthest = 0;
-  bool dcn = false;
+  std::map<int64_t, int> host_out, chip_out;  // routes leaving for another slice
   for (const auto& [a, b] : routes) {
     farthest = std::max(farthest, route_ns(a, b));
-    dcn = dcn || across_slices(a, b);
+    if (across_slices(a, b)) {
+      ++host_out[torus_->host(static_cast<int>(a))];
+      ++chip_out[a];
+    }
   }
-  const double bytes_per_ns = dcn ? dcn_bytes_per_ns_ : link_bytes_per_ns_;
-  return 2 * farthest + 2 * hbm_ns_ + bytes * busiest(routes) / bytes_per_ns;
+  double ns = bytes * busiest(routes) / link_bytes_per_ns_;
+  // Over DCN: each host's routes through its NICs, each chip's through its host link.
+  for (const auto& [host, n] : host_out) ns = std::max(ns, bytes * n / dcn_host_bytes_per_ns_);
+  for (const auto& [chip, n] : chip_out) ns = std::max(ns, bytes * n / host_link_bytes_per_ns_);
+  return 2 * farthest + 2 * hbm_ns_ + ns;
 }
 
 double CostModel::all_to_all(const Groups& groups, double bytes) const {

@@ -4,10 +4,13 @@
 // gathering) and between resharding plans. An alpha-beta model from the pod's figures,
 // close to the TPU lowering's choice of algorithm: a ring collective over a group (in
 // group order) takes a step per device, each a route to the next device plus the HBM
-// latency of landing and loading, and its bytes over one link each way (both where the
-// ring closes over neighbours); an exchange (one-shot collectives, all-to-all,
-// collective-permute) waits for the farthest route twice (ready, then data) and moves
-// its bytes over the busiest link of its routes. Each collective takes the quicker.
+// latency of landing and loading, and its bytes over a ring along each torus axis the
+// group spans (both ways round an axis that wraps and that the group covers), or over
+// DCN at the group's share of a host's NICs; an exchange (one-shot collectives,
+// all-to-all, collective-permute) waits for the farthest route twice (ready, then data)
+// and moves its bytes over the busiest link of its routes, or the busiest host's NICs
+// and chip's host link for routes to other slices. Each collective takes the quicker.
+// bench/timing_collective_bench compares the estimates with the simulated pod.
 // Partition p runs on device p of the pod (replica 0); without a pod, every two devices
 // are one hop apart on links of a v5e chip.
 #pragma once
@@ -48,8 +51,12 @@ class CostModel {
 
  private:
   struct Ring {
-    double step_ns;        // a route to the next device of the ring and two HBM latencies
-    double bytes_per_ns;   // one way round, or both
+    double steps = 0;              // a phase's
+    double step_ns = 0;            // a route to the next device and two HBM latencies
+    double ici_bytes_per_ns = 0;   // every ring of the group's at once
+    double dcn_share = 0;          // of the bytes, that go over DCN (across slices)
+    double dcn_bytes_per_ns = 0;
+    double ns(double phases, double bytes) const;
   };
   using Routes = std::vector<std::pair<int64_t, int64_t>>;
   static Routes all_pairs(const Groups& groups);
@@ -65,7 +72,8 @@ class CostModel {
 
   std::unique_ptr<topology::Torus> torus_;  // null without a pod
   double link_bytes_per_ns_, hop_ns_, hbm_ns_, hbm_bytes_per_ns_, burst_bytes_;
-  double dcn_ns_, dcn_bytes_per_ns_;  // a chip's route to another slice, and its share of its host's NICs
+  double dcn_ns_;  // a chip's route to another slice: host link, NIC to NIC, host link
+  double dcn_host_bytes_per_ns_, host_link_bytes_per_ns_;
   mutable std::map<Groups, Ring> rings_;
   mutable std::map<Routes, double> busiest_;
 };

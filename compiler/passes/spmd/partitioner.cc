@@ -566,10 +566,11 @@ class Partitioner : public spmd::Emitter {
       ns += cost(spmd::window_exchange(want, d, operand_piece.dim(d), o.shape().dim(d), lo, m, devices_), want, d,
                  operand_piece);
     }
-    // Else: the operand gathered, the op on it whole, the result cut.
-    // (The cut: a dynamic-slice and its table of offsets.)
-    if (ns > cost(o, Tiling::replicated(o.shape().rank(), devices_)) + 3 * copy_cost(piece, shifted.front()))
-      return std::nullopt;
+    // Else (partition_on_pieces): the operand gathered along the shifted dimensions, the op
+    // on it, the result cut (a dynamic-slice and its table of offsets).
+    Tiling gathered = want;
+    for (int64_t d : shifted) gathered = gathered.unsplit(d);
+    if (ns > cost(o, gathered) + 3 * copy_cost(piece, shifted.front())) return std::nullopt;
     Instruction* x = reshard(held_.at(&o), want, o.shape()).hlo;
     Instruction* fill = pad ? replicate(*i.operand(1)).hlo : nullptr;
     for (size_t j = 0; j < shifted.size(); ++j)
@@ -622,7 +623,7 @@ class Partitioner : public spmd::Emitter {
         lo.push_back(at + m <= 0 || at >= size ? want.position(p)[static_cast<size_t>(d)] * n : at);
       }
       exchange.push_back(cost(*o, want) + cost(spmd::window_exchange(want, d, n, size, lo, m, devices_), want, d, operand_piece) <=
-                         cost(*o, Tiling::replicated(o->shape().rank(), devices_)) + 4 * copy_cost(piece, d));
+                         cost(*o, want.unsplit(d)) + 4 * copy_cost(piece, d));
       offset += size;
     }
     if (std::find(exchange.begin(), exchange.end(), true) == exchange.end()) return std::nullopt;
@@ -636,8 +637,9 @@ class Partitioner : public spmd::Emitter {
       if (exchange[k]) {
         w = spmd::window(*this, reshard(held_.at(o), want, o->shape()).hlo, want, d, size, windows[k], m, nullptr);
       } else {
-        // The whole operand, m zeros either side, cut at each device's window.
-        Instruction* whole = replicate(*o).hlo;
+        // The operand whole along d (split as the result elsewhere), m zeros either side,
+        // cut at each device's window.
+        Instruction* whole = reshard(held_.at(o), want.unsplit(d), o->shape()).hlo;
         Shape padded = whole->shape();
         padded.mutable_dims()[static_cast<size_t>(d)] += 2 * m;
         std::vector<ir::PadDim> padding(static_cast<size_t>(padded.rank()));
@@ -648,12 +650,7 @@ class Partitioner : public spmd::Emitter {
         std::vector<int64_t> at;
         for (int64_t p = 0; p < devices_; ++p)
           at.push_back(std::clamp<int64_t>(start[static_cast<size_t>(p)] - offset, -m, size) + m);
-        Shape cut = o->shape();
-        cut.clear_layout();
-        cut.mutable_dims()[static_cast<size_t>(d)] = m;
         w = dynamic_slice(ext, d, at, m);
-        // The other dimensions cut as the result splits them.
-        w = reshard(Held{w, Layout{Tiling::replicated(cut.rank(), devices_), {}}}, want.unsplit(d), cut).hlo;
       }
       if (result == nullptr) {
         result = w;
@@ -698,11 +695,7 @@ class Partitioner : public spmd::Emitter {
             pairs.emplace_back(g[static_cast<size_t>(q + w.shifts[s])], g[static_cast<size_t>(q)]);
       ns += costs_.permute(pairs, bytes_per_element * static_cast<double>(w.widths[s]));
     }
-    ns += static_cast<double>(w.copies) * copy_cost(piece, d);
-    // Windows far from their pieces are taken only at a quarter of a gather's cost: their
-    // instructions' place on the critical path is more than the model counts (taken at
-    // par, the tensor parallel GPT step on v5e-64 went from 845 to 1017 us).
-    return w.kind == spmd::WindowExchange::Kind::kNeighbours ? ns : 4 * ns;
+    return ns + static_cast<double>(w.copies) * copy_cost(piece, d);
   }
   // Of copying `piece` (a slice or select along dimension d: its runs are the dimensions
   // from d on).
