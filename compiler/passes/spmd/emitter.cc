@@ -74,6 +74,17 @@ Instruction* Emitter::permute(Instruction* x, std::vector<std::pair<int64_t, int
   return moved;
 }
 
+Instruction* Emitter::choose(const std::vector<bool>& on, Instruction* a, Instruction* b) {
+  const Shape scalar = Shape::scalar(ir::PrimitiveType::kPred);
+  std::vector<int64_t> flags(on.begin(), on.end());
+  Instruction* here = add(Opcode::kCompare, scalar,
+                          {per_partition(flags), constant(ir::Literal::scalar(ir::PrimitiveType::kS32, 0), "zero")}, "here");
+  here->attrs().direction = ir::ComparisonDirection::kNe;
+  Shape values = a->shape();
+  values.clear_layout();
+  return add(Opcode::kSelect, values, {splat(here, Shape(ir::PrimitiveType::kPred, values.dims())), a, b}, a->name());
+}
+
 Instruction* Emitter::first_row(const Tiling& t, int64_t rows, ir::PrimitiveType type) {
   std::vector<int64_t> first;
   for (int64_t p = 0; p < devices_; ++p) first.push_back(t.position(p)[0] * rows);

@@ -34,6 +34,8 @@ class Emitter {
   // x sent from the first partition of each pair to the second (one that receives
   // nothing gets zeros), attributed as below.
   ir::Instruction* permute(ir::Instruction* x, std::vector<std::pair<int64_t, int64_t>> pairs);
+  // a on the partitions p where on[p] is true, else b (arrays of one shape).
+  ir::Instruction* choose(const std::vector<bool>& on, ir::Instruction* a, ir::Instruction* b);
   // The first row of this partition's piece of a table split by rows under t (`rows`
   // each), as a scalar of `type`.
   ir::Instruction* first_row(const Tiling& t, int64_t rows, ir::PrimitiveType type);

@@ -86,23 +86,17 @@ Instruction* windows_within_pieces(Emitter& e, Instruction* x, const Tiling& t, 
   const std::vector<std::vector<int64_t>> groups = t.groups_along({d});
   for (int64_t k : shifts) {
     std::vector<std::pair<int64_t, int64_t>> pairs;
-    std::vector<int64_t> send(static_cast<size_t>(e.devices()), 0), mine(static_cast<size_t>(e.devices()), 0);
+    std::vector<int64_t> send(static_cast<size_t>(e.devices()), 0);
+    std::vector<bool> mine(static_cast<size_t>(e.devices()), false);
     for (const std::vector<int64_t>& g : groups)
       for (int64_t q = 0; q < static_cast<int64_t>(g.size()); ++q) {
         const int64_t p = g[static_cast<size_t>(q)], j = within[static_cast<size_t>(p)];
         if (j < 0 || j - q != k) continue;
         send[static_cast<size_t>(g[static_cast<size_t>(j)])] = start_in(p, j);
-        mine[static_cast<size_t>(p)] = 1;
+        mine[static_cast<size_t>(p)] = true;
         pairs.emplace_back(g[static_cast<size_t>(j)], p);
       }
-    Instruction* part = e.permute(e.dynamic_slice(x, d, send, w), std::move(pairs));
-    const Shape scalar = Shape::scalar(ir::PrimitiveType::kPred);
-    Instruction* is_mine = e.add(Opcode::kCompare, scalar,
-                                 {e.per_partition(mine), e.constant(ir::Literal::scalar(ir::PrimitiveType::kS32, 0), "zero")},
-                                 "mine");
-    is_mine->attrs().direction = ir::ComparisonDirection::kNe;
-    const Shape pred(ir::PrimitiveType::kPred, out->shape().dims());
-    out = e.add(Opcode::kSelect, out->shape(), {e.splat(is_mine, pred), part, out}, x->name());
+    out = e.choose(mine, e.permute(e.dynamic_slice(x, d, send, w), std::move(pairs)), out);
   }
   return out;
 }

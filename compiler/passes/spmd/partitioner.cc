@@ -4,22 +4,24 @@
 //
 // Each value of the original program is held as pieces under a tiling (tiling.h). An
 // instruction runs on pieces where its dimension maps allow (dim_maps.h): its operands
-// are first resharded to the tilings its result's tiling implies. A dot chooses, by the
-// bytes each choice moves and a fixed cost per collective, between operands tiled like
-// its result and partial products
-// over split contracting dimensions summed by an all-reduce (a reduce-scatter where the
-// result is to be split over the same devices); a reduce over a split dimension reduces
+// are first resharded to the tilings its result's tiling implies. Where there are ways
+// to choose from, the one whose collectives and copies take least on the pod wins (its
+// cost model, cost_model.h). A dot chooses between operands tiled like its result and
+// partial products over split contracting dimensions summed by an all-reduce (a
+// reduce-scatter where the result is to be split over the same devices); a reduce over a split dimension reduces
 // its pieces and sums them the same way (when the init value is the reducer's
-// identity). A slice or pad that shifts a split dimension takes its neighbours' edges
-// (halos.h); lookups and scatters into a table split by rows use local indices. While
+// identity). A slice, pad or concatenate that shifts a split dimension takes the
+// windows of its operands it needs from the devices holding them (halos.h: neighbours'
+// edges, or parts of farther pieces) where that costs less than gathering; lookups and scatters into a table split by rows use local indices. While
 // loops, calls and conditionals run on pieces: their computations are partitioned for
 // the layouts of the values they take (a loop's state keeps one layout all round).
 // Everything else runs on whole operands and is cut to its sharding.
 //
-// Resharding moves as little as it can: a split that moves from one dimension to another
-// over the same devices is one all-to-all; otherwise it gathers the split dimensions
-// that stop a device's new piece from lying inside its current one (all-gathers), then
-// slices, with each device's offsets read from a table indexed by partition-id.
+// Resharding (reshard_plan.h) takes the least costly of: a collective-permute where
+// only the devices holding the pieces change; one all-to-all where a split moves from
+// one dimension to another over the same devices; all-gathers of the split dimensions
+// that stop a device's new piece from lying inside its current one, then a slice, with
+// each device's offsets read from a table indexed by partition-id.
 // Collectives carry a channel_id and global device ids, as XLA's do (emitter.h).
 //
 // The entry's parameters and result keep their shardings, so that callers know which
@@ -181,7 +183,13 @@ class Partitioner : public spmd::Emitter {
            current_->name(), current_->pos().line);
     const Tiling& from = *v.layout.array;
     if (from == to) return v;
-    const ReshardPlan plan = spmd::plan_reshard(from, to, whole);
+    const ReshardPlan plan = spmd::plan_reshard(from, to, whole, costs_);
+    if (!plan.permute.empty()) {
+      // Devices that hold their new piece already keep it (a permute gives them zeros).
+      std::vector<bool> moved(static_cast<size_t>(devices_), false);
+      for (const auto& [source, target] : plan.permute) moved[static_cast<size_t>(target)] = true;
+      return Held{choose(moved, permute(v.hlo, plan.permute), v.hlo), Layout{to, {}}};
+    }
     if (plan.all_to_all)
       return Held{all_to_all(v.hlo, from, plan.all_to_all->first, plan.all_to_all->second, to, whole), Layout{to, {}}};
     Instruction* x = v.hlo;
@@ -680,7 +688,7 @@ class Partitioner : public spmd::Emitter {
   // Of resharding `o` (held) to `to`.
   double cost(const Instruction& o, const Tiling& to) const {
     const Tiling& from = *held_.at(&o).layout.array;
-    return plan_cost(spmd::plan_reshard(from, to, o.shape()), from, o.shape());
+    return plan_cost(spmd::plan_reshard(from, to, o.shape(), costs_), from, o.shape());
   }
   // Of the collective-permutes forming windows (window_exchange) of x (pieces under t).
   double cost(const spmd::WindowExchange& w, const Tiling& t, int64_t d, const Shape& piece) const {
@@ -744,7 +752,7 @@ class Partitioner : public spmd::Emitter {
       const auto piece = static_cast<double>(ir::shard_shape(i.shape(), result.sharding()).byte_size());
       const bool scatter = scatter_dim(result, groups, want, i.shape()).has_value();
       const double sum = scatter ? costs_.reduce_scatter(groups, piece) : costs_.all_reduce(groups, piece);
-      const double after = scatter ? 0 : plan_cost(spmd::plan_reshard(result, want, i.shape()), result, i.shape());
+      const double after = scatter ? 0 : plan_cost(spmd::plan_reshard(result, want, i.shape(), costs_), result, i.shape());
       Choice c{side == 0 ? t : o, side == 0 ? o : t, result, std::move(groups), 0};
       c.ns = cost(other, o) + sum + after;
       choices.push_back(std::move(c));

@@ -23,13 +23,14 @@ struct Interval {
 Interval interval(const Tiling& t, int64_t device, int64_t d, int64_t size);
 
 struct ReshardPlan {
+  std::vector<std::pair<int64_t, int64_t>> permute;       // (source, target) devices of whole pieces
   std::optional<std::pair<int64_t, int64_t>> all_to_all;  // (from dimension, to dimension)
   std::vector<int64_t> gathers;                           // dimensions, in order
   Tiling before_slice;                                    // the tiling the gathers leave
   bool slice = false;
 };
 
-ReshardPlan plan_reshard(const Tiling& from, const Tiling& to, const ir::Shape& whole);
+ReshardPlan plan_reshard(const Tiling& from, const Tiling& to, const ir::Shape& whole, const CostModel& costs);
 // What carrying out the plan costs (its collectives).
 double plan_ns(const ReshardPlan& plan, const Tiling& from, const ir::Shape& whole, const CostModel& costs);
 

@@ -324,17 +324,20 @@ TEST(SpmdPartitioner, ReshardsBetweenAnyTwoShardings) {
       "{devices=[1,2,2]3,1,2,0 last_tile_dim_replicate}",
       "{maximal device=2}",
   };
-  for (const std::string& from : shardings)
-    for (const std::string& to : shardings) {
-      SCOPED_TRACE(from + " -> " + to);
-      check_partitioned(fmt::format(R"(HloModule r, num_partitions=4
+  // Costed without a pod and on one (the plans chosen differ).
+  const topology::PodConfig v5e4 = topology::pod_config("v5e-4");
+  for (const topology::PodConfig* pod : {static_cast<const topology::PodConfig*>(nullptr), &v5e4})
+    for (const std::string& from : shardings)
+      for (const std::string& to : shardings) {
+        SCOPED_TRACE(from + " -> " + to + (pod ? " on v5e-4" : ""));
+        check_partitioned(fmt::format(R"(HloModule r, num_partitions=4
 ENTRY r {{
   p = s32[8,12] parameter(0), sharding={}
   ROOT n = s32[8,12] negate(p), sharding={}
 }})",
-                                    from, to),
-                        4);
-    }
+                                      from, to),
+                          4, 1, 0, testing::random_arguments, pod);
+      }
 }
 
 TEST(SpmdPartitioner, MovesASplitToAnotherDimensionWithOneAllToAll) {
@@ -391,6 +394,28 @@ ENTRY e {
 int64_t collectives(const ir::Module& m) {
   return count(m, Opcode::kAllGather) + count(m, Opcode::kAllReduce) + count(m, Opcode::kAllToAll) +
          count(m, Opcode::kReduceScatter) + count(m, Opcode::kCollectivePermute);
+}
+
+TEST(SpmdPartitioner, PiecesThatOnlyChangeDevicesMoveByOneCollectivePermute) {
+  // The same pieces on other devices (a mesh in another device order): each piece goes
+  // once, nothing is gathered. (Pieces held twice, where a gather between neighbours
+  // beats sending them two hops, are ReshardsBetweenAnyTwoShardings' business.)
+  const topology::PodConfig pod = topology::pod_config("v5e-4");
+  for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
+           {"{devices=[4,1]<=[4]}", "{devices=[4,1]3,2,1,0}"},
+           {"{devices=[2,2]<=[4]}", "{devices=[2,2]<=[2,2]T(1,0)}"}}) {
+    SCOPED_TRACE(from + " -> " + to);
+    auto m = check_partitioned(fmt::format(R"(HloModule r, num_partitions=4
+ENTRY r {{
+  p = s32[8,12] parameter(0), sharding={}
+  ROOT n = s32[8,12] negate(p), sharding={}
+}})",
+                                           from, to),
+                               4, 1, 0, testing::random_arguments, &pod);
+    ASSERT_TRUE(m);
+    EXPECT_EQ(count(*m, Opcode::kCollectivePermute), 1) << ir::print_module(*m);
+    EXPECT_EQ(collectives(*m), 1) << ir::print_module(*m);
+  }
 }
 
 const ir::Instruction* find_opcode(const ir::Module& m, Opcode opcode) {
