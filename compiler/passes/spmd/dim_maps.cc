@@ -194,6 +194,14 @@ std::optional<std::vector<int64_t>> operand_dims_in_result(const ir::Instruction
       return scatter_map(i, k);
     case Opcode::kConvolution:
       return convolution_map(i, k);
+    case Opcode::kReduceWindow: {
+      // Inputs along dimensions whose window takes one element at a time; init values
+      // are scalars.
+      if (in.rank() == 0 || !i.attrs().window) return map;
+      for (int64_t d = 0; d < in.rank(); ++d)
+        if (!(i.attrs().window->dims.at(static_cast<size_t>(d)) == ir::WindowDim{})) map[static_cast<size_t>(d)] = -1;
+      return map;
+    }
     case Opcode::kDynamicSlice:
     case Opcode::kDynamicUpdateSlice:
       if (in.rank() != out.rank()) return map;  // a start index: a scalar
@@ -208,9 +216,26 @@ std::optional<std::vector<int64_t>> operand_dims_in_result(const ir::Instruction
   }
 }
 
+std::vector<std::pair<int64_t, int64_t>> window_dims(const ir::Instruction& i) {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  if (!i.attrs().window || !i.shape().is_array()) return out;
+  const bool conv = i.opcode() == Opcode::kConvolution;
+  if (conv ? i.attrs().feature_group_count != 1 || i.attrs().batch_group_count != 1
+           : i.opcode() != Opcode::kReduceWindow || i.operand_count() != 2)
+    return out;
+  const std::vector<ir::WindowDim>& dims = i.attrs().window->dims;
+  for (size_t j = 0; j < dims.size(); ++j) {
+    if (dims[j] == ir::WindowDim{} || dims[j].lhs_dilation != 1) continue;
+    const auto r = static_cast<int64_t>(j);
+    out.emplace_back(conv ? i.attrs().conv_dims.output_spatial.at(j) : r, conv ? i.attrs().conv_dims.input_spatial.at(j) : r);
+  }
+  return out;
+}
+
 std::optional<std::vector<int64_t>> operand_dims_along_result(const ir::Instruction& i, int64_t k) {
   auto map = operand_dims_in_result(i, k);
   if (!map || k != 0) return map;
+  for (const auto& [result, input] : window_dims(i)) (*map)[static_cast<size_t>(input)] = result;
   for (int64_t d = 0; d < i.shape().rank(); ++d) {
     const bool shifts = (i.opcode() == Opcode::kSlice && i.attrs().slice[static_cast<size_t>(d)].stride == 1) ||
                         (i.opcode() == Opcode::kPad && i.attrs().padding[static_cast<size_t>(d)].interior == 0);

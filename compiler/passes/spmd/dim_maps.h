@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "compiler/ir/instruction.h"
@@ -18,10 +19,16 @@ namespace podsim::passes::spmd {
 std::optional<std::vector<int64_t>> operand_dims_in_result(const ir::Instruction& instruction, int64_t k);
 
 // As operand_dims_in_result, and also the dimensions a slice (stride 1) or a pad (no
-// interior padding) shifts: a split of one is a split of the other whose pieces differ by
-// a few elements at their edges, which the partitioner exchanges with neighbours (halos).
+// interior padding) shifts and the window dimensions of a convolution or reduce-window
+// (window_dims): a split of one is a split of the other whose pieces differ by a few
+// elements at their edges, which the partitioner exchanges with neighbours (halos).
 // Sharding propagation follows these.
 std::optional<std::vector<int64_t>> operand_dims_along_result(const ir::Instruction& instruction, int64_t k);
+
+// The window dimensions of a convolution (one feature group) or a reduce-window (one
+// input) that a split can follow by halos, as (result dimension, input dimension): those
+// whose window is more than one element and whose base is not dilated.
+std::vector<std::pair<int64_t, int64_t>> window_dims(const ir::Instruction& instruction);
 
 // Whether operand `k` is the same along result dimension `d` (a broadcast's new
 // dimensions, a gather table along the batch, a convolution's kernel along batch and

@@ -439,6 +439,7 @@ class Partitioner : public spmd::Emitter {
       if (!h && i.opcode() == Opcode::kGather) h = partition_row_gather(i);
       if (!h && i.opcode() == Opcode::kScatter) h = partition_row_scatter(i);
       if (!h) h = partition_shift(i, want);
+      if (!h) h = partition_windowed(i, want);
       if (!h && i.opcode() == Opcode::kConcatenate) h = partition_concatenate(i, want);
       if (!h) h = partition_on_pieces(i, want);
       if (h) {
@@ -599,6 +600,68 @@ class Partitioner : public spmd::Emitter {
         c->attrs().padding[static_cast<size_t>(d)] = {};
       else
         c->attrs().slice[static_cast<size_t>(d)] = {0, piece.dim(d), 1};
+    }
+    return Held{c, Layout{want, {}}};
+  }
+
+  // A convolution or reduce-window whose result is split along window dimensions
+  // (spatial partitioning) runs on pieces: each device's piece of the result reads a
+  // window of the input split the same way, taken with halos from the devices that hold
+  // it, zeros (the init value) where it reaches past the input (its padding), and runs
+  // with no padding there. nullopt where no such dimension is split, or gathering the
+  // input along them costs less.
+  std::optional<Held> partition_windowed(const Instruction& i, const Tiling& want) {
+    std::vector<std::pair<int64_t, int64_t>> split;  // (result, input) dimensions
+    for (const auto& dims : spmd::window_dims(i))
+      if (want.tiles(dims.first) > 1) split.push_back(dims);
+    if (split.empty()) return std::nullopt;
+    const bool conv = i.opcode() == Opcode::kConvolution;
+    const Instruction& input = *i.operand(0);
+    const std::vector<int64_t> map = *spmd::operand_dims_along_result(i, 0);
+    // Every split dimension of the result must be one the input follows (or, for a
+    // convolution, the kernel's output features).
+    for (int64_t d = 0; d < i.shape().rank(); ++d)
+      if (want.tiles(d) > 1 && std::find(map.begin(), map.end(), d) == map.end() &&
+          !(conv && d == i.attrs().conv_dims.output_feature))
+        return std::nullopt;
+    const Tiling t = want.remap(map);
+    const Shape piece = ir::shard_shape(i.shape(), want.sharding());
+    const Shape input_piece = ir::shard_shape(input.shape(), t.sharding());
+    // The window dimension (its index) along result dimension r.
+    auto window_index = [&](int64_t r) {
+      if (!conv) return static_cast<size_t>(r);
+      const auto& spatial = i.attrs().conv_dims.output_spatial;
+      return static_cast<size_t>(std::find(spatial.begin(), spatial.end(), r) - spatial.begin());
+    };
+    std::vector<std::vector<int64_t>> windows;
+    std::vector<int64_t> widths;
+    Tiling gathered = t;
+    double ns = cost(input, t);
+    for (const auto& [r, d] : split) {
+      const ir::WindowDim& wd = i.attrs().window->dims.at(window_index(r));
+      const int64_t m = piece.dim(r);
+      std::vector<int64_t>& lo = windows.emplace_back();
+      for (int64_t p = 0; p < devices_; ++p) lo.push_back(want.position(p)[static_cast<size_t>(r)] * m * wd.stride - wd.pad_low);
+      widths.push_back((m - 1) * wd.stride + (wd.size - 1) * wd.rhs_dilation + 1);
+      ns += cost(spmd::window_exchange(t, d, input_piece.dim(d), input.shape().dim(d), lo, widths.back(), devices_), t, d,
+                 input_piece);
+      gathered = gathered.unsplit(d);
+    }
+    // Else (partition_on_pieces): the input gathered along them, the result cut.
+    if (ns > cost(input, gathered) + 3 * copy_cost(piece, split.front().first)) return std::nullopt;
+    Instruction* x = reshard(held_.at(&input), t, input.shape()).hlo;
+    Instruction* fill = conv ? constant(ir::Literal(Shape::scalar(input.shape().type())), "zero") : replicate(*i.operand(1)).hlo;
+    for (size_t k = 0; k < split.size(); ++k)
+      x = spmd::window(*this, x, t, split[k].second, input.shape().dim(split[k].second), windows[k], widths[k], fill);
+    std::vector<Instruction*> operands{x};
+    if (conv)
+      operands.push_back(reshard(held_.at(i.operand(1)), want.remap(*spmd::operand_dims_in_result(i, 1)), i.operand(1)->shape()).hlo);
+    else
+      operands.push_back(fill);
+    Instruction* c = clone(i, piece, std::move(operands));
+    for (const auto& [r, d] : split) {
+      ir::WindowDim& wd = c->attrs().window->dims.at(window_index(r));
+      wd.pad_low = wd.pad_high = 0;
     }
     return Held{c, Layout{want, {}}};
   }

@@ -776,6 +776,40 @@ ENTRY c {
   EXPECT_EQ(m->entry()->root()->shape().to_string(false), "f32[2,6,6,4]");
 }
 
+TEST(SpmdPartitioner, SpatiallySplitConvolutionsAndPoolsExchangeHalos) {
+  // Images split by rows over 4 devices (spatial partitioning): a 3x3 convolution with
+  // padding, a strided and dilated one, and max and sum pools (their padding is the
+  // init value), unevenly split. Each device takes the rows its window reads from its
+  // neighbours; nothing is gathered (on links where bytes decide).
+  const topology::PodConfig slow = slow_links("v5e-4");
+  auto m = check_partitioned(R"(HloModule spatial, num_partitions=4
+max {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT m = f32[] maximum(a, b)
+}
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY c {
+  image = f32[2,14,6,3] parameter(0), sharding={devices=[1,4,1,1]<=[4]}
+  kernel = f32[3,3,3,4] parameter(1)
+  conv = f32[2,14,6,4] convolution(image, kernel), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f
+  strided = f32[2,6,3,4] convolution(image, kernel), window={size=3x3 stride=2x2 pad=1_0x1_1 rhs_dilate=2x1}, dim_labels=b01f_01io->b01f
+  ninf = f32[] constant(-inf)
+  pool = f32[2,7,3,4] reduce-window(conv, ninf), window={size=1x3x3x1 stride=1x2x2x1 pad=0_0x1_1x1_1x0_0}, to_apply=max
+  zero = f32[] constant(0)
+  sum = f32[2,6,3,4] reduce-window(strided, zero), window={size=1x2x1x1 pad=0_0x1_0x0_0x0_0}, to_apply=add
+  ROOT out = (f32[2,7,3,4], f32[2,6,3,4]) tuple(pool, sum), sharding={{devices=[1,4,1,1]<=[4]}, {devices=[1,4,1,1]<=[4]}}
+})",
+                             4, 1, 1e-4, testing::tame_arguments, &slow);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(count(*m, Opcode::kAllGather) + count(*m, Opcode::kAllToAll), 0) << ir::print_module(*m);
+  EXPECT_GE(count(*m, Opcode::kCollectivePermute), 4) << ir::print_module(*m);
+}
+
 TEST(SpmdPartitioner, RunsOtherOpsOnWholeValuesAndCutsTheirPieces) {
   check_partitioned(R"(HloModule m, num_partitions=4
 lt {
