@@ -86,7 +86,8 @@ const CostModel::Ring& CostModel::ring(const Groups& groups) const {
 }
 
 double CostModel::Ring::ns(double phases, double bytes) const {
-  return phases * steps * step_ns + bytes / ici_bytes_per_ns + (dcn_share > 0 ? bytes * dcn_share / dcn_bytes_per_ns : 0);
+  const double dcn = dcn_share > 0 ? bytes * dcn_share / dcn_bytes_per_ns : 0;
+  return phases * steps * step_ns + bytes / ici_bytes_per_ns + dcn;
 }
 
 CostModel::Routes CostModel::all_pairs(const Groups& groups) {

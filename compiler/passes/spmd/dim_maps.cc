@@ -227,7 +227,8 @@ std::vector<std::pair<int64_t, int64_t>> window_dims(const ir::Instruction& i) {
   for (size_t j = 0; j < dims.size(); ++j) {
     if (dims[j] == ir::WindowDim{} || dims[j].lhs_dilation != 1) continue;
     const auto r = static_cast<int64_t>(j);
-    out.emplace_back(conv ? i.attrs().conv_dims.output_spatial.at(j) : r, conv ? i.attrs().conv_dims.input_spatial.at(j) : r);
+    const ir::ConvDimNumbers& c = i.attrs().conv_dims;
+    out.emplace_back(conv ? c.output_spatial.at(j) : r, conv ? c.input_spatial.at(j) : r);
   }
   return out;
 }

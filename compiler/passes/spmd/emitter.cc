@@ -60,7 +60,8 @@ Instruction* Emitter::dynamic_slice(Instruction* x, int64_t d, const std::vector
   piece.mutable_dims()[static_cast<size_t>(d)] = width;
   std::vector<Instruction*> operands{x};
   for (int64_t k = 0; k < piece.rank(); ++k)
-    operands.push_back(k == d ? per_partition(offsets) : constant(ir::Literal::scalar(ir::PrimitiveType::kS32, 0), "offset"));
+    operands.push_back(k == d ? per_partition(offsets)
+                              : constant(ir::Literal::scalar(ir::PrimitiveType::kS32, 0), "offset"));
   Instruction* cut = add(Opcode::kDynamicSlice, piece, std::move(operands), x->name());
   cut->attrs().dynamic_slice_sizes = piece.dims();
   return cut;
@@ -77,8 +78,8 @@ Instruction* Emitter::permute(Instruction* x, std::vector<std::pair<int64_t, int
 Instruction* Emitter::choose(const std::vector<bool>& on, Instruction* a, Instruction* b) {
   const Shape scalar = Shape::scalar(ir::PrimitiveType::kPred);
   std::vector<int64_t> flags(on.begin(), on.end());
-  Instruction* here = add(Opcode::kCompare, scalar,
-                          {per_partition(flags), constant(ir::Literal::scalar(ir::PrimitiveType::kS32, 0), "zero")}, "here");
+  Instruction* zero = constant(ir::Literal::scalar(ir::PrimitiveType::kS32, 0), "zero");
+  Instruction* here = add(Opcode::kCompare, scalar, {per_partition(flags), zero}, "here");
   here->attrs().direction = ir::ComparisonDirection::kNe;
   Shape values = a->shape();
   values.clear_layout();

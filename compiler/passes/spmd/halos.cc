@@ -37,6 +37,18 @@ std::vector<int64_t> piece_of_windows(const Tiling& t, int64_t d, int64_t n, int
   return out;
 }
 
+// Where positions `where` (s32) on partition p lie in [lo[p], hi[p]).
+Instruction* between(Emitter& e, Instruction* where, const std::vector<int64_t>& lo, const std::vector<int64_t>& hi) {
+  const Shape pred(ir::PrimitiveType::kPred, where->shape().dims());
+  auto compare = [&](const std::vector<int64_t>& bound, ir::ComparisonDirection direction) {
+    Instruction* c = e.add(Opcode::kCompare, pred, {where, e.splat(e.per_partition(bound), where->shape())}, "inside");
+    c->attrs().direction = direction;
+    return c;
+  };
+  return e.add(Opcode::kAnd, pred,
+               {compare(lo, ir::ComparisonDirection::kGe), compare(hi, ir::ComparisonDirection::kLt)}, "inside");
+}
+
 // Each device's window from its neighbours' edges (widths left and right) by one
 // collective-permute each way, cut at a per-device offset.
 Instruction* neighbour_window(Emitter& e, Instruction* x, const Tiling& t, int64_t d, const std::vector<int64_t>& lo,
@@ -54,7 +66,8 @@ Instruction* neighbour_window(Emitter& e, Instruction* x, const Tiling& t, int64
       edge->attrs().slice.push_back({k == d ? from : 0, k == d ? from + width : shape.dim(k), 1});
     std::vector<std::pair<int64_t, int64_t>> pairs;
     for (const std::vector<int64_t>& g : t.groups_along({d}))
-      for (size_t j = 0; j + 1 < g.size(); ++j) pairs.emplace_back(forward ? g[j] : g[j + 1], forward ? g[j + 1] : g[j]);
+      for (size_t j = 0; j + 1 < g.size(); ++j)
+        pairs.emplace_back(forward ? g[j] : g[j + 1], forward ? g[j + 1] : g[j]);
     return e.permute(edge, std::move(pairs));
   };
   std::vector<Instruction*> parts;
@@ -79,7 +92,9 @@ Instruction* windows_within_pieces(Emitter& e, Instruction* x, const Tiling& t, 
                                    const std::vector<int64_t>& lo, int64_t w, const std::vector<int64_t>& shifts) {
   const int64_t n = x->shape().dim(d);
   const std::vector<int64_t> within = piece_of_windows(t, d, n, size, lo, w, e.devices());
-  auto start_in = [&](int64_t p, int64_t j) { return std::clamp<int64_t>(lo[static_cast<size_t>(p)] - j * n, 0, n - w); };
+  auto start_in = [&](int64_t p, int64_t j) {
+    return std::clamp<int64_t>(lo[static_cast<size_t>(p)] - j * n, 0, n - w);
+  };
   std::vector<int64_t> own;
   for (int64_t p = 0; p < e.devices(); ++p) own.push_back(start_in(p, t.position(p)[static_cast<size_t>(d)]));
   Instruction* out = e.dynamic_slice(x, d, own, w);
@@ -97,6 +112,62 @@ Instruction* windows_within_pieces(Emitter& e, Instruction* x, const Tiling& t, 
         pairs.emplace_back(g[static_cast<size_t>(j)], p);
       }
     out = e.choose(mine, e.permute(e.dynamic_slice(x, d, send, w), std::move(pairs)), out);
+  }
+  return out;
+}
+
+// Every part (the device's own piece, and what each shift brings: the part of the
+// piece k positions along that the device's window needs) placed in the window by
+// position: padded by w either side and cut where the window starts in it, then chosen
+// where the part holds the window's positions.
+Instruction* windows_from_parts(Emitter& e, Instruction* x, const Tiling& t, int64_t d, int64_t size,
+                                const std::vector<int64_t>& lo, int64_t w, const WindowExchange& plan) {
+  const int64_t n = x->shape().dim(d);
+  Shape piece = x->shape();
+  piece.clear_layout();
+  piece.mutable_dims()[static_cast<size_t>(d)] = w;
+  Instruction* where = positions(e, piece.dims(), d, lo);
+  Instruction* zero = e.constant(ir::Literal(Shape::scalar(x->shape().type())), "zero");
+  auto place = [&](Instruction* part, const std::vector<int64_t>& start) {
+    Shape padded = part->shape();
+    padded.clear_layout();
+    padded.mutable_dims()[static_cast<size_t>(d)] += 2 * w;
+    Instruction* ext = e.add(Opcode::kPad, padded, {part, zero}, part->name());
+    ext->attrs().padding.assign(static_cast<size_t>(padded.rank()), ir::PadDim{});
+    ext->attrs().padding[static_cast<size_t>(d)] = {w, w, 0};
+    std::vector<int64_t> at;
+    for (int64_t p = 0; p < e.devices(); ++p)
+      at.push_back(std::clamp<int64_t>(lo[static_cast<size_t>(p)] - start[static_cast<size_t>(p)] + w, 0,
+                                       part->shape().dim(d) + w));
+    return e.dynamic_slice(ext, d, at, w);
+  };
+  std::vector<int64_t> own;
+  for (int64_t p = 0; p < e.devices(); ++p) own.push_back(t.position(p)[static_cast<size_t>(d)] * n);
+  Instruction* out = place(x, own);
+  const std::vector<std::vector<int64_t>> groups = t.groups_along({d});
+  for (size_t s = 0; s < plan.shifts.size(); ++s) {
+    const int64_t k = plan.shifts[s], width = plan.widths[s];
+    // The sender of each receiver, where the part it sends starts in its piece, and where
+    // the part lies in the value (a device that receives nothing: a start no position of
+    // its window reaches).
+    std::vector<std::pair<int64_t, int64_t>> pairs;
+    std::vector<int64_t> send(static_cast<size_t>(e.devices()), 0), start, end;
+    for (int64_t p = 0; p < e.devices(); ++p) start.push_back(lo[static_cast<size_t>(p)] - width - w);
+    for (const std::vector<int64_t>& g : groups)
+      for (int64_t q = 0; q < static_cast<int64_t>(g.size()); ++q) {
+        const int64_t j = q + k, p = g[static_cast<size_t>(q)];
+        if (j < 0 || j >= static_cast<int64_t>(g.size())) continue;
+        const Interval o = overlap(lo[static_cast<size_t>(p)], w, j, n, size);
+        if (o.begin >= o.end) continue;
+        const int64_t from = g[static_cast<size_t>(j)];
+        const int64_t at = std::clamp<int64_t>(o.begin - j * n, 0, n - width);
+        send[static_cast<size_t>(from)] = at;
+        start[static_cast<size_t>(p)] = j * n + at;
+        pairs.emplace_back(from, p);
+      }
+    for (int64_t b : start) end.push_back(b + width);
+    Instruction* part = e.permute(e.dynamic_slice(x, d, send, width), std::move(pairs));
+    out = e.add(Opcode::kSelect, piece, {between(e, where, start, end), place(part, start), out}, x->name());
   }
   return out;
 }
@@ -129,7 +200,8 @@ WindowExchange window_exchange(const Tiling& t, int64_t d, int64_t n, int64_t si
     out.kind = Kind::kWithinPieces;
     for (int64_t p = 0; p < devices; ++p) {
       const int64_t k = within[static_cast<size_t>(p)] - t.position(p)[static_cast<size_t>(d)];
-      if (within[static_cast<size_t>(p)] >= 0 && k != 0 && std::find(out.shifts.begin(), out.shifts.end(), k) == out.shifts.end())
+      if (within[static_cast<size_t>(p)] >= 0 && k != 0 &&
+          std::find(out.shifts.begin(), out.shifts.end(), k) == out.shifts.end())
         out.shifts.push_back(k);
     }
     std::sort(out.shifts.begin(), out.shifts.end());
@@ -162,8 +234,8 @@ WindowExchange window_exchange(const Tiling& t, int64_t d, int64_t n, int64_t si
   return out;
 }
 
-Instruction* window(Emitter& e, Instruction* x, const Tiling& t, int64_t d, int64_t size, const std::vector<int64_t>& lo,
-                    int64_t w, Instruction* fill) {
+Instruction* window(Emitter& e, Instruction* x, const Tiling& t, int64_t d, int64_t size,
+                    const std::vector<int64_t>& lo, int64_t w, Instruction* fill) {
   const int64_t n = x->shape().dim(d);
   const WindowExchange plan = window_exchange(t, d, n, size, lo, w, e.devices());
   using Kind = WindowExchange::Kind;
@@ -173,67 +245,7 @@ Instruction* window(Emitter& e, Instruction* x, const Tiling& t, int64_t d, int6
   } else if (plan.kind == Kind::kWithinPieces) {
     out = windows_within_pieces(e, x, t, d, size, lo, w, plan.shifts);
   } else {
-    // Every part (the device's own piece, and what each shift brings) placed in the
-    // window by position: padded by w either side and cut where the window starts in it,
-    // then chosen where the part holds the window's positions.
-    Shape piece = x->shape();
-    piece.clear_layout();
-    piece.mutable_dims()[static_cast<size_t>(d)] = w;
-    Instruction* where = positions(e, piece.dims(), d, lo);
-    Instruction* zero = e.constant(ir::Literal(Shape::scalar(x->shape().type())), "zero");
-    auto place = [&](Instruction* part, const std::vector<int64_t>& start) {
-      Shape padded = part->shape();
-      padded.clear_layout();
-      padded.mutable_dims()[static_cast<size_t>(d)] += 2 * w;
-      Instruction* ext = e.add(Opcode::kPad, padded, {part, zero}, part->name());
-      ext->attrs().padding.assign(static_cast<size_t>(padded.rank()), ir::PadDim{});
-      ext->attrs().padding[static_cast<size_t>(d)] = {w, w, 0};
-      std::vector<int64_t> at;
-      for (int64_t p = 0; p < e.devices(); ++p)
-        at.push_back(std::clamp<int64_t>(lo[static_cast<size_t>(p)] - start[static_cast<size_t>(p)] + w, 0,
-                                         part->shape().dim(d) + w));
-      return e.dynamic_slice(ext, d, at, w);
-    };
-    std::vector<int64_t> own;
-    for (int64_t p = 0; p < e.devices(); ++p) own.push_back(t.position(p)[static_cast<size_t>(d)] * n);
-    out = place(x, own);
-    const std::vector<std::vector<int64_t>> groups = t.groups_along({d});
-    for (size_t s = 0; s < plan.shifts.size(); ++s) {
-      const int64_t k = plan.shifts[s], width = plan.widths[s];
-      // The sender of each receiver, what it sends (where its part starts in its piece),
-      // and where the part lies in the value.
-      std::vector<std::pair<int64_t, int64_t>> pairs;
-      // (A device that receives nothing gets a start that no position of its window reaches.)
-      std::vector<int64_t> send(static_cast<size_t>(e.devices()), 0), start;
-      for (int64_t p = 0; p < e.devices(); ++p) start.push_back(lo[static_cast<size_t>(p)] - width - w);
-      for (const std::vector<int64_t>& g : groups)
-        for (int64_t q = 0; q < static_cast<int64_t>(g.size()); ++q) {
-          const int64_t j = q + k, p = g[static_cast<size_t>(q)];
-          if (j < 0 || j >= static_cast<int64_t>(g.size())) continue;
-          const Interval o = overlap(lo[static_cast<size_t>(p)], w, j, n, size);
-          if (o.begin >= o.end) continue;
-          const int64_t from = g[static_cast<size_t>(j)];
-          const int64_t at = std::clamp<int64_t>(o.begin - j * n, 0, n - width);
-          send[static_cast<size_t>(from)] = at;
-          start[static_cast<size_t>(p)] = j * n + at;
-          pairs.emplace_back(from, p);
-        }
-      Instruction* part = e.permute(e.dynamic_slice(x, d, send, width), std::move(pairs));
-      // Positions [start, start + width) of the window come from this part.
-      const Shape index = where->shape();
-      const Shape pred(ir::PrimitiveType::kPred, piece.dims());
-      auto compare = [&](const std::vector<int64_t>& bound, ir::ComparisonDirection direction) {
-        Instruction* c = e.add(Opcode::kCompare, pred, {where, e.splat(e.per_partition(bound), index)}, "part");
-        c->attrs().direction = direction;
-        return c;
-      };
-      std::vector<int64_t> end = start;
-      for (int64_t& b : end) b += width;
-      Instruction* mine = e.add(Opcode::kAnd, pred,
-                                {compare(start, ir::ComparisonDirection::kGe), compare(end, ir::ComparisonDirection::kLt)},
-                                "part");
-      out = e.add(Opcode::kSelect, piece, {mine, place(part, start), out}, x->name());
-    }
+    out = windows_from_parts(e, x, t, d, size, lo, w, plan);
   }
   if (!fill) return out;
   return keep_inside(e, out, d, lo, size, fill);
@@ -248,18 +260,8 @@ Instruction* positions(Emitter& e, const std::vector<int64_t>& dims, int64_t d, 
 
 Instruction* keep_inside(Emitter& e, Instruction* x, int64_t d, const std::vector<int64_t>& lo, int64_t size,
                          Instruction* fill) {
-  Instruction* where = positions(e, x->shape().dims(), d, lo);
-  const Shape& index = where->shape();
-  const Shape pred(ir::PrimitiveType::kPred, x->shape().dims());
-  auto compare = [&](int64_t bound, ir::ComparisonDirection direction) {
-    Instruction* b = e.constant(ir::Literal::scalar(ir::PrimitiveType::kS32, bound), "bound");
-    Instruction* c = e.add(Opcode::kCompare, pred, {where, e.splat(b, index)}, "inside");
-    c->attrs().direction = direction;
-    return c;
-  };
-  Instruction* inside = e.add(Opcode::kAnd, pred,
-                              {compare(0, ir::ComparisonDirection::kGe), compare(size, ir::ComparisonDirection::kLt)},
-                              "inside");
+  Instruction* inside = between(e, positions(e, x->shape().dims(), d, lo), std::vector<int64_t>(lo.size(), 0),
+                                std::vector<int64_t>(lo.size(), size));
   Shape values = x->shape();
   values.clear_layout();
   return e.add(Opcode::kSelect, values, {inside, x, e.splat(fill, values)}, x->name());

@@ -17,8 +17,8 @@ using ir::Shape;
 std::optional<Held> Partitioner::partition_dot(const Instruction& i, const Tiling& want) {
   const Instruction& lhs = *i.operand(0);
   const Instruction& rhs = *i.operand(1);
-  const std::vector<int64_t> lmap = *spmd::operand_dims_in_result(i, 0);
-  const std::vector<int64_t> rmap = *spmd::operand_dims_in_result(i, 1);
+  const std::vector<int64_t> lmap = *operand_dims_in_result(i, 0);
+  const std::vector<int64_t> rmap = *operand_dims_in_result(i, 1);
   const ir::DotDimNumbers& dn = i.attrs().dot_dims;
   // Choice 0: operands tiled like the result.
   struct Choice {
@@ -48,12 +48,12 @@ std::optional<Held> Partitioner::partition_dot(const Instruction& i, const Tilin
     for (size_t k = 0; k < self_c.size(); ++k) from[static_cast<size_t>(other_c[k])] = self_c[k];
     for (size_t k = 0; k < self_b.size(); ++k) from[static_cast<size_t>(other_b[k])] = self_b[k];
     const Tiling o = t.remap(from);
-    const Tiling result = t.remap(spmd::invert(side == 0 ? lmap : rmap, i.shape().rank()));
+    const Tiling result = t.remap(invert(side == 0 ? lmap : rmap, i.shape().rank()));
     std::vector<std::vector<int64_t>> groups = t.groups_along(split);
     const auto piece = static_cast<double>(ir::shard_shape(i.shape(), result.sharding()).byte_size());
     const bool scatter = scatter_dim(result, groups, want, i.shape()).has_value();
     const double sum = scatter ? costs_.reduce_scatter(groups, piece) : costs_.all_reduce(groups, piece);
-    const double after = scatter ? 0 : plan_cost(spmd::plan_reshard(result, want, i.shape(), costs_), result, i.shape());
+    const double after = scatter ? 0 : plan_cost(plan_reshard(result, want, i.shape(), costs_), result, i.shape());
     Choice c{side == 0 ? t : o, side == 0 ? o : t, result, std::move(groups), 0};
     c.ns = cost(other, o) + sum + after;
     choices.push_back(std::move(c));
@@ -65,8 +65,8 @@ std::optional<Held> Partitioner::partition_dot(const Instruction& i, const Tilin
   if (!best.partial.empty()) {
     // The padding of uneven pieces must not join the partial products: zeros.
     auto zero = [&](const Instruction& o) { return constant(ir::Literal(Shape::scalar(o.shape().type())), "zero"); };
-    l = spmd::mask_padding(*this, l, best.lhs, lhs.shape(), dn.lhs_contracting, zero(lhs));
-    r = spmd::mask_padding(*this, r, best.rhs, rhs.shape(), dn.rhs_contracting, zero(rhs));
+    l = mask_padding(*this, l, best.lhs, lhs.shape(), dn.lhs_contracting, zero(lhs));
+    r = mask_padding(*this, r, best.rhs, rhs.shape(), dn.rhs_contracting, zero(rhs));
   }
   Instruction* dot = clone(i, ir::shard_shape(i.shape(), best.result.sharding()), {l, r});
   if (best.partial.empty()) return Held{dot, Layout{best.result, {}}};
@@ -104,15 +104,15 @@ std::optional<Held> Partitioner::partition_reduce(const Instruction& i, const Ti
   if (i.operand_count() != 2) return std::nullopt;
   const Instruction& operand = *i.operand(0);
   const Tiling& t = *held_.at(&operand).layout.array;
-  const std::vector<int64_t> map = *spmd::operand_dims_in_result(i, 0);
+  const std::vector<int64_t> map = *operand_dims_in_result(i, 0);
   std::vector<int64_t> split;
   for (int64_t d = 0; d < operand.shape().rank(); ++d)
     if (t.tiles(d) > 1 && map[static_cast<size_t>(d)] < 0) split.push_back(d);
   if (split.empty() || !internal::is_reducer_identity(*i.operand(1), *i.called(0))) return std::nullopt;
-  const Tiling result = t.remap(spmd::invert(map, i.shape().rank()));
+  const Tiling result = t.remap(invert(map, i.shape().rank()));
   Instruction* init = replicate(*i.operand(1)).hlo;
   // The padding of uneven pieces must not join the sums: it becomes the identity.
-  Instruction* piece = spmd::mask_padding(*this, held_.at(&operand).hlo, t, operand.shape(), split, init);
+  Instruction* piece = mask_padding(*this, held_.at(&operand).hlo, t, operand.shape(), split, init);
   Instruction* r = clone(i, ir::shard_shape(i.shape(), result.sharding()), {piece, init});
   return sum_partials(r, result, t.groups_along(split), i.called(0), want, i.shape());
 }

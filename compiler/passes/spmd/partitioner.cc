@@ -8,14 +8,17 @@
 // to choose from, the one whose collectives and copies take least on the pod wins (its
 // cost model, cost_model.h). A dot chooses between operands tiled like its result and
 // partial products over split contracting dimensions summed by an all-reduce (a
-// reduce-scatter where the result is to be split over the same devices); a reduce over a split dimension reduces
-// its pieces and sums them the same way (when the init value is the reducer's
-// identity). A slice, pad or concatenate that shifts a split dimension takes the
-// windows of its operands it needs from the devices holding them (halos.h: neighbours'
-// edges, or parts of farther pieces) where that costs less than gathering; lookups and scatters into a table split by rows use local indices. While
-// loops, calls and conditionals run on pieces: their computations are partitioned for
-// the layouts of the values they take (a loop's state keeps one layout all round).
-// Everything else runs on whole operands and is cut to its sharding.
+// reduce-scatter where the result is to be split over the same devices); a reduce over
+// a split dimension reduces its pieces and sums them the same way (when the init value
+// is the reducer's identity) (partial_sums.cc). A slice, pad or concatenate that shifts
+// a split dimension, and a convolution or reduce-window split along a window dimension,
+// take the windows of their operands they need from the devices holding them (halos.h:
+// neighbours' edges, or parts of farther pieces) where that costs less than gathering
+// (windowed_ops.cc); lookups and scatters into a table split by rows use local indices
+// (row_tables.cc). While loops, calls and conditionals run on pieces: their
+// computations are partitioned for the layouts of the values they take (a loop's state
+// keeps one layout all round). Everything else runs on whole operands and is cut to its
+// sharding.
 //
 // Resharding (reshard_plan.h) takes the least costly of: a collective-permute where
 // only the devices holding the pieces change; one all-to-all where a split moves from
@@ -162,7 +165,7 @@ Held Partitioner::reshard(const Held& v, const Tiling& to, const Shape& whole) {
          current_->name(), current_->pos().line);
   const Tiling& from = *v.layout.array;
   if (from == to) return v;
-  const ReshardPlan plan = spmd::plan_reshard(from, to, whole, costs_);
+  const ReshardPlan plan = plan_reshard(from, to, whole, costs_);
   if (!plan.permute.empty()) {
     // Devices that hold their new piece already keep it (a permute gives them zeros).
     std::vector<bool> moved(static_cast<size_t>(devices_), false);
@@ -233,7 +236,7 @@ Instruction* Partitioner::local_slice(Instruction* x, const Tiling& from, const 
     std::vector<int64_t> offsets;
     int64_t reach = 0;
     for (int64_t p = 0; p < devices_; ++p) {
-      offsets.push_back(spmd::interval(to, p, d, whole.dim(d)).begin - spmd::interval(from, p, d, whole.dim(d)).begin);
+      offsets.push_back(interval(to, p, d, whole.dim(d)).begin - interval(from, p, d, whole.dim(d)).begin);
       reach = std::max(reach, offsets.back() + piece.dim(d));
     }
     padding[static_cast<size_t>(d)].high = std::max<int64_t>(0, reach - x->shape().dim(d));
@@ -242,7 +245,8 @@ Instruction* Partitioner::local_slice(Instruction* x, const Tiling& from, const 
   }
   if (pad) {
     Shape padded = x->shape();
-    for (int64_t d = 0; d < whole.rank(); ++d) padded.mutable_dims()[static_cast<size_t>(d)] += padding[static_cast<size_t>(d)].high;
+    for (int64_t d = 0; d < whole.rank(); ++d)
+      padded.mutable_dims()[static_cast<size_t>(d)] += padding[static_cast<size_t>(d)].high;
     Instruction* zero = constant(ir::Literal(Shape::scalar(whole.type())), "zero");
     x = add(Opcode::kPad, padded, {x, zero}, x->name());
     x->attrs().padding = padding;
@@ -455,7 +459,7 @@ std::optional<Held> Partitioner::partition_on_pieces(const Instruction& i, const
   if (i.operand_count() == 0) return std::nullopt;
   std::vector<std::vector<int64_t>> maps;
   for (int64_t k = 0; k < i.operand_count(); ++k) {
-    auto map = spmd::operand_dims_in_result(i, k);
+    auto map = operand_dims_in_result(i, k);
     if (!map) return std::nullopt;
     maps.push_back(std::move(*map));
   }
@@ -471,7 +475,7 @@ std::optional<Held> Partitioner::partition_on_pieces(const Instruction& i, const
     }
     for (int64_t k = 0; k < i.operand_count(); ++k) {
       const auto& map = maps[static_cast<size_t>(k)];
-      if (!spmd::operand_ignores_result_dim(i, k, d) && std::find(map.begin(), map.end(), d) == map.end()) {
+      if (!operand_ignores_result_dim(i, k, d) && std::find(map.begin(), map.end(), d) == map.end()) {
         run = run.unsplit(d);
         break;
       }
@@ -498,13 +502,13 @@ std::optional<Held> Partitioner::partition_on_pieces(const Instruction& i, const
   return Held{c, Layout{run, {}}};
 }
 
-double Partitioner::plan_cost(const spmd::ReshardPlan& plan, const Tiling& from, const Shape& whole) const {
-  return spmd::plan_ns(plan, from, whole, costs_);
+double Partitioner::plan_cost(const ReshardPlan& plan, const Tiling& from, const Shape& whole) const {
+  return plan_ns(plan, from, whole, costs_);
 }
 
 double Partitioner::cost(const Instruction& o, const Tiling& to) const {
   const Tiling& from = *held_.at(&o).layout.array;
-  return plan_cost(spmd::plan_reshard(from, to, o.shape(), costs_), from, o.shape());
+  return plan_cost(plan_reshard(from, to, o.shape(), costs_), from, o.shape());
 }
 
 }  // namespace podsim::passes::spmd

@@ -85,7 +85,8 @@ ReshardPlan plan_reshard(const Tiling& from, const Tiling& to, const ir::Shape& 
   ReshardPlan best = gather_plan(from, to, whole);
   if (from == to) return best;
   std::vector<ReshardPlan> others;
-  if (auto pairs = permute_pieces(from, to); !pairs.empty()) others.push_back({std::move(pairs), std::nullopt, {}, from, false});
+  if (auto pairs = permute_pieces(from, to); !pairs.empty())
+    others.push_back({std::move(pairs), std::nullopt, {}, from, false});
   // The all-to-all cuts pieces in equal blocks: splits that divide evenly only.
   if (from.divides(whole) && to.divides(whole))
     if (auto move = all_to_all_move(from, to)) others.push_back({{}, move, {}, from, false});
@@ -101,7 +102,9 @@ ReshardPlan plan_reshard(const Tiling& from, const Tiling& to, const ir::Shape& 
 }
 
 double plan_ns(const ReshardPlan& plan, const Tiling& from, const ir::Shape& whole, const CostModel& costs) {
-  const auto piece = [&](const Tiling& t) { return static_cast<double>(ir::shard_shape(whole, t.sharding()).byte_size()); };
+  const auto piece = [&](const Tiling& t) {
+    return static_cast<double>(ir::shard_shape(whole, t.sharding()).byte_size());
+  };
   if (!plan.permute.empty()) return costs.permute(plan.permute, piece(from));
   if (plan.all_to_all) {
     const int64_t a = plan.all_to_all->first;

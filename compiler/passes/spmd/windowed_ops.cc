@@ -39,7 +39,7 @@ std::optional<Held> Partitioner::partition_shift(const Instruction& i, const Til
     const int64_t shift = pad ? -i.attrs().padding[k].low : i.attrs().slice[k].start;
     std::vector<int64_t>& lo = windows.emplace_back();
     for (int64_t p = 0; p < devices_; ++p) lo.push_back(want.position(p)[k] * m + shift);
-    ns += cost(spmd::window_exchange(want, d, operand_piece.dim(d), o.shape().dim(d), lo, m, devices_), want, d,
+    ns += cost(window_exchange(want, d, operand_piece.dim(d), o.shape().dim(d), lo, m, devices_), want, d,
                operand_piece);
   }
   // Else (partition_on_pieces): the operand gathered along the shifted dimensions, the op
@@ -50,7 +50,7 @@ std::optional<Held> Partitioner::partition_shift(const Instruction& i, const Til
   Instruction* x = reshard(held_.at(&o), want, o.shape()).hlo;
   Instruction* fill = pad ? replicate(*i.operand(1)).hlo : nullptr;
   for (size_t j = 0; j < shifted.size(); ++j)
-    x = spmd::window(*this, x, want, shifted[j], o.shape().dim(shifted[j]), windows[j], piece.dim(shifted[j]), fill);
+    x = window(*this, x, want, shifted[j], o.shape().dim(shifted[j]), windows[j], piece.dim(shifted[j]), fill);
   // What is left: the op on the dimensions that are whole on every device.
   bool left = false;
   for (int64_t d = 0; d < rank; ++d)
@@ -73,12 +73,12 @@ std::optional<Held> Partitioner::partition_shift(const Instruction& i, const Til
 
 std::optional<Held> Partitioner::partition_windowed(const Instruction& i, const Tiling& want) {
   std::vector<std::pair<int64_t, int64_t>> split;  // (result, input) dimensions
-  for (const auto& dims : spmd::window_dims(i))
+  for (const auto& dims : window_dims(i))
     if (want.tiles(dims.first) > 1) split.push_back(dims);
   if (split.empty()) return std::nullopt;
   const bool conv = i.opcode() == Opcode::kConvolution;
   const Instruction& input = *i.operand(0);
-  const std::vector<int64_t> map = *spmd::operand_dims_along_result(i, 0);
+  const std::vector<int64_t> map = *operand_dims_along_result(i, 0);
   // Every split dimension of the result must be one the input follows (or, for a
   // convolution, the kernel's output features).
   for (int64_t d = 0; d < i.shape().rank(); ++d)
@@ -102,21 +102,24 @@ std::optional<Held> Partitioner::partition_windowed(const Instruction& i, const 
     const ir::WindowDim& wd = i.attrs().window->dims.at(window_index(r));
     const int64_t m = piece.dim(r);
     std::vector<int64_t>& lo = windows.emplace_back();
-    for (int64_t p = 0; p < devices_; ++p) lo.push_back(want.position(p)[static_cast<size_t>(r)] * m * wd.stride - wd.pad_low);
+    for (int64_t p = 0; p < devices_; ++p)
+      lo.push_back(want.position(p)[static_cast<size_t>(r)] * m * wd.stride - wd.pad_low);
     widths.push_back((m - 1) * wd.stride + (wd.size - 1) * wd.rhs_dilation + 1);
-    ns += cost(spmd::window_exchange(t, d, input_piece.dim(d), input.shape().dim(d), lo, widths.back(), devices_), t, d,
+    ns += cost(window_exchange(t, d, input_piece.dim(d), input.shape().dim(d), lo, widths.back(), devices_), t, d,
                input_piece);
     gathered = gathered.unsplit(d);
   }
   // Else (partition_on_pieces): the input gathered along them, the result cut.
   if (ns > cost(input, gathered) + 3 * copy_cost(piece, split.front().first)) return std::nullopt;
   Instruction* x = reshard(held_.at(&input), t, input.shape()).hlo;
-  Instruction* fill = conv ? constant(ir::Literal(Shape::scalar(input.shape().type())), "zero") : replicate(*i.operand(1)).hlo;
+  Instruction* fill =
+      conv ? constant(ir::Literal(Shape::scalar(input.shape().type())), "zero") : replicate(*i.operand(1)).hlo;
   for (size_t k = 0; k < split.size(); ++k)
-    x = spmd::window(*this, x, t, split[k].second, input.shape().dim(split[k].second), windows[k], widths[k], fill);
+    x = window(*this, x, t, split[k].second, input.shape().dim(split[k].second), windows[k], widths[k], fill);
   std::vector<Instruction*> operands{x};
   if (conv)
-    operands.push_back(reshard(held_.at(i.operand(1)), want.remap(*spmd::operand_dims_in_result(i, 1)), i.operand(1)->shape()).hlo);
+    operands.push_back(
+        reshard(held_.at(i.operand(1)), want.remap(*operand_dims_in_result(i, 1)), i.operand(1)->shape()).hlo);
   else
     operands.push_back(fill);
   Instruction* c = clone(i, piece, std::move(operands));
@@ -150,7 +153,8 @@ std::optional<Held> Partitioner::partition_concatenate(const Instruction& i, con
       const int64_t at = start[static_cast<size_t>(p)] - offset;
       lo.push_back(at + m <= 0 || at >= size ? want.position(p)[static_cast<size_t>(d)] * n : at);
     }
-    exchange.push_back(cost(*o, want) + cost(spmd::window_exchange(want, d, n, size, lo, m, devices_), want, d, operand_piece) <=
+    const WindowExchange plan = window_exchange(want, d, n, size, lo, m, devices_);
+    exchange.push_back(cost(*o, want) + cost(plan, want, d, operand_piece) <=
                        cost(*o, want.unsplit(d)) + 4 * copy_cost(piece, d));
     offset += size;
   }
@@ -163,7 +167,7 @@ std::optional<Held> Partitioner::partition_concatenate(const Instruction& i, con
     const int64_t size = o->shape().dim(d);
     Instruction* w = nullptr;
     if (exchange[k]) {
-      w = spmd::window(*this, reshard(held_.at(o), want, o->shape()).hlo, want, d, size, windows[k], m, nullptr);
+      w = window(*this, reshard(held_.at(o), want, o->shape()).hlo, want, d, size, windows[k], m, nullptr);
     } else {
       // The operand whole along d (split as the result elsewhere), m zeros either side,
       // cut at each device's window.
@@ -172,7 +176,8 @@ std::optional<Held> Partitioner::partition_concatenate(const Instruction& i, con
       padded.mutable_dims()[static_cast<size_t>(d)] += 2 * m;
       std::vector<ir::PadDim> padding(static_cast<size_t>(padded.rank()));
       padding[static_cast<size_t>(d)] = {m, m, 0};
-      Instruction* ext = add(Opcode::kPad, padded, {whole, constant(ir::Literal(Shape::scalar(o->shape().type())), "zero")},
+      Instruction* zero = constant(ir::Literal(Shape::scalar(o->shape().type())), "zero");
+      Instruction* ext = add(Opcode::kPad, padded, {whole, zero},
                              o->name());
       ext->attrs().padding = padding;
       std::vector<int64_t> at;
@@ -184,8 +189,9 @@ std::optional<Held> Partitioner::partition_concatenate(const Instruction& i, con
       result = w;
     } else {
       // From this operand on: positions at or past its offset.
-      if (where == nullptr) where = spmd::positions(*this, piece.dims(), d, start);
-      Instruction* from = splat(constant(ir::Literal::scalar(ir::PrimitiveType::kS32, offset), "offset"), where->shape());
+      if (where == nullptr) where = positions(*this, piece.dims(), d, start);
+      Instruction* from =
+          splat(constant(ir::Literal::scalar(ir::PrimitiveType::kS32, offset), "offset"), where->shape());
       Instruction* mine = add(Opcode::kCompare, Shape(ir::PrimitiveType::kPred, piece.dims()), {where, from}, "mine");
       mine->attrs().direction = ir::ComparisonDirection::kGe;
       Shape values = piece;
@@ -197,8 +203,9 @@ std::optional<Held> Partitioner::partition_concatenate(const Instruction& i, con
   return Held{result, Layout{want, {}}};
 }
 
-double Partitioner::cost(const spmd::WindowExchange& w, const Tiling& t, int64_t d, const Shape& piece) const {
-  const double bytes_per_element = static_cast<double>(piece.byte_size()) / static_cast<double>(std::max<int64_t>(1, piece.dim(d)));
+double Partitioner::cost(const WindowExchange& w, const Tiling& t, int64_t d, const Shape& piece) const {
+  const double bytes_per_element =
+      static_cast<double>(piece.byte_size()) / static_cast<double>(std::max<int64_t>(1, piece.dim(d)));
   const std::vector<std::vector<int64_t>> groups = t.groups_along({d});
   double ns = 0;
   for (size_t s = 0; s < w.shifts.size(); ++s) {
