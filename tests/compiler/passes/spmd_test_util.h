@@ -126,4 +126,17 @@ inline std::unique_ptr<Module> check_partitioned(const std::string& text, int64_
   return partitioned;
 }
 
+// A sharding as XLA prints it, read for a value of `shape` (over 8 partitions).
+inline ir::Sharding parse_sharding(const std::string& text, const std::string& shape = "f32[8,8]") {
+  auto m = ir::parse_module("HloModule s, num_partitions=8\nENTRY e {\n  ROOT p = " + shape +
+                            " parameter(0), sharding=" + text + "\n}\n");
+  return *m->entry()->root()->sharding();
+}
+
+// Collectives of every kind in m.
+inline int64_t collectives(const Module& m) {
+  return count(m, Opcode::kAllGather) + count(m, Opcode::kAllReduce) + count(m, Opcode::kAllToAll) +
+         count(m, Opcode::kReduceScatter) + count(m, Opcode::kCollectivePermute);
+}
+
 }  // namespace podsim::passes::testing
