@@ -39,11 +39,8 @@ const CostModel::Ring& CostModel::ring(const Groups& groups) const {
   const auto it = rings_.find(groups);
   if (it != rings_.end()) return it->second;
   const std::vector<int64_t>& first = groups.at(0);
-  Ring r;
-  double hop = 0;
-  for (const std::vector<int64_t>& g : groups)
-    for (size_t k = 0; k < g.size() && g.size() > 1; ++k) hop = std::max(hop, route_ns(g[k], g[(k + 1) % g.size()]));
-  r.step_ns = hop + 2 * hbm_ns_;
+  Ring r;  // without a pod: a step per device, one hop each
+  r.step_ns = hop_ns_ + 2 * hbm_ns_;
   r.steps = static_cast<double>(first.size()) + 1;
   r.ici_bytes_per_ns = link_bytes_per_ns_;
   if (torus_) {
