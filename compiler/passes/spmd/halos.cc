@@ -88,10 +88,10 @@ Instruction* neighbour_window(Emitter& e, Instruction* x, const Tiling& t, int64
 // Windows that each lie within one piece: cut there (at a per-device offset) and sent
 // to their devices, one collective-permute a shift, each device choosing what came from
 // its window's piece.
-Instruction* windows_within_pieces(Emitter& e, Instruction* x, const Tiling& t, int64_t d, int64_t size,
-                                   const std::vector<int64_t>& lo, int64_t w, const std::vector<int64_t>& shifts) {
+Instruction* windows_within_pieces(Emitter& e, Instruction* x, const Tiling& t, int64_t d,
+                                   const std::vector<int64_t>& lo, int64_t w, const WindowExchange& plan) {
   const int64_t n = x->shape().dim(d);
-  const std::vector<int64_t> within = piece_of_windows(t, d, n, size, lo, w, e.devices());
+  const std::vector<int64_t>& within = plan.pieces;
   auto start_in = [&](int64_t p, int64_t j) {
     return std::clamp<int64_t>(lo[static_cast<size_t>(p)] - j * n, 0, n - w);
   };
@@ -99,7 +99,7 @@ Instruction* windows_within_pieces(Emitter& e, Instruction* x, const Tiling& t, 
   for (int64_t p = 0; p < e.devices(); ++p) own.push_back(start_in(p, t.position(p)[static_cast<size_t>(d)]));
   Instruction* out = e.dynamic_slice(x, d, own, w);
   const std::vector<std::vector<int64_t>> groups = t.groups_along({d});
-  for (int64_t k : shifts) {
+  for (int64_t k : plan.shifts) {
     std::vector<std::pair<int64_t, int64_t>> pairs;
     std::vector<int64_t> send(static_cast<size_t>(e.devices()), 0);
     std::vector<bool> mine(static_cast<size_t>(e.devices()), false);
@@ -195,12 +195,12 @@ WindowExchange window_exchange(const Tiling& t, int64_t d, int64_t n, int64_t si
     return out;
   }
   const int64_t tiles = t.tiles(d);
-  const std::vector<int64_t> within = piece_of_windows(t, d, n, size, lo, w, devices);
-  if (!within.empty()) {
+  out.pieces = piece_of_windows(t, d, n, size, lo, w, devices);
+  if (!out.pieces.empty()) {
     out.kind = Kind::kWithinPieces;
     for (int64_t p = 0; p < devices; ++p) {
-      const int64_t k = within[static_cast<size_t>(p)] - t.position(p)[static_cast<size_t>(d)];
-      if (within[static_cast<size_t>(p)] >= 0 && k != 0 &&
+      const int64_t k = out.pieces[static_cast<size_t>(p)] - t.position(p)[static_cast<size_t>(d)];
+      if (out.pieces[static_cast<size_t>(p)] >= 0 && k != 0 &&
           std::find(out.shifts.begin(), out.shifts.end(), k) == out.shifts.end())
         out.shifts.push_back(k);
     }
@@ -243,7 +243,7 @@ Instruction* window(Emitter& e, Instruction* x, const Tiling& t, int64_t d, int6
   if (plan.kind == Kind::kNeighbours) {
     out = neighbour_window(e, x, t, d, lo, w, plan.left, plan.right);
   } else if (plan.kind == Kind::kWithinPieces) {
-    out = windows_within_pieces(e, x, t, d, size, lo, w, plan.shifts);
+    out = windows_within_pieces(e, x, t, d, lo, w, plan);
   } else {
     out = windows_from_parts(e, x, t, d, size, lo, w, plan);
   }

@@ -25,6 +25,7 @@ struct WindowExchange {
   int64_t left = 0, right = 0;
   std::vector<int64_t> shifts;
   std::vector<int64_t> widths;
+  std::vector<int64_t> pieces;  // kWithinPieces: each device's window's piece (-1: none)
   // Instructions that forming them runs on each device (slices, pads, selects, tables of
   // offsets), each costed as a copy of a window (on TPU-like chips each such step costs
   // at least HBM's latency both ways), for the partitioner's cost of the choice.
