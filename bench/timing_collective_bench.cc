@@ -24,9 +24,11 @@
 // or each chip's host link, whichever is slower, plus the DCN path's latency (host link,
 // switch and NIC, host link).
 //
-//   build/bin/bench/timing_collective_bench [--quick | --large] [--hbm MODEL] [pod ...]
+//   build/bin/bench/timing_collective_bench [--quick | --large] [--hbm MODEL] [--algorithm A] [pod ...]
 //     --quick: up to 1 MiB on two pods; --large: up to 1 GiB; --hbm: the HBM model
-//     (request-time, the default, or channels: sim/timing/README.md)
+//     (request-time, the default, or channels: sim/timing/README.md); --algorithm: the
+//     all-reduce, all-gather and reduce-scatter algorithm (auto, the default: the
+//     compiler's cost model; ring, one-shot, two-shot: tpu::Options::AllReduce)
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -183,6 +185,7 @@ int main(int argc, char** argv) {
   using namespace podsim;
   bool quick = false, large = false;
   std::string hbm = "request-time";
+  tpu::Options compile_options;
   std::vector<std::string> pods;
   for (int k = 1; k < argc; ++k) {
     if (std::strcmp(argv[k], "--quick") == 0)
@@ -191,6 +194,17 @@ int main(int argc, char** argv) {
       hbm = argv[++k];
     else if (std::strcmp(argv[k], "--large") == 0)
       large = true;
+    else if (std::strcmp(argv[k], "--algorithm") == 0 && k + 1 < argc) {
+      const std::string a = argv[++k];
+      using A = tpu::Options::AllReduce;
+      if (a == "auto" || a == "ring" || a == "one-shot" || a == "two-shot")
+        compile_options.all_reduce = a == "auto" ? A::kAuto : a == "ring" ? A::kRing : a == "one-shot" ? A::kOneShot : A::kTwoShot;
+      else
+        return fmt::print(stderr, "--algorithm: auto, ring, one-shot or two-shot, not '{}'\n", a), 2;
+    } else if (argv[k][0] == '-') {
+      fmt::print(stderr, "usage: {} [--quick | --large] [--hbm MODEL] [--algorithm A] [pod ...]\n", argv[0]);
+      return std::strcmp(argv[k], "--help") == 0 ? 0 : 2;
+    }
     else
       pods.emplace_back(argv[k]);
   }
@@ -212,7 +226,7 @@ int main(int argc, char** argv) {
       for (int64_t bytes = 8192; bytes <= max_bytes; bytes *= 8) {
         const auto host_start = std::chrono::steady_clock::now();
         const isa::Executable exe =
-            tpu::compile(*ir::parse_module(module_text(op, bytes, n)), tpu::Target(pod));
+            tpu::compile(*ir::parse_module(module_text(op, bytes, n)), tpu::Target(pod), compile_options);
         sim::timing::TimingOptions options;
         options.timing_only = true;
         options.hbm_model = hbm;
