@@ -5,6 +5,7 @@
 #include <fmt/core.h>
 
 #include <filesystem>
+#include <map>
 
 #include "common/error.h"
 #include "compiler/ir/parser.h"
@@ -25,6 +26,7 @@ struct CompileOptions {
   std::string output;
   bool no_passes = false;
   int core = 0;
+  tpu::Options::AllReduce collectives = tpu::Options::AllReduce::kAuto;
 };
 
 int run_compile(const CompileOptions& o) {
@@ -37,6 +39,7 @@ int run_compile(const CompileOptions& o) {
   tpu::Options options;
   options.core = o.core;
   options.passes = !o.no_passes;
+  options.all_reduce = o.collectives;
   isa::Executable e = tpu::compile(*module, target, options);
   std::string output = o.output;
   if (output.empty()) output = std::filesystem::path(o.file).replace_extension(".pex").string();
@@ -77,6 +80,14 @@ Command add_compile_command(CLI::App& app) {
                   "replica per chip; its chip replaces --chip");
   cmd->add_flag("--no-passes", o->no_passes, "Lower the module as it is (no simplification or fusion)");
   cmd->add_option("--core", o->core, "The TensorCore that runs the program")->capture_default_str();
+  using A = tpu::Options::AllReduce;
+  cmd->add_option("--collectives", o->collectives,
+                  "With --topology: the algorithm of all-reduce, all-gather and reduce-scatter: auto (the "
+                  "compiler's cost model picks), ring, one-shot or two-shot (all-reduce only; the others "
+                  "take one-shot)")
+      ->transform(CLI::CheckedTransformer(
+          std::map<std::string, A>{{"auto", A::kAuto}, {"ring", A::kRing}, {"one-shot", A::kOneShot}, {"two-shot", A::kTwoShot}}))
+      ->default_str("auto");
   return {cmd, [o]() { return run_compile(*o); }};
 }
 
