@@ -39,7 +39,7 @@ constexpr int kMaxStreams = 6;  // 3 axes, both directions
 constexpr int kMaxSlots = 16;
 constexpr int kSemSentHbm = kSemCollectives;  // remote sends from HBM have read their source
 constexpr int kSemSlot = kSemSentHbm + 1;     // + slot: loads into a VMEM slot, then sends and stores from it
-constexpr int kSemLocal = kSemDirectLoad - 1;  // table rows in, flags out
+constexpr int kSemLocal = kSemMailboxLanded - 1;  // table rows in, flags out
 static_assert(kSemSlot + 4 + 2 * kMaxStreams <= kSemLocal);  // at least 4 slots
 
 // The bytes a block's piece may have at most in one transfer: small enough that the
@@ -387,10 +387,11 @@ int32_t device_row(Lowerer& l, const std::string& name, const std::vector<int64_
   return row;
 }
 
-Handshake::Handshake(Lowerer& l) : l_(l), flags_(l.collective_flags()) {
+Handshake::Handshake(Lowerer& l, Lowerer::Flags flags, bool advance) : l_(l), flags_(flags) {
   ProgramBuilder& pb = l_.pb();
   count_ = pb.hold_sreg();
   pb.emit(isa::Opcode::kSld, isa::DType::kS32, {count_, flags_.region, pb.sreg(flags_.counter)});
+  if (!advance) return;
   pb.emit(isa::Opcode::kSaddi, isa::DType::kS32, {count_, count_, 1});
   pb.emit(isa::Opcode::kSst, isa::DType::kS32, {flags_.region, pb.sreg(flags_.counter), count_});
 }
@@ -410,6 +411,7 @@ void Handshake::signal(int32_t row, const std::vector<int64_t>& entries) {
   const int word = pb.hold_sreg(), peer = pb.hold_sreg();
   pb.emit(isa::Opcode::kSdev, isa::DType::kS32, {word, 0});
   pb.emit(isa::Opcode::kSmuli, isa::DType::kS32, {word, word, 8});
+  if (flags_.words != 0) pb.emit(isa::Opcode::kSaddi, isa::DType::kS32, {word, word, flags_.words});
   for (int64_t entry : entries) {
     pb.emit(isa::Opcode::kSld, isa::DType::kS32, {peer, row, pb.sreg(8 * entry)});
     pb.emit(isa::Opcode::kDmaRemote, isa::DType::kF32,
@@ -423,6 +425,9 @@ void Handshake::signal(int32_t row, const std::vector<int64_t>& entries) {
 void Handshake::await(int32_t row, const std::vector<int64_t>& entries) {
   ProgramBuilder& pb = l_.pb();
   const int behind = pb.hold_sreg(), peer = pb.hold_sreg(), seen = pb.hold_sreg();
+  // Nothing to wait for at a count of 0.
+  const int64_t none = pb.pc();
+  pb.emit(isa::Opcode::kBz, isa::DType::kF32, {count_, 0});
   // top: behind = how many expected flags are below the count; done when none.
   const int64_t top = pb.pc();
   pb.begin_block();
@@ -430,6 +435,7 @@ void Handshake::await(int32_t row, const std::vector<int64_t>& entries) {
   for (int64_t entry : entries) {
     pb.emit(isa::Opcode::kSld, isa::DType::kS32, {peer, row, pb.sreg(8 * entry)});
     pb.emit(isa::Opcode::kSmuli, isa::DType::kS32, {peer, peer, 8});
+    if (flags_.words != 0) pb.emit(isa::Opcode::kSaddi, isa::DType::kS32, {peer, peer, flags_.words});
     pb.emit(isa::Opcode::kSld, isa::DType::kS32, {seen, flags_.region, peer});
     pb.emit(isa::Opcode::kSlt, isa::DType::kS32, {seen, seen, count_});
     pb.emit(isa::Opcode::kSadd, isa::DType::kS32, {behind, behind, seen});
@@ -439,6 +445,7 @@ void Handshake::await(int32_t row, const std::vector<int64_t>& entries) {
   pb.wait(kSemReady, 1);
   pb.emit(isa::Opcode::kBr, isa::DType::kF32, {top});
   pb.set_branch_target(done, pb.pc());
+  pb.set_branch_target(none, pb.pc());
   pb.begin_block();
   pb.release_sreg(behind);
   pb.release_sreg(peer);

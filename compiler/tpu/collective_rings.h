@@ -94,10 +94,13 @@ int32_t device_row(Lowerer& l, const std::string& name, const std::vector<int64_
 // mistaken for this one's, whatever the order they come in.
 //
 // Construct one at the same point of every chip's program (it counts there), signal()
-// and await() where the chip takes part.
+// and await() where the chip takes part. Over other flags (Lowerer::mailbox_flags), and
+// without `advance`, it holds the count as it is: await() then waits for the flags of
+// that many earlier handshakes (none when the count is 0).
 class Handshake {
  public:
-  explicit Handshake(Lowerer& l);
+  explicit Handshake(Lowerer& l) : Handshake(l, l.collective_flags(), true) {}
+  Handshake(Lowerer& l, Lowerer::Flags flags, bool advance);
   ~Handshake();
   Handshake(const Handshake&) = delete;
   Handshake& operator=(const Handshake&) = delete;
@@ -121,6 +124,9 @@ inline constexpr int kSemReady = isa::kSemaphores - 1;
 inline constexpr int kSemDirectLanded = kSemReady - 1;
 inline constexpr int kSemDirectSent = kSemReady - 2;
 inline constexpr int kSemDirectLoad = kSemReady - 3;
+// Landings in the one-shot exchanges' mailbox (Lowerer::mailbox), which may come while
+// the chip is still in earlier steps: counted apart from every other landing.
+inline constexpr int kSemMailboxLanded = kSemReady - 4;
 
 // Emission of a collective's rings on the main core, for one plan.
 class RingEmitter {

@@ -95,9 +95,6 @@ double route_latency_ns(const topology::Torus& torus, int64_t a, int64_t b) {
   return torus.hops(x, y) * pod.ici_link_latency_ns;
 }
 
-// The most bytes the one-shot all-reduce gathers in VMEM (the group's arrays).
-constexpr int64_t kOneShotMaxBytes = 2 << 20;
-
 // The most of these routes (device pairs; those across slices left out) that cross one
 // link in one direction.
 int64_t busiest_link(const topology::Torus& torus, const std::vector<std::pair<int64_t, int64_t>>& routes) {
@@ -117,13 +114,16 @@ int64_t busiest_link(const topology::Torus& torus, const std::vector<std::pair<i
 // HBM latency of landing and loading, and `ring_bytes` over the links, shared by the
 // streams, times the first phase's rings that share its busiest link. A one-shot
 // exchange of pieces of B bytes: two routes to the farthest chip of the group (ready,
-// then data) and two HBM latencies, plus B for each route of the exchange that crosses
-// its busiest link (G - 1 over DCN).
+// then data; into the mailbox, only the data's) and two HBM latencies, plus B for each
+// route of the exchange that crosses its busiest link (G - 1 over DCN).
 struct CollectiveCosts {
   double ring_ns = 0;
   double exchange_ns = 0;           // of the exchange, whatever its size
   double exchange_ns_per_byte = 0;  // and per byte of a piece
-  double exchange(double bytes) const { return exchange_ns + exchange_ns_per_byte * bytes; }
+  double ready_ns = 0;              // of the exchange_ns: the handshake's route
+  double exchange(double bytes, bool mailbox = false) const {
+    return exchange_ns - (mailbox ? ready_ns : 0) + exchange_ns_per_byte * bytes;
+  }
 };
 
 CollectiveCosts collective_costs(const Lowerer& l, const Instruction& i, const RingPlan& plan, double steps,
@@ -161,7 +161,7 @@ CollectiveCosts collective_costs(const Lowerer& l, const Instruction& i, const R
   ring_ns += ring_bytes / static_cast<double>(plan.streams.size()) *
              static_cast<double>(busiest_link(torus, first_rings)) / bw * 1e9;
   return CollectiveCosts{ring_ns, 2 * farthest + 2 * hbm,
-                         static_cast<double>(dcn ? g - 1 : busiest_link(torus, exchange)) / bw * 1e9};
+                         static_cast<double>(dcn ? g - 1 : busiest_link(torus, exchange)) / bw * 1e9, farthest};
 }
 
 // The one-shot exchanges' table (a row per device: its group position p and the devices
@@ -180,19 +180,23 @@ int32_t peer_row(Lowerer& l, const Instruction& i, int64_t g) {
 
 // Whether an all-gather's or reduce-scatter's one-shot exchange (pieces of one chunk)
 // beats its rings (G - 1 steps, G - 1 chunks over the links).
-bool one_shot_is_faster(const Lowerer& l, const Instruction& i, const RingPlan& plan, double chunk) {
+bool one_shot_is_faster(const Lowerer& l, const Instruction& i, const RingPlan& plan, double chunk,
+                        bool mailbox = false) {
   const CollectiveCosts c = collective_costs(l, i, plan, 1, static_cast<double>(plan.group_size - 1) * chunk);
-  return c.exchange(chunk) < c.ring_ns;
+  return c.exchange(chunk, mailbox) < c.ring_ns;
 }
 
 // The one-shot exchange (over peer_row's `row`): this chip's piece of `bytes` goes by
 // `descriptor` to place p (at p x place_bytes) of its own destination and, once every
 // chip of the group has said it is ready, of every other chip's, over its own route to
 // each, all at once; with `scatter` the piece for the chip at position q is chunk q of
-// the source (else the whole source). Independent steps run while the pieces are in
-// flight; returns once the local copy and the G - 1 pieces from the others are in.
+// the source (else the whole source). Into the mailbox (Lowerer::mailbox: the
+// descriptor's destination), a chip is ready once its credits count the mailbox's
+// earlier uses, which it gave as it finished reading them: no handshake. Independent
+// steps run while the pieces are in flight; returns once the local copy and the G - 1
+// pieces from the others are in.
 void one_shot_exchange(Lowerer& l, int32_t row, int64_t g, int32_t descriptor, int64_t bytes,
-                       int64_t place_bytes, bool scatter) {
+                       int64_t place_bytes, bool scatter, bool mailbox = false) {
   ProgramBuilder& pb = l.pb();
   const int peer = pb.hold_sreg(), at = pb.hold_sreg(), from = pb.hold_sreg();
   auto chunk_of = [&](int64_t k) {  // the chunk (p + k) mod G goes to the k-th peer
@@ -207,13 +211,18 @@ void one_shot_exchange(Lowerer& l, int32_t row, int64_t g, int32_t descriptor, i
   pb.emit(isa::Opcode::kDma, isa::DType::kF32, {descriptor, scatter ? chunk_of(0) : pb.sreg(0), at, kSemLoad});
   std::vector<int64_t> peers;
   for (int64_t k = 1; k < g; ++k) peers.push_back(k);
-  Handshake handshake(l);
-  handshake.signal(row, peers);
-  handshake.await(row, peers);
+  if (mailbox) {
+    Handshake(l, l.mailbox_flags(), false).await(row, peers);
+  } else {
+    Handshake handshake(l);
+    handshake.signal(row, peers);
+    handshake.await(row, peers);
+  }
+  const int landed = mailbox ? kSemMailboxLanded : kSemLanded;
   for (int64_t k = 1; k < g; ++k) {
     pb.emit(isa::Opcode::kSld, isa::DType::kS32, {peer, row, pb.sreg(8 * k)});
     pb.emit(isa::Opcode::kDmaRemote, isa::DType::kF32,
-            {descriptor, scatter ? chunk_of(k) : pb.sreg(0), at, peer, kSemSentHbm, kSemLanded});
+            {descriptor, scatter ? chunk_of(k) : pb.sreg(0), at, peer, kSemSentHbm, landed});
   }
   pb.release_sreg(from);
   pb.release_sreg(peer);
@@ -224,25 +233,27 @@ void one_shot_exchange(Lowerer& l, int32_t row, int64_t g, int32_t descriptor, i
                        static_cast<double>(std::min<int64_t>(g - 1, l.chip().ici_ports))) * 1e9 +
                   pod.ici_link_latency_ns);
   pb.wait(kSemLoad, 1);
-  pb.wait(kSemLanded, g - 1);
+  pb.wait(landed, g - 1);
 }
 
 // The one-shot all-reduce, for arrays whose time is latency: each chip's whole array
-// goes into its slot of every chip's VMEM by the one-shot exchange, then each reduces
-// the group's G arrays in group order (the reference evaluator's order) on the vector
-// unit into `output_buffer`. A reduce-scatter (`scatter`) runs the same way on chunks of
-// `bytes`: chunk q of each chip's array (G contiguous chunks in `input_buffer`) goes to
-// the chip at position q.
+// goes into its slot of every chip's VMEM (the mailbox, where `mailbox` is its region,
+// else VMEM of the step) by the one-shot exchange, then each reduces the group's G
+// arrays in group order (the reference evaluator's order) on the vector unit into
+// `output_buffer`. A reduce-scatter (`scatter`) runs the same way on chunks of `bytes`:
+// chunk q of each chip's array (G contiguous chunks in `input_buffer`) goes to the chip
+// at position q.
 void one_shot_all_reduce(Lowerer& l, const Instruction& i, int32_t row, int64_t g, ir::PrimitiveType type,
-                         int64_t bytes, int64_t padded, int32_t input_buffer, int32_t output_buffer, bool scatter) {
+                         int64_t bytes, int64_t padded, int32_t input_buffer, int32_t output_buffer, bool scatter,
+                         int32_t mailbox) {
   ProgramBuilder& pb = l.pb();
   const topology::ChipConfig& chip = l.chip();
   const int64_t row_bytes = int64_t{chip.vpu_lanes} * ir::type_byte_size(type);
   const int64_t tile_bytes = row_bytes * chip.vpu_sublanes;
   const isa::DType mem = memory_dtype(type);
-  const int32_t slots = l.vmem("slots", g * padded);
+  const int32_t slots = mailbox >= 0 ? mailbox : l.vmem("slots", g * padded);
   one_shot_exchange(l, row, g, contiguous_descriptor(pb, l.use(input_buffer), slots, bytes), bytes, padded,
-                    scatter);
+                    scatter, mailbox >= 0);
 
   // slot 0 (+) slot 1 (+) ... tile by tile, into `sum`, then out to HBM.
   const Reducer reducer = build_reducer(l, i, 1);
@@ -275,6 +286,11 @@ void one_shot_all_reduce(Lowerer& l, const Instruction& i, int32_t row, int64_t 
   }
   pb.dma(contiguous_descriptor(pb, sum, l.use(output_buffer), bytes), 0, 0, kSemStore);
   pb.wait(kSemStore, 1);
+  if (mailbox >= 0 && l.mailbox_used_later(i)) {  // read: the mailbox is free again for the group
+    std::vector<int64_t> peers;
+    for (int64_t k = 1; k < g; ++k) peers.push_back(k);
+    Handshake(l, l.mailbox_flags(), true).signal(row, peers);
+  }
   pb.wait(kSemSentHbm, g - 1);
 }
 
@@ -330,27 +346,30 @@ void all_reduce_array(Lowerer& l, const Instruction& i, CollectiveStep& step) {
   const int64_t padded_bytes = round_up(std::max<int64_t>(shape.byte_size(), 1), tile_bytes);
   RingPlan plan = plan_rings(l, i, ceil_div(std::max<int64_t>(shape.num_elements(), 1), g), eb);
   // The algorithm: the options', or the cost model's among those that fit (the one-shot
-  // exchanges gather the group's arrays, or chunks, in VMEM).
+  // exchanges gather the group's arrays, or chunks, in the mailbox or VMEM of the step).
   const Options::AllReduce forced = l.options().all_reduce;
   const int64_t cb = plan.chunk_bytes(), padded_chunk = round_up(cb, tile_bytes);
-  const bool one_shot_fits = 2 * g * padded_bytes <= l.vmem_free();
-  const bool two_shot_fits = 2 * g * padded_chunk <= l.vmem_free();
+  const int32_t one_shot_mailbox = l.mailbox(i, g * padded_bytes), two_shot_mailbox = l.mailbox(i, g * padded_chunk);
+  const bool one_shot_fits = (one_shot_mailbox >= 0 ? 2 : 2 * g) * padded_bytes <= l.vmem_free();
+  const bool two_shot_fits = (two_shot_mailbox >= 0 ? 2 : 2 * g) * padded_chunk <= l.vmem_free();
   Options::AllReduce algorithm = Options::AllReduce::kRing;
   if (forced == Options::AllReduce::kAuto) {
     const auto b = static_cast<double>(shape.byte_size());
     const CollectiveCosts c =
         collective_costs(l, i, plan, 2, 2.0 * static_cast<double>(g - 1) / static_cast<double>(g) * b);
     double best = c.ring_ns;
-    if (one_shot_fits && g * padded_bytes <= kOneShotMaxBytes && c.exchange(b) < best)
-      best = c.exchange(b), algorithm = Options::AllReduce::kOneShot;
-    if (two_shot_fits && 2 * c.exchange(static_cast<double>(cb)) < best) algorithm = Options::AllReduce::kTwoShot;
+    const double one_shot = c.exchange(b, one_shot_mailbox >= 0);
+    const double two_shot = c.exchange(static_cast<double>(cb), two_shot_mailbox >= 0) + c.exchange(static_cast<double>(cb));
+    if (one_shot_fits && g * padded_bytes <= kOneShotMaxBytes && one_shot < best)
+      best = one_shot, algorithm = Options::AllReduce::kOneShot;
+    if (two_shot_fits && two_shot < best) algorithm = Options::AllReduce::kTwoShot;
   } else if ((forced == Options::AllReduce::kOneShot && one_shot_fits) ||
              (forced == Options::AllReduce::kTwoShot && two_shot_fits)) {
     algorithm = forced;
   }
   if (algorithm == Options::AllReduce::kOneShot)
     return one_shot_all_reduce(l, i, peer_row(l, i, g), g, shape.type(), shape.byte_size(), padded_bytes,
-                               step.in.buffer, step.out, false);
+                               step.in.buffer, step.out, false, one_shot_mailbox);
   // The array padded to whole chunks (a scratch copy, reduced in place) or as it is
   // (then the rings' sums of phases before the last go to `work`), gathered in the
   // result (or a padded one).
@@ -369,7 +388,7 @@ void all_reduce_array(Lowerer& l, const Instruction& i, CollectiveStep& step) {
     // Reduce-scatter, then all-gather, each one exchange.
     const int32_t mine = l.new_buffer(fmt::format("{}.chunk", i.name()), ir::Shape(ir::PrimitiveType::kU8, {cb}));
     const int32_t row = peer_row(l, i, g);
-    one_shot_all_reduce(l, i, row, g, shape.type(), cb, padded_chunk, input, mine, true);
+    one_shot_all_reduce(l, i, row, g, shape.type(), cb, padded_chunk, input, mine, true, two_shot_mailbox);
     one_shot_exchange(l, row, g, contiguous_descriptor(l.pb(), l.use(mine), l.use(gathered), cb), cb, cb, false);
     l.pb().wait(kSemSentHbm, g - 1);
   } else {
@@ -468,16 +487,18 @@ Value lower_reduce_scatter(Lowerer& l, const Instruction& i, Scope& s) {
   } else if (plan.phases() > 1) {
     work = l.new_buffer(fmt::format("{}.work", i.name()), chunks_shape);
   }
-  // One-shot where it is the faster and the group's chunks fit in half of VMEM.
+  // One-shot where it is the faster and the group's chunks fit in the mailbox or half
+  // of VMEM.
   const int64_t tile_bytes = int64_t{l.chip().vpu_sublanes} * l.chip().vpu_lanes * eb;
   const int64_t padded_bytes = round_up(std::max<int64_t>(shape.byte_size(), 1), tile_bytes);
   const Options::AllReduce algorithm = l.options().all_reduce;
-  if (2 * g * padded_bytes <= l.vmem_free() &&
+  const int32_t mailbox = l.mailbox(i, g * padded_bytes);
+  if ((mailbox >= 0 ? 2 : 2 * g) * padded_bytes <= l.vmem_free() &&
       (algorithm == Options::AllReduce::kOneShot || algorithm == Options::AllReduce::kTwoShot ||
        (algorithm == Options::AllReduce::kAuto && g * padded_bytes <= kOneShotMaxBytes &&
-        one_shot_is_faster(l, i, plan, static_cast<double>(shape.byte_size()))))) {
+        one_shot_is_faster(l, i, plan, static_cast<double>(shape.byte_size()), mailbox >= 0)))) {
     one_shot_all_reduce(l, i, peer_row(l, i, g), g, shape.type(), shape.byte_size(), padded_bytes, input, out,
-                        true);
+                        true, mailbox);
     return Value{out, shape, {}};
   }
   RingEmitter rings(l, i, std::move(plan));

@@ -7,9 +7,11 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <unordered_map>
 
 #include "common/error.h"
+#include "compiler/ir/collective_groups.h"
 #include "compiler/ir/parser.h"
 #include "compiler/ir/printer.h"
 #include "compiler/ir/verifier.h"
@@ -87,8 +89,57 @@ Lowerer::Lowerer(const ir::Module& module, const Target& target, const Options& 
     fail("TPU compile: core {} does not exist on chip '{}' ({} TensorCores)", options.core,
          chip_.name, chip_.tensor_cores);
   if (options.max_tile_vregs < 1) fail("TPU compile: max_tile_vregs must be at least 1");
-  if (target.pod && target.devices() > 1) flags_bytes_ = round_up(8 * (target.devices() + 2), kVmemAlignment);
+  if (target.pod && target.devices() > 1) {
+    flags_bytes_ = round_up(16 * (target.devices() + 2), kVmemAlignment);
+    plan_mailbox();
+  }
   if (target.pod && target.devices() < target.pod->chips()) pb_.run_on_devices_below(target.devices());
+}
+
+void Lowerer::plan_mailbox() {
+  // The candidates: all-reduces and reduce-scatters whose group's arrays (a tuple's
+  // operands concatenated; a reduce-scatter's chunks) fit the cap; per set of device
+  // groups, how many and the largest.
+  const int64_t cap = std::min<int64_t>(kOneShotMaxBytes, chip_.vmem_bytes / 16);
+  struct Candidate {
+    std::vector<std::vector<int64_t>> groups;
+    bool in_entry = false;
+  };
+  std::vector<Candidate> candidates;
+  std::map<std::vector<std::vector<int64_t>>, std::pair<int64_t, int64_t>> sets;  // -> (collectives, bytes)
+  for (const auto& c : module_.computations())
+    for (const auto& i : c->instructions()) {
+      const Opcode op = i->opcode();
+      if (op != Opcode::kAllReduce && op != Opcode::kAllReduceStart && op != Opcode::kReduceScatter) continue;
+      auto groups = ir::collective_device_groups(*i, target_.replicas, target_.partitions);
+      const auto g = static_cast<int64_t>(groups.at(0).size());
+      if (g < 2) continue;
+      int64_t bytes = 0, element_bytes = 4;
+      for (const Instruction* operand : i->operands())
+        if (operand->shape().is_array()) {
+          bytes += operand->shape().byte_size();
+          element_bytes = ir::type_byte_size(operand->shape().type());
+        }
+      if (op == Opcode::kReduceScatter) bytes = ceil_div(bytes, g);
+      const int64_t tile = int64_t{chip_.vpu_sublanes} * chip_.vpu_lanes * element_bytes;
+      const int64_t need = g * round_up(std::max<int64_t>(bytes, 1), tile);
+      if (need > cap) continue;
+      auto& [count, most] = sets[groups];
+      ++count;
+      most = std::max(most, need);
+      candidates.push_back(Candidate{std::move(groups), c.get() == module_.entry()});
+    }
+  // The set most of them use.
+  for (auto& [groups, use] : sets)
+    if (mailbox_groups_.empty() || use.first > sets[mailbox_groups_].first) {
+      mailbox_groups_ = groups;
+      mailbox_bytes_ = round_up(use.second, kVmemAlignment);
+    }
+  for (const Candidate& c : candidates)
+    if (c.groups == mailbox_groups_) {
+      mailbox_candidates_ += c.in_entry ? 1 : 0;
+      mailbox_in_calls_ = mailbox_in_calls_ || !c.in_entry;
+    }
 }
 
 int32_t Lowerer::new_buffer(std::string_view name, const ir::Shape& shape) {
@@ -131,8 +182,31 @@ Lowerer::Flags Lowerer::collective_flags() {
   return flags_;
 }
 
+Lowerer::Flags Lowerer::mailbox_flags() {
+  Flags f = collective_flags();
+  f.words = f.counter + 8;
+  f.out = f.words + 8 * target_.devices();
+  f.counter = f.out + 8;
+  return f;
+}
+
+int32_t Lowerer::mailbox(const Instruction& i, int64_t bytes) {
+  if (bytes > mailbox_bytes_ || ir::collective_device_groups(i, target_.replicas, target_.partitions) != mailbox_groups_)
+    return -1;
+  mailbox_asked_.insert(&i);
+  if (mailbox_region_ < 0)
+    mailbox_region_ = pb_.add_region("collective_mailbox", isa::MemorySpace::kVmem,
+                                     chip_.vmem_bytes - flags_bytes_ - mailbox_bytes_, mailbox_bytes_);
+  return mailbox_region_;
+}
+
+bool Lowerer::mailbox_used_later(const Instruction& i) const {
+  return mailbox_in_calls_ || !mailbox_asked_.contains(&i) ||
+         static_cast<int64_t>(mailbox_asked_.size()) < mailbox_candidates_;
+}
+
 int64_t Lowerer::vmem_limit() const {
-  return chip_.vmem_bytes - (pb_.core() == options_.core ? flags_bytes_ : 0);
+  return chip_.vmem_bytes - (pb_.core() == options_.core ? flags_bytes_ + mailbox_bytes_ : 0);
 }
 
 int32_t Lowerer::use(int32_t buffer) {

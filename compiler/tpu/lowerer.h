@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -85,15 +86,32 @@ class Lowerer {
   int32_t constant_buffer(std::string_view name, std::vector<uint8_t> data);
   const Buffer& buffer(int32_t b) const { return buffers_[static_cast<size_t>(b)]; }
   // VMEM for collectives' handshakes (isa::kFlagsRegion, reserved at the top of the
-  // main core's VMEM for the whole run of a pod executable): a word per device, where the
-  // chip of that device id writes its flags on the others, then the word flags are sent
-  // from, then the chip's count of handshakes.
+  // main core's VMEM for the whole run of a pod executable), two sets of words: each a
+  // word per device, where the chip of that device id writes its flags on the others,
+  // then the word flags are sent from, then the chip's count of handshakes. The first
+  // set is the handshakes' before data moves (collective_flags), the second the
+  // mailbox's credits (mailbox_flags).
   struct Flags {
     int32_t region = -1;
+    int64_t words = 0;    // byte offset of the device words
     int64_t out = 0;      // byte offset of the word flags are sent from
     int64_t counter = 0;  // byte offset of the handshake count
   };
   Flags collective_flags();
+  Flags mailbox_flags();
+  // The one-shot exchanges' mailbox: VMEM reserved below the flags for the whole run,
+  // where the group's arrays land without a handshake first: a chip that has read what
+  // landed tells the chips of its group that its mailbox is free (a credit, counted as
+  // handshakes are, mailbox_flags), and a chip sends into another's only once that chip's
+  // credits count its earlier uses. Sized by the module's largest one-shot candidate
+  // (all-reduces and reduce-scatters of up to a sixteenth of VMEM) among those over the
+  // device groups most of them use: credits go to the chips of the group, so only
+  // collectives over those groups may use it. Returns the region, or -1 where i's groups
+  // are others or `bytes` do not fit.
+  int32_t mailbox(const ir::Instruction& i, int64_t bytes);
+  // Whether a collective lowered after i (which has asked for the mailbox) may use the
+  // mailbox: else i needs to give no credits (a run starts with every mailbox free).
+  bool mailbox_used_later(const ir::Instruction& i) const;
   // The buffer's HBM region, recording that the step in progress uses it.
   int32_t use(int32_t buffer);
 
@@ -160,8 +178,17 @@ class Lowerer {
   // VMEM of the core pb() emits for that steps may use (all but the flags' on the main core).
   int64_t vmem_limit() const;
 
+  // The mailbox's size and groups, from the module (see mailbox()).
+  void plan_mailbox();
+
   Flags flags_;
   int64_t flags_bytes_ = 0;  // reserved at the top of the main core's VMEM
+  int32_t mailbox_region_ = -1;
+  int64_t mailbox_bytes_ = 0;  // reserved below the flags
+  std::vector<std::vector<int64_t>> mailbox_groups_;
+  int64_t mailbox_candidates_ = 0;  // the entry computation's collectives that may use it
+  bool mailbox_in_calls_ = false;   // and whether called computations have some
+  std::set<const ir::Instruction*> mailbox_asked_;
   int64_t step_ = -1;
   std::vector<int64_t> vmem_used_;  // per core
   int parallel_cores_ = 1;

@@ -53,6 +53,8 @@ Value lower_all_gather(Lowerer& l, const ir::Instruction& i, Scope& s);
 Value lower_collective_permute(Lowerer& l, const ir::Instruction& i, Scope& s);
 Value lower_collective_broadcast(Lowerer& l, const ir::Instruction& i, Scope& s);
 Value lower_all_to_all(Lowerer& l, const ir::Instruction& i, Scope& s);
+// The most bytes the one-shot all-reduce gathers in VMEM (the group's arrays).
+inline constexpr int64_t kOneShotMaxBytes = 2 << 20;
 
 // Copies `bytes` from one buffer to another within the step in progress.
 void copy_buffer(Lowerer& l, int32_t src, int32_t dst, int64_t bytes);
