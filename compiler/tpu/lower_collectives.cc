@@ -236,6 +236,12 @@ void one_shot_exchange(Lowerer& l, int32_t row, int64_t g, int32_t descriptor, i
   pb.wait(landed, g - 1);
 }
 
+// After a chip has read what landed in its mailbox: a credit to the chips that `entries`
+// of the table row name, unless no later collective uses the mailbox.
+void give_mailbox_credits(Lowerer& l, const Instruction& i, int32_t row, const std::vector<int64_t>& entries) {
+  if (l.mailbox_used_later(i)) Handshake(l, l.mailbox_flags(), true).signal(row, entries);
+}
+
 // The one-shot all-reduce, for arrays whose time is latency: each chip's whole array
 // goes into its slot of every chip's VMEM (the mailbox, where `mailbox` is its region,
 // else VMEM of the step) by the one-shot exchange, then each reduces the group's G
@@ -286,22 +292,36 @@ void one_shot_all_reduce(Lowerer& l, const Instruction& i, int32_t row, int64_t 
   }
   pb.dma(contiguous_descriptor(pb, sum, l.use(output_buffer), bytes), 0, 0, kSemStore);
   pb.wait(kSemStore, 1);
-  if (mailbox >= 0 && l.mailbox_used_later(i)) {  // read: the mailbox is free again for the group
+  if (mailbox >= 0) {
     std::vector<int64_t> peers;
     for (int64_t k = 1; k < g; ++k) peers.push_back(k);
-    Handshake(l, l.mailbox_flags(), true).signal(row, peers);
+    give_mailbox_credits(l, i, row, peers);
   }
   pb.wait(kSemSentHbm, g - 1);
 }
 
 // The one-shot all-gather, for chunks whose time is latency: each chip's chunk (from
-// HBM) goes to its place in every chip's `gathered` by the one-shot exchange.
-void one_shot_all_gather(Lowerer& l, const Instruction& i, const CollectiveStep& step, int32_t gathered) {
+// HBM) goes to its place in every chip's `gathered` by the one-shot exchange, or, where
+// `mailbox` is a region, to its place (at kMailboxAlignment) in the mailbox, copied from
+// there into `gathered`.
+void one_shot_all_gather(Lowerer& l, const Instruction& i, const CollectiveStep& step, int32_t gathered,
+                         int32_t mailbox) {
   ProgramBuilder& pb = l.pb();
   const int64_t bytes = step.in.shape.byte_size(), g = step.group_size;
-  one_shot_exchange(l, peer_row(l, i, g), g,
-                    contiguous_descriptor(pb, l.use(step.in.buffer), l.use(gathered), bytes), bytes,
-                    bytes, false);
+  const int32_t row = peer_row(l, i, g);
+  if (mailbox < 0) {
+    one_shot_exchange(l, row, g, contiguous_descriptor(pb, l.use(step.in.buffer), l.use(gathered), bytes), bytes,
+                      bytes, false);
+    pb.wait(kSemSentHbm, g - 1);
+    return;
+  }
+  const int64_t place = round_up(bytes, kMailboxAlignment);
+  one_shot_exchange(l, row, g, contiguous_descriptor(pb, l.use(step.in.buffer), mailbox, bytes), bytes, place, false,
+                    true);
+  pb.wait(kSemStore, issue_copy(pb, mailbox, 0, l.use(gathered), 0, 1, {g, bytes}, {place, 1}, {bytes, 1}, kSemStore));
+  std::vector<int64_t> peers;
+  for (int64_t k = 1; k < g; ++k) peers.push_back(k);
+  give_mailbox_credits(l, i, row, peers);
   pb.wait(kSemSentHbm, g - 1);
 }
 
@@ -528,11 +548,50 @@ void zero_buffer(Lowerer& l, const Instruction& i, int32_t buffer, int64_t eleme
 
 }  // namespace
 
+std::vector<std::pair<int64_t, int64_t>> permute_device_pairs(const Instruction& i, const Target& t) {
+  const bool cross_partition = ir::collective_group_mode(i) == ir::GroupMode::kCrossPartition;
+  const int64_t domain_size = cross_partition ? t.partitions : t.replicas;
+  std::vector<std::pair<int64_t, int64_t>> pairs;
+  for (int64_t d = 0; d < t.devices(); ++d) {
+    const int64_t mine = cross_partition ? d % t.partitions : d / t.partitions;
+    for (auto [from, to] : i.attrs().source_target_pairs) {
+      if (from < 0 || to < 0 || from >= domain_size || to >= domain_size)
+        unsupported(i, fmt::format("source_target_pairs entry {{{},{}}} out of range", from, to));
+      if (from == mine)
+        pairs.emplace_back(d, cross_partition ? d - d % t.partitions + to : to * t.partitions + d % t.partitions);
+    }
+  }
+  return pairs;
+}
+
+namespace {
+
+// The mailbox's group peers of every device: a row per device of its group position, then
+// the devices at positions p + 1, ..., p + G - 1 (as peer_row), for credits after a
+// collective whose own table names fewer chips.
+int32_t mailbox_peer_row(Lowerer& l) {
+  const std::vector<std::vector<int64_t>>& groups = l.mailbox_groups();
+  const auto g = static_cast<int64_t>(groups.at(0).size());
+  std::vector<int64_t> table(static_cast<size_t>(l.target().devices() * g), 0);
+  for (const std::vector<int64_t>& group : groups)
+    for (int64_t p = 0; p < g; ++p) {
+      int64_t* row = &table[static_cast<size_t>(group[static_cast<size_t>(p)] * g)];
+      row[0] = p;
+      for (int64_t k = 1; k < g; ++k) row[k] = group[static_cast<size_t>((p + k) % g)];
+    }
+  return device_row(l, "mailbox.peers", table, g);
+}
+
+}  // namespace
+
 // collective-permute: a chip that is some pair's target tells its source it is in the
 // step and waits for the array, which its source sends straight into its result; a chip
 // that is no pair's target returns zeros. Which chips a device sends to and receives
 // from is a table row indexed by the device id ([has target, target, has source,
-// source]); the code branches on it.
+// source]); the code branches on it. Where the array fits the mailbox and every pair
+// lies within a group of the mailbox's, a source sends once its target's credits count
+// the mailbox's earlier uses, into the mailbox, and the target copies it out; every chip
+// then gives its credits to its group.
 Value lower_collective_permute(Lowerer& l, const Instruction& i, Scope& s) {
   if (i.operand_count() != 1 || !i.operand(0)->shape().is_array())
     unsupported(i, "tuple or variadic operands");
@@ -543,31 +602,18 @@ Value lower_collective_permute(Lowerer& l, const Instruction& i, Scope& s) {
   const int32_t out = l.new_buffer(i.name(), shape);
   const int64_t eb = ir::type_byte_size(shape.type());
   const Target& t = l.target();
-  // Per device: the device it sends to and the one it receives from (-1: none), pairs
-  // naming replica ids (or partition ids with a channel_id) within the device's domain.
-  const bool cross_partition = ir::collective_group_mode(i) == ir::GroupMode::kCrossPartition;
-  const int64_t domain_size = cross_partition ? t.partitions : t.replicas;
+  // Per device: whether it sends and to which device, whether it receives and from which.
   std::vector<int64_t> table(static_cast<size_t>(t.devices() * 4), 0);
-  for (int64_t d = 0; d < t.devices(); ++d) {
-    auto device_of = [&](int64_t id) {
-      return cross_partition ? d - d % t.partitions + id : id * t.partitions + d % t.partitions;
-    };
-    const int64_t mine = cross_partition ? d % t.partitions : d / t.partitions;
-    int64_t* row = &table[static_cast<size_t>(d * 4)];
-    for (auto [from, to] : i.attrs().source_target_pairs) {
-      if (from < 0 || to < 0 || from >= domain_size || to >= domain_size)
-        unsupported(i, fmt::format("source_target_pairs entry {{{},{}}} out of range", from, to));
-      if (from == mine) {
-        if (row[0] != 0) unsupported(i, "a device that is the source of two pairs");
-        row[0] = 1;
-        row[1] = device_of(to);
-      }
-      if (to == mine) {
-        if (row[2] != 0) unsupported(i, "a device that is the target of two pairs");
-        row[2] = 1;
-        row[3] = device_of(from);
-      }
-    }
+  const std::vector<std::pair<int64_t, int64_t>> pairs = permute_device_pairs(i, t);
+  for (const auto& [from, to] : pairs) {
+    int64_t* source = &table[static_cast<size_t>(from * 4)];
+    int64_t* target = &table[static_cast<size_t>(to * 4)];
+    if (source[0] != 0) unsupported(i, "a device that is the source of two pairs");
+    if (target[2] != 0) unsupported(i, "a device that is the target of two pairs");
+    source[0] = 1;
+    source[1] = to;
+    target[2] = 1;
+    target[3] = from;
   }
   if (!t.pod) {  // one chip: it is its own source, or it gets zeros
     if (table[2] != 0)
@@ -590,10 +636,11 @@ Value lower_collective_permute(Lowerer& l, const Instruction& i, Scope& s) {
     pb.set_branch_target(branch, pb.pc());
     pb.begin_block();
   };
-  // Receivers say they are ready; the others' results are zeros.
+  const int32_t mailbox = l.mailbox_for_pairs(i, pairs, shape.byte_size());
+  // Receivers say they are ready (not into the mailbox); the others' results are zeros.
   Handshake handshake(l);
   const int64_t no_source = skip_unless(2);
-  handshake.signal(row, {3});
+  if (mailbox < 0) handshake.signal(row, {3});
   const int64_t to_send = pb.pc();
   pb.emit(isa::Opcode::kBr, isa::DType::kF32, {0});
   here(no_source);
@@ -601,19 +648,32 @@ Value lower_collective_permute(Lowerer& l, const Instruction& i, Scope& s) {
   here(to_send);
   // Senders send once their target is ready.
   const int64_t no_target = skip_unless(0);
-  handshake.await(row, {1});
+  if (mailbox >= 0)
+    Handshake(l, l.mailbox_flags(), false).await(row, {1});
+  else
+    handshake.await(row, {1});
   pb.emit(isa::Opcode::kSld, isa::DType::kS32, {peer, row, pb.sreg(8)});
   pb.emit(isa::Opcode::kDmaRemote, isa::DType::kF32,
-          {contiguous_descriptor(pb, l.use(in.buffer), l.use(out), shape.byte_size()), pb.sreg(0),
-           pb.sreg(0), peer, kSemSentHbm, kSemLanded});
+          {contiguous_descriptor(pb, l.use(in.buffer), mailbox >= 0 ? mailbox : l.use(out), shape.byte_size()),
+           pb.sreg(0), pb.sreg(0), peer, kSemSentHbm, mailbox >= 0 ? kSemMailboxLanded : kSemLanded});
   pb.wait(kSemSentHbm, 1);
   here(no_target);
-  // Receivers wait for the array.
+  // Receivers wait for the array (and copy it out of the mailbox).
   const int64_t nothing_comes = skip_unless(2);
-  pb.wait(kSemLanded, 1);
+  if (mailbox >= 0) {
+    pb.wait(kSemMailboxLanded, 1);
+    pb.wait(kSemStore, issue_copy(pb, mailbox, 0, l.use(out), 0, 1, {shape.byte_size()}, {1}, {1}, kSemStore));
+  } else {
+    pb.wait(kSemLanded, 1);
+  }
   here(nothing_comes);
   pb.release_sreg(flag);
   pb.release_sreg(peer);
+  if (mailbox >= 0) {
+    std::vector<int64_t> peers;
+    for (int64_t k = 1; k < static_cast<int64_t>(l.mailbox_groups().at(0).size()); ++k) peers.push_back(k);
+    give_mailbox_credits(l, i, mailbox_peer_row(l), peers);
+  }
   return Value{out, shape, {}};
 }
 
@@ -621,7 +681,8 @@ Value lower_collective_permute(Lowerer& l, const Instruction& i, Scope& s) {
 // into G blocks; block q goes to the group's chip q, where it lands as block p (the
 // sender's group position) of the result. After a handshake with the whole group (as
 // the one-shot all-reduce), every chip sends its G - 1 blocks at once (large ones in
-// pieces, see below) and copies its own.
+// pieces, see below) and copies its own. Where the blocks fit the mailbox, they land
+// there instead (slot p, dense), with no handshake, and go into the result from there.
 // A table row per device: its position p, then for k = 1 .. G - 1 the device at position
 // q = p + k (mod G) and q.
 Value lower_all_to_all(Lowerer& l, const Instruction& i, Scope& s) {
@@ -637,12 +698,15 @@ Value lower_all_to_all(Lowerer& l, const Instruction& i, Scope& s) {
   const int64_t dim = i.attrs().dimensions.at(0);
   const auto [outer, inner] = outer_inner(shape.dims(), dim);
   const int64_t block = shape.dims()[static_cast<size_t>(dim)] / g * inner;  // elements per row
+  const int64_t slot_bytes = round_up(outer * block * eb, kMailboxAlignment);
+  const int32_t mailbox = l.mailbox(i, g * slot_bytes);
   isa::DmaDescriptor d;
   d.src_region = l.use(step.in.buffer);
-  d.dst_region = l.use(step.out);
+  d.dst_region = mailbox >= 0 ? mailbox : l.use(step.out);
   d.element_bytes = static_cast<int32_t>(eb);
   d.sizes = {outer, block};
   d.src_strides = d.dst_strides = {g * block * eb, eb};
+  if (mailbox >= 0) d.dst_strides = {block * eb, eb};
   const int32_t blocks = pb.descriptor(d);
   // Each block goes in `pieces` transfers of a piece of every row, the peers taking
   // turns piece by piece, so that a DMA engine moves on from one route to the next before
@@ -677,14 +741,20 @@ Value lower_all_to_all(Lowerer& l, const Instruction& i, Scope& s) {
   const int32_t row = device_row(l, fmt::format("{}.peers", i.name()), table, row_len);
   const int peer = pb.hold_sreg(), src = pb.hold_sreg(), dst = pb.hold_sreg();
   // dst: where this chip's blocks land on every other chip (and its own block here).
-  pb.emit(isa::Opcode::kSld, isa::DType::kS32, {dst, row, pb.sreg(0)});
-  pb.emit(isa::Opcode::kSmuli, isa::DType::kS32, {dst, dst, block * eb});
-  pb.emit(isa::Opcode::kDma, isa::DType::kF32, {blocks, dst, dst, kSemLoad});
+  pb.emit(isa::Opcode::kSld, isa::DType::kS32, {src, row, pb.sreg(0)});
+  pb.emit(isa::Opcode::kSmuli, isa::DType::kS32, {dst, src, mailbox >= 0 ? slot_bytes : block * eb});
+  pb.emit(isa::Opcode::kSmuli, isa::DType::kS32, {src, src, block * eb});
+  pb.emit(isa::Opcode::kDma, isa::DType::kF32, {blocks, src, dst, kSemLoad});
   std::vector<int64_t> peers;
   for (int64_t k = 1; k < g; ++k) peers.push_back(2 * k - 1);
-  Handshake handshake(l);
-  handshake.signal(row, peers);
-  handshake.await(row, peers);
+  if (mailbox >= 0) {
+    Handshake(l, l.mailbox_flags(), false).await(row, peers);
+  } else {
+    Handshake handshake(l);
+    handshake.signal(row, peers);
+    handshake.await(row, peers);
+  }
+  const int landed = mailbox >= 0 ? kSemMailboxLanded : kSemLanded;
   const int from = pb.hold_sreg(), to = pb.hold_sreg();
   for (int64_t c = 0; c < pieces; ++c)
     for (int64_t k = 1; k < g; ++k) {
@@ -694,7 +764,7 @@ Value lower_all_to_all(Lowerer& l, const Instruction& i, Scope& s) {
       const int64_t shift = c * (block / pieces) * eb;
       pb.emit(isa::Opcode::kSaddi, isa::DType::kS32, {from, src, shift});
       pb.emit(isa::Opcode::kSaddi, isa::DType::kS32, {to, dst, shift});
-      pb.emit(isa::Opcode::kDmaRemote, isa::DType::kF32, {piece, from, to, peer, kSemSentHbm, kSemLanded});
+      pb.emit(isa::Opcode::kDmaRemote, isa::DType::kF32, {piece, from, to, peer, kSemSentHbm, landed});
     }
   pb.release_sreg(from);
   pb.release_sreg(to);
@@ -703,7 +773,12 @@ Value lower_all_to_all(Lowerer& l, const Instruction& i, Scope& s) {
   pb.release_sreg(dst);
   pb.wait(kSemLoad, 1);
   pb.wait(kSemSentHbm, (g - 1) * pieces);
-  pb.wait(kSemLanded, (g - 1) * pieces);
+  pb.wait(landed, (g - 1) * pieces);
+  if (mailbox >= 0) {  // slot q holds block q of every row
+    pb.wait(kSemStore, issue_copy(pb, mailbox, 0, l.use(step.out), 0, eb, {g, outer, block},
+                                  {slot_bytes / eb, block, 1}, {block, g * block, 1}, kSemStore));
+    give_mailbox_credits(l, i, row, peers);
+  }
   return Value{step.out, shape, {}};
 }
 
@@ -723,10 +798,11 @@ Value lower_all_gather(Lowerer& l, const Instruction& i, Scope& s) {
   const int32_t gathered =
       outer > 1 ? l.new_buffer(fmt::format("{}.gathered", i.name()), shape) : out;
   const Options::AllReduce algorithm = l.options().all_reduce;
+  const int32_t mailbox = l.mailbox(i, g * round_up(step.in.shape.byte_size(), kMailboxAlignment));
   if (algorithm == Options::AllReduce::kOneShot || algorithm == Options::AllReduce::kTwoShot ||
       (algorithm == Options::AllReduce::kAuto &&
-       one_shot_is_faster(l, i, plan, static_cast<double>(step.in.shape.byte_size()))))
-    one_shot_all_gather(l, i, step, gathered);
+       one_shot_is_faster(l, i, plan, static_cast<double>(step.in.shape.byte_size()), mailbox >= 0)))
+    one_shot_all_gather(l, i, step, gathered, mailbox);
   else
     RingEmitter(l, i, std::move(plan)).all_gather(gathered, false, step.in.buffer);
   if (outer > 1) {

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <numeric>
 #include <unordered_map>
 
 #include "common/error.h"
@@ -97,9 +98,10 @@ Lowerer::Lowerer(const ir::Module& module, const Target& target, const Options& 
 }
 
 void Lowerer::plan_mailbox() {
-  // The candidates: all-reduces and reduce-scatters whose group's arrays (a tuple's
-  // operands concatenated; a reduce-scatter's chunks) fit the cap; per set of device
-  // groups, how many and the largest.
+  // The candidates: all-reduces, reduce-scatters, all-gathers and all-to-alls whose
+  // group's arrays (a tuple's operands concatenated; a reduce-scatter's chunks; an
+  // all-gather's operands, an all-to-all's blocks, at kMailboxAlignment) fit the cap; per
+  // set of device groups, how many and the largest.
   const int64_t cap = std::min<int64_t>(kOneShotMaxBytes, chip_.vmem_bytes / 16);
   struct Candidate {
     std::vector<std::vector<int64_t>> groups;
@@ -110,7 +112,9 @@ void Lowerer::plan_mailbox() {
   for (const auto& c : module_.computations())
     for (const auto& i : c->instructions()) {
       const Opcode op = i->opcode();
-      if (op != Opcode::kAllReduce && op != Opcode::kAllReduceStart && op != Opcode::kReduceScatter) continue;
+      if (op != Opcode::kAllReduce && op != Opcode::kReduceScatter && op != Opcode::kAllGather &&
+          op != Opcode::kAllToAll)
+        continue;
       auto groups = ir::collective_device_groups(*i, target_.replicas, target_.partitions);
       const auto g = static_cast<int64_t>(groups.at(0).size());
       if (g < 2) continue;
@@ -120,8 +124,9 @@ void Lowerer::plan_mailbox() {
           bytes += operand->shape().byte_size();
           element_bytes = ir::type_byte_size(operand->shape().type());
         }
-      if (op == Opcode::kReduceScatter) bytes = ceil_div(bytes, g);
-      const int64_t tile = int64_t{chip_.vpu_sublanes} * chip_.vpu_lanes * element_bytes;
+      if (op == Opcode::kReduceScatter || op == Opcode::kAllToAll) bytes = ceil_div(bytes, g);
+      const int64_t tile =
+          op == Opcode::kAllGather || op == Opcode::kAllToAll ? kMailboxAlignment : int64_t{chip_.vpu_sublanes} * chip_.vpu_lanes * element_bytes;
       const int64_t need = g * round_up(std::max<int64_t>(bytes, 1), tile);
       if (need > cap) continue;
       auto& [count, most] = sets[groups];
@@ -140,6 +145,54 @@ void Lowerer::plan_mailbox() {
       mailbox_candidates_ += c.in_entry ? 1 : 0;
       mailbox_in_calls_ = mailbox_in_calls_ || !c.in_entry;
     }
+  // Collective-permutes whose pairs each lie within a group of those (without those,
+  // the groups are the chips the permutes' pairs connect, where they are of one size).
+  std::vector<const Instruction*> permutes;
+  for (const auto& c : module_.computations())
+    for (const auto& i : c->instructions())
+      if (i->opcode() == Opcode::kCollectivePermute && i->shape().is_array() &&
+          round_up(std::max<int64_t>(i->shape().byte_size(), 1), kMailboxAlignment) <= cap)
+        permutes.push_back(i.get());
+  if (mailbox_groups_.empty() && !permutes.empty()) {
+    std::vector<int64_t> root(static_cast<size_t>(target_.devices()));
+    std::iota(root.begin(), root.end(), 0);
+    auto find = [&](int64_t d) {
+      while (root[static_cast<size_t>(d)] != d) d = root[static_cast<size_t>(d)];
+      return d;
+    };
+    for (const Instruction* i : permutes)
+      for (const auto& [from, to] : permute_device_pairs(*i, target_))
+        root[static_cast<size_t>(find(from))] = find(to);
+    std::map<int64_t, std::vector<int64_t>> components;
+    for (int64_t d = 0; d < target_.devices(); ++d) components[find(d)].push_back(d);
+    for (auto& [r, devices] : components) mailbox_groups_.push_back(std::move(devices));
+    if (mailbox_groups_.front().size() < 2 ||
+        std::any_of(mailbox_groups_.begin(), mailbox_groups_.end(),
+                    [&](const std::vector<int64_t>& g) { return g.size() != mailbox_groups_.front().size(); }))
+      mailbox_groups_.clear();
+  }
+  if (mailbox_groups_.empty()) return;
+  for (const auto& c : module_.computations())
+    for (const auto& i : c->instructions()) {
+      if (std::find(permutes.begin(), permutes.end(), i.get()) == permutes.end() ||
+          !pairs_within_mailbox_groups(permute_device_pairs(*i, target_)))
+        continue;
+      const int64_t need = round_up(std::max<int64_t>(i->shape().byte_size(), 1), kMailboxAlignment);
+      mailbox_bytes_ = std::max(mailbox_bytes_, round_up(need, kVmemAlignment));
+      mailbox_candidates_ += c.get() == module_.entry() ? 1 : 0;
+      mailbox_in_calls_ = mailbox_in_calls_ || c.get() != module_.entry();
+    }
+}
+
+bool Lowerer::pairs_within_mailbox_groups(const std::vector<std::pair<int64_t, int64_t>>& pairs) const {
+  std::vector<int64_t> group_of(static_cast<size_t>(target_.devices()), -1);
+  for (size_t g = 0; g < mailbox_groups_.size(); ++g)
+    for (int64_t d : mailbox_groups_[g]) group_of[static_cast<size_t>(d)] = static_cast<int64_t>(g);
+  for (const auto& [from, to] : pairs)  // (a chip gives itself no credits)
+    if (from == to || group_of[static_cast<size_t>(from)] < 0 ||
+        group_of[static_cast<size_t>(from)] != group_of[static_cast<size_t>(to)])
+      return false;
+  return true;
 }
 
 int32_t Lowerer::new_buffer(std::string_view name, const ir::Shape& shape) {
@@ -194,10 +247,21 @@ int32_t Lowerer::mailbox(const Instruction& i, int64_t bytes) {
   if (bytes > mailbox_bytes_ || ir::collective_device_groups(i, target_.replicas, target_.partitions) != mailbox_groups_)
     return -1;
   mailbox_asked_.insert(&i);
+  return mailbox_region();
+}
+
+int32_t Lowerer::mailbox_region() {
   if (mailbox_region_ < 0)
     mailbox_region_ = pb_.add_region("collective_mailbox", isa::MemorySpace::kVmem,
                                      chip_.vmem_bytes - flags_bytes_ - mailbox_bytes_, mailbox_bytes_);
   return mailbox_region_;
+}
+
+int32_t Lowerer::mailbox_for_pairs(const Instruction& i, const std::vector<std::pair<int64_t, int64_t>>& pairs,
+                                   int64_t bytes) {
+  if (mailbox_groups_.empty() || bytes > mailbox_bytes_ || !pairs_within_mailbox_groups(pairs)) return -1;
+  mailbox_asked_.insert(&i);
+  return mailbox_region();
 }
 
 bool Lowerer::mailbox_used_later(const Instruction& i) const {

@@ -104,11 +104,15 @@ class Lowerer {
   // landed tells the chips of its group that its mailbox is free (a credit, counted as
   // handshakes are, mailbox_flags), and a chip sends into another's only once that chip's
   // credits count its earlier uses. Sized by the module's largest one-shot candidate
-  // (all-reduces and reduce-scatters of up to a sixteenth of VMEM) among those over the
+  // (all-reduces, reduce-scatters, all-gathers and all-to-alls of up to a sixteenth of VMEM) among those over the
   // device groups most of them use: credits go to the chips of the group, so only
   // collectives over those groups may use it. Returns the region, or -1 where i's groups
   // are others or `bytes` do not fit.
   int32_t mailbox(const ir::Instruction& i, int64_t bytes);
+  // The same for a collective-permute's device pairs: each within a group of the mailbox's.
+  int32_t mailbox_for_pairs(const ir::Instruction& i, const std::vector<std::pair<int64_t, int64_t>>& pairs,
+                            int64_t bytes);
+  const std::vector<std::vector<int64_t>>& mailbox_groups() const { return mailbox_groups_; }
   // Whether a collective lowered after i (which has asked for the mailbox) may use the
   // mailbox: else i needs to give no credits (a run starts with every mailbox free).
   bool mailbox_used_later(const ir::Instruction& i) const;
@@ -180,6 +184,8 @@ class Lowerer {
 
   // The mailbox's size and groups, from the module (see mailbox()).
   void plan_mailbox();
+  bool pairs_within_mailbox_groups(const std::vector<std::pair<int64_t, int64_t>>& pairs) const;
+  int32_t mailbox_region();
 
   Flags flags_;
   int64_t flags_bytes_ = 0;  // reserved at the top of the main core's VMEM

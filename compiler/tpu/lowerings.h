@@ -2,6 +2,7 @@
 // and returns the value it computed. Internal to compiler/tpu.
 #pragma once
 
+#include <utility>
 #include <vector>
 
 #include "compiler/tpu/expr.h"
@@ -53,8 +54,13 @@ Value lower_all_gather(Lowerer& l, const ir::Instruction& i, Scope& s);
 Value lower_collective_permute(Lowerer& l, const ir::Instruction& i, Scope& s);
 Value lower_collective_broadcast(Lowerer& l, const ir::Instruction& i, Scope& s);
 Value lower_all_to_all(Lowerer& l, const ir::Instruction& i, Scope& s);
+// A collective-permute's pairs as device ids (source, target): its pairs name replica
+// ids, or partition ids with a channel_id, within each device's domain.
+std::vector<std::pair<int64_t, int64_t>> permute_device_pairs(const ir::Instruction& i, const Target& t);
 // The most bytes the one-shot all-reduce gathers in VMEM (the group's arrays).
 inline constexpr int64_t kOneShotMaxBytes = 2 << 20;
+// Where each chip's chunk of a one-shot all-gather lands in the mailbox: at multiples of this.
+inline constexpr int64_t kMailboxAlignment = 128;
 
 // Copies `bytes` from one buffer to another within the step in progress.
 void copy_buffer(Lowerer& l, int32_t src, int32_t dst, int64_t bytes);

@@ -100,7 +100,7 @@ double CostModel::all_gather(const Groups& groups, double bytes) const {
   const auto g = static_cast<double>(groups.at(0).size());
   if (g < 2) return 0;
   // Rings, or every device's piece sent to every other at once (one shot).
-  return std::min(ring(groups).ns(1, bytes), exchange(all_pairs(groups), bytes / (g - 1)));
+  return std::min(ring(groups).ns(1, bytes), exchange(all_pairs(groups), bytes / (g - 1), false) + hbm_ns_);
 }
 
 double CostModel::reduce_scatter(const Groups& groups, double bytes) const {
@@ -114,8 +114,9 @@ double CostModel::all_reduce(const Groups& groups, double bytes) const {
   // Rings; a reduce-scatter then an all-gather in one shot each (two shots); the whole
   // array to every device at once where the group's arrays fit a few MiB (one shot).
   const Routes pairs = all_pairs(groups);
-  double best = std::min(ring(groups).ns(2, 2 * bytes * (g - 1) / g), 2 * exchange(pairs, bytes / g));
-  if (g * bytes <= kOneShotBytes) best = std::min(best, exchange(pairs, bytes));
+  double best = std::min(ring(groups).ns(2, 2 * bytes * (g - 1) / g),
+                         exchange(pairs, bytes / g, false) + exchange(pairs, bytes / g));
+  if (g * bytes <= kOneShotBytes) best = std::min(best, exchange(pairs, bytes, false));
   return best;
 }
 
@@ -133,7 +134,7 @@ double CostModel::busiest(const Routes& routes) const {
   return busiest_.emplace(routes, static_cast<double>(most)).first->second;
 }
 
-double CostModel::exchange(const Routes& routes, double bytes) const {
+double CostModel::exchange(const Routes& routes, double bytes, bool handshake) const {
   double farthest = 0;
   std::map<int64_t, int> host_out, chip_out;  // routes leaving for another slice
   for (const auto& [a, b] : routes) {
@@ -147,18 +148,21 @@ double CostModel::exchange(const Routes& routes, double bytes) const {
   // Over DCN: each host's routes through its NICs, each chip's through its host link.
   for (const auto& [host, n] : host_out) ns = std::max(ns, bytes * n / dcn_host_bytes_per_ns_);
   for (const auto& [chip, n] : chip_out) ns = std::max(ns, bytes * n / host_link_bytes_per_ns_);
-  return 2 * farthest + 2 * hbm_ns_ + ns;
+  return (handshake ? 2 : 1) * farthest + 2 * hbm_ns_ + ns;
 }
 
 double CostModel::all_to_all(const Groups& groups, double bytes) const {
   const auto g = static_cast<int64_t>(groups.at(0).size());
   if (g < 2) return 0;
-  return exchange(all_pairs(groups), bytes / static_cast<double>(g - 1));
+  // Into the mailbox (then copied out) where the group's blocks fit it.
+  const bool mailbox = bytes * static_cast<double>(g) / static_cast<double>(g - 1) <= kOneShotBytes;
+  return exchange(all_pairs(groups), bytes / static_cast<double>(g - 1), !mailbox) + (mailbox ? hbm_ns_ : 0);
 }
 
 double CostModel::permute(const std::vector<std::pair<int64_t, int64_t>>& pairs, double bytes) const {
   if (pairs.empty()) return 0;
-  return exchange(pairs, bytes);
+  const bool mailbox = bytes <= kOneShotBytes;  // then copied out of it
+  return exchange(pairs, bytes, !mailbox) + (mailbox ? hbm_ns_ : 0);
 }
 
 double CostModel::copy(double bytes, double run_bytes) const {

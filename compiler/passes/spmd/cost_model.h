@@ -7,9 +7,12 @@
 // latency of landing and loading, and its bytes over a ring along each torus axis the
 // group spans (both ways round an axis that wraps and that the group covers), or over
 // DCN at the group's share of a host's NICs; an exchange (one-shot collectives,
-// all-to-all, collective-permute) waits for the farthest route twice (ready, then data)
-// and moves its bytes over the busiest link of its routes, or the busiest host's NICs
-// and chip's host link for routes to other slices. Each collective takes the quicker.
+// all-to-all, collective-permute) waits for the farthest route twice (ready, then data;
+// once for the one-shot collectives, all-to-alls and collective-permutes that fit the
+// lowering's mailbox, plus an HBM latency for the copy out of it where the lowering
+// copies) and moves its bytes over the busiest link
+// of its routes, or the busiest host's NICs and chip's host link for routes to other
+// slices. Each collective takes the quicker.
 // bench/timing_collective_bench compares the estimates with the simulated pod.
 // Partition p runs on device p of the pod (replica 0); without a pod, every two devices
 // are one hop apart on links of a v5e chip.
@@ -67,8 +70,8 @@ class CostModel {
   double route_ns(int64_t a, int64_t b) const;
   // The most of these routes that cross one ICI link in one direction (at least 1).
   double busiest(const Routes& routes) const;
-  // Every route carrying `bytes` at once.
-  double exchange(const Routes& routes, double bytes) const;
+  // Every route carrying `bytes` at once, after a handshake (else into a mailbox).
+  double exchange(const Routes& routes, double bytes, bool handshake = true) const;
 
   std::unique_ptr<topology::Torus> torus_;  // null without a pod
   double link_bytes_per_ns_, hop_ns_, hbm_ns_, hbm_bytes_per_ns_, burst_bytes_;

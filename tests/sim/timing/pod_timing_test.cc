@@ -194,19 +194,22 @@ TEST_P(TimedCollectives, RowsAheadOfColumnsKeepTheirHandshakesApart) {
   expect_timed_matches_functional(hlo, pod, tpu::Options::AllReduce::kRing);
 }
 
-// One-shot all-reduces and reduce-scatters land in every chip's mailbox without a
-// handshake first: back to back, in a loop and beside all-reduces over other groups
-// (which keep their handshakes), with chip 0 at a fifth of the speed, so that the others
-// reach each use of its mailbox long before it has read the last one. A chip sends only
-// once the credits of the chips it sends to count their earlier uses: the results are
-// the functional pod's, with no hazard (without the credits, the second all-reduce's
-// arrays land on chip 0 while it still reads the first's).
+// One-shot all-reduces, reduce-scatters and all-gathers, and small all-to-alls and
+// collective-permutes, land in every chip's mailbox without a handshake first: back to
+// back, in a loop and beside all-reduces over other groups (which keep their
+// handshakes), with chip 0 at a fifth of the speed, so that the others reach each use of
+// its mailbox long before it has read the last one. A chip sends only once the credits of
+// the chips it sends to count their earlier uses: the results are the functional pod's,
+// with no hazard (without the credits, later arrays land on chip 0 while it still reads
+// earlier ones).
 TEST_P(TimedCollectives, MailboxUsesFollowOneAnotherByCredits) {
   topology::PodConfig pod = topology::pod_config(GetParam());
   pod.slow_chip = 0;
   pod.slow_chip_speed = 0.2;
   const int n = pod.chips();
   if (n % 2 != 0) GTEST_SKIP() << "pairs of chips";
+  std::string shift;  // every chip to the next in device order
+  for (int d = 0; d < n; ++d) shift += fmt::format("{}{{{},{}}}", d ? "," : "", d, (d + 1) % n);
   const std::string hlo = fmt::format(R"(HloModule m
 {add}body {{
   p = (s32[], f32[64]) parameter(0)
@@ -230,15 +233,18 @@ ENTRY e {{
   r2 = f32[64] all-reduce(r1), to_apply=add
   pairs = f32[64] all-reduce(r2), replica_groups=[{half},2]<=[{n}], to_apply=add
   rs = f32[8] reduce-scatter(y), dimensions={{0}}, to_apply=add
+  aa = f32[{chunks}] all-to-all(y), dimensions={{0}}
+  ag = f32[{chunks}] all-gather(rs), dimensions={{0}}
+  cp = f32[64] collective-permute(r2), source_target_pairs={{{shift}}}
   zero = s32[] constant(0)
   init = (s32[], f32[64]) tuple(zero, pairs)
   w = (s32[], f32[64]) while(init), condition=cond, body=body
   looped = f32[64] get-tuple-element(w), index=1
   r3 = f32[64] all-reduce(looped), to_apply=add
-  ROOT t = (f32[64], f32[64], f32[8], f32[64]) tuple(r2, pairs, rs, r3)
+  ROOT t = (f32[64], f32[64], f32[{chunks}], f32[{chunks}], f32[64], f32[64]) tuple(r2, pairs, ag, aa, cp, r3)
 }})",
                                       fmt::arg("add", kAdd), fmt::arg("chunks", 8 * n), fmt::arg("half", n / 2),
-                                      fmt::arg("n", n));
+                                      fmt::arg("n", n), fmt::arg("shift", shift));
   expect_timed_matches_functional(hlo, pod, tpu::Options::AllReduce::kOneShot);
 }
 
