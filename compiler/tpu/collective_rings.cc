@@ -39,7 +39,7 @@ constexpr int kMaxStreams = 6;  // 3 axes, both directions
 constexpr int kMaxSlots = 16;
 constexpr int kSemSentHbm = kSemCollectives;  // remote sends from HBM have read their source
 constexpr int kSemSlot = kSemSentHbm + 1;     // + slot: loads into a VMEM slot, then sends and stores from it
-constexpr int kSemLocal = kSemMailboxLanded - 1;  // table rows in, flags out
+constexpr int kSemLocal = kSemMailboxSecond - 1;  // table rows in, flags out
 static_assert(kSemSlot + 4 + 2 * kMaxStreams <= kSemLocal);  // at least 4 slots
 
 // The bytes a block's piece may have at most in one transfer: small enough that the

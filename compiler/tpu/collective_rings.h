@@ -127,6 +127,7 @@ inline constexpr int kSemDirectLoad = kSemReady - 3;
 // Landings in the one-shot exchanges' mailbox (Lowerer::mailbox), which may come while
 // the chip is still in earlier steps: counted apart from every other landing.
 inline constexpr int kSemMailboxLanded = kSemReady - 4;
+inline constexpr int kSemMailboxSecond = kSemReady - 5;  // a second exchange's, in one use
 
 // Emission of a collective's rings on the main core, for one plan.
 class RingEmitter {

@@ -115,7 +115,8 @@ int64_t busiest_link(const topology::Torus& torus, const std::vector<std::pair<i
 // streams, times the first phase's rings that share its busiest link. A one-shot
 // exchange of pieces of B bytes: two routes to the farthest chip of the group (ready,
 // then data; into the mailbox, only the data's) and two HBM latencies, plus B for each
-// route of the exchange that crosses its busiest link (G - 1 over DCN).
+// route of the exchange that crosses its busiest link, or for each that leaves the
+// busiest host for another slice through its NICs, whichever takes longer.
 struct CollectiveCosts {
   double ring_ns = 0;
   double exchange_ns = 0;           // of the exchange, whatever its size
@@ -129,18 +130,21 @@ struct CollectiveCosts {
 CollectiveCosts collective_costs(const Lowerer& l, const Instruction& i, const RingPlan& plan, double steps,
                                  double ring_bytes) {
   const Target& t = l.target();
-  const int64_t g = plan.group_size;
   const topology::Torus torus(*t.pod);
   const topology::PodConfig& pod = *t.pod;
   const double hbm = l.chip().hbm_latency_ns;
   double farthest = 0, ring_ns = 0;
   bool dcn = false;
   std::vector<std::pair<int64_t, int64_t>> exchange, first_rings;
+  std::map<int, int64_t> host_out;  // an exchange's routes to other slices, per host
   for (const std::vector<int64_t>& group : ir::collective_device_groups(i, t.replicas, t.partitions))
     for (int64_t a : group)
       for (int64_t b : group) {
         farthest = std::max(farthest, route_latency_ns(torus, a, b));
-        dcn = dcn || torus.coord(static_cast<int>(a)).slice != torus.coord(static_cast<int>(b)).slice;
+        if (torus.coord(static_cast<int>(a)).slice != torus.coord(static_cast<int>(b)).slice) {
+          dcn = true;
+          ++host_out[torus.host(static_cast<int>(a))];
+        }
         exchange.emplace_back(a, b);
       }
   for (size_t p = 0; p < static_cast<size_t>(plan.phases()); ++p) {
@@ -160,8 +164,14 @@ CollectiveCosts collective_costs(const Lowerer& l, const Instruction& i, const R
                         : pod.ici_link_bandwidth_bytes_per_s;
   ring_ns += ring_bytes / static_cast<double>(plan.streams.size()) *
              static_cast<double>(busiest_link(torus, first_rings)) / bw * 1e9;
-  return CollectiveCosts{ring_ns, 2 * farthest + 2 * hbm,
-                         static_cast<double>(dcn ? g - 1 : busiest_link(torus, exchange)) / bw * 1e9, farthest};
+  // An exchange's bytes: the routes on its busiest link, and those leaving the busiest
+  // host for other slices through its NICs (a piece each).
+  double exchange_ns_per_byte =
+      static_cast<double>(busiest_link(torus, exchange)) / pod.ici_link_bandwidth_bytes_per_s * 1e9;
+  for (const auto& [host, routes] : host_out)
+    exchange_ns_per_byte =
+        std::max(exchange_ns_per_byte, static_cast<double>(routes) / pod.dcn_host_bandwidth_bytes_per_s * 1e9);
+  return CollectiveCosts{ring_ns, 2 * farthest + 2 * hbm, exchange_ns_per_byte, farthest};
 }
 
 // The one-shot exchanges' table (a row per device: its group position p and the devices
@@ -186,17 +196,27 @@ bool one_shot_is_faster(const Lowerer& l, const Instruction& i, const RingPlan& 
   return c.exchange(chunk, mailbox) < c.ring_ns;
 }
 
+// Where a one-shot exchange's pieces land, and when they may go: by default into the
+// descriptor's destination once every chip of the group has said it is ready (a
+// handshake); into the mailbox (Lowerer::mailbox: the descriptor's destination, from
+// `offset`) once the chip's credits count the mailbox's earlier uses, which it gave as
+// it finished reading them; or, as the second exchange of one use of the mailbox (a
+// two-shot all-reduce's all-gather), at once, counted on a semaphore of its own.
+struct Landing {
+  bool mailbox = false;
+  bool second = false;
+  int64_t offset = 0;
+  int semaphore() const { return !mailbox ? kSemLanded : second ? kSemMailboxSecond : kSemMailboxLanded; }
+};
+
 // The one-shot exchange (over peer_row's `row`): this chip's piece of `bytes` goes by
-// `descriptor` to place p (at p x place_bytes) of its own destination and, once every
-// chip of the group has said it is ready, of every other chip's, over its own route to
-// each, all at once; with `scatter` the piece for the chip at position q is chunk q of
-// the source (else the whole source). Into the mailbox (Lowerer::mailbox: the
-// descriptor's destination), a chip is ready once its credits count the mailbox's
-// earlier uses, which it gave as it finished reading them: no handshake. Independent
-// steps run while the pieces are in flight; returns once the local copy and the G - 1
-// pieces from the others are in.
+// `descriptor` to place p (at p x place_bytes) of its own destination and, once ready
+// (`landing`), of every other chip's, over its own route to each, all at once; with
+// `scatter` the piece for the chip at position q is chunk q of the source (else the
+// whole source). Independent steps run while the pieces are in flight; returns once the
+// local copy and the G - 1 pieces from the others are in.
 void one_shot_exchange(Lowerer& l, int32_t row, int64_t g, int32_t descriptor, int64_t bytes,
-                       int64_t place_bytes, bool scatter, bool mailbox = false) {
+                       int64_t place_bytes, bool scatter, Landing landing = {}) {
   ProgramBuilder& pb = l.pb();
   const int peer = pb.hold_sreg(), at = pb.hold_sreg(), from = pb.hold_sreg();
   auto chunk_of = [&](int64_t k) {  // the chunk (p + k) mod G goes to the k-th peer
@@ -208,17 +228,18 @@ void one_shot_exchange(Lowerer& l, int32_t row, int64_t g, int32_t descriptor, i
   };
   pb.emit(isa::Opcode::kSld, isa::DType::kS32, {at, row, pb.sreg(0)});
   pb.emit(isa::Opcode::kSmuli, isa::DType::kS32, {at, at, place_bytes});
+  if (landing.offset != 0) pb.emit(isa::Opcode::kSaddi, isa::DType::kS32, {at, at, landing.offset});
   pb.emit(isa::Opcode::kDma, isa::DType::kF32, {descriptor, scatter ? chunk_of(0) : pb.sreg(0), at, kSemLoad});
   std::vector<int64_t> peers;
   for (int64_t k = 1; k < g; ++k) peers.push_back(k);
-  if (mailbox) {
-    Handshake(l, l.mailbox_flags(), false).await(row, peers);
-  } else {
+  if (!landing.mailbox) {
     Handshake handshake(l);
     handshake.signal(row, peers);
     handshake.await(row, peers);
+  } else if (!landing.second) {
+    Handshake(l, l.mailbox_flags(), false).await(row, peers);
   }
-  const int landed = mailbox ? kSemMailboxLanded : kSemLanded;
+  const int landed = landing.semaphore();
   for (int64_t k = 1; k < g; ++k) {
     pb.emit(isa::Opcode::kSld, isa::DType::kS32, {peer, row, pb.sreg(8 * k)});
     pb.emit(isa::Opcode::kDmaRemote, isa::DType::kF32,
@@ -236,6 +257,13 @@ void one_shot_exchange(Lowerer& l, int32_t row, int64_t g, int32_t descriptor, i
   pb.wait(landed, g - 1);
 }
 
+// The entries 1 .. G - 1 of a peer_row: the chip's group peers.
+std::vector<int64_t> group_peers(int64_t g) {
+  std::vector<int64_t> peers;
+  for (int64_t k = 1; k < g; ++k) peers.push_back(k);
+  return peers;
+}
+
 // After a chip has read what landed in its mailbox: a credit to the chips that `entries`
 // of the table row name, unless no later collective uses the mailbox.
 void give_mailbox_credits(Lowerer& l, const Instruction& i, int32_t row, const std::vector<int64_t>& entries) {
@@ -251,7 +279,7 @@ void give_mailbox_credits(Lowerer& l, const Instruction& i, int32_t row, const s
 // at position q.
 void one_shot_all_reduce(Lowerer& l, const Instruction& i, int32_t row, int64_t g, ir::PrimitiveType type,
                          int64_t bytes, int64_t padded, int32_t input_buffer, int32_t output_buffer, bool scatter,
-                         int32_t mailbox) {
+                         int32_t mailbox, bool credits = true) {
   ProgramBuilder& pb = l.pb();
   const topology::ChipConfig& chip = l.chip();
   const int64_t row_bytes = int64_t{chip.vpu_lanes} * ir::type_byte_size(type);
@@ -259,7 +287,7 @@ void one_shot_all_reduce(Lowerer& l, const Instruction& i, int32_t row, int64_t 
   const isa::DType mem = memory_dtype(type);
   const int32_t slots = mailbox >= 0 ? mailbox : l.vmem("slots", g * padded);
   one_shot_exchange(l, row, g, contiguous_descriptor(pb, l.use(input_buffer), slots, bytes), bytes, padded,
-                    scatter, mailbox >= 0);
+                    scatter, Landing{mailbox >= 0});
 
   // slot 0 (+) slot 1 (+) ... tile by tile, into `sum`, then out to HBM.
   const Reducer reducer = build_reducer(l, i, 1);
@@ -292,11 +320,7 @@ void one_shot_all_reduce(Lowerer& l, const Instruction& i, int32_t row, int64_t 
   }
   pb.dma(contiguous_descriptor(pb, sum, l.use(output_buffer), bytes), 0, 0, kSemStore);
   pb.wait(kSemStore, 1);
-  if (mailbox >= 0) {
-    std::vector<int64_t> peers;
-    for (int64_t k = 1; k < g; ++k) peers.push_back(k);
-    give_mailbox_credits(l, i, row, peers);
-  }
+  if (mailbox >= 0 && credits) give_mailbox_credits(l, i, row, group_peers(g));
   pb.wait(kSemSentHbm, g - 1);
 }
 
@@ -317,11 +341,9 @@ void one_shot_all_gather(Lowerer& l, const Instruction& i, const CollectiveStep&
   }
   const int64_t place = round_up(bytes, kMailboxAlignment);
   one_shot_exchange(l, row, g, contiguous_descriptor(pb, l.use(step.in.buffer), mailbox, bytes), bytes, place, false,
-                    true);
+                    Landing{true});
   pb.wait(kSemStore, issue_copy(pb, mailbox, 0, l.use(gathered), 0, 1, {g, bytes}, {place, 1}, {bytes, 1}, kSemStore));
-  std::vector<int64_t> peers;
-  for (int64_t k = 1; k < g; ++k) peers.push_back(k);
-  give_mailbox_credits(l, i, row, peers);
+  give_mailbox_credits(l, i, row, group_peers(g));
   pb.wait(kSemSentHbm, g - 1);
 }
 
@@ -369,7 +391,8 @@ void all_reduce_array(Lowerer& l, const Instruction& i, CollectiveStep& step) {
   // exchanges gather the group's arrays, or chunks, in the mailbox or VMEM of the step).
   const Options::AllReduce forced = l.options().all_reduce;
   const int64_t cb = plan.chunk_bytes(), padded_chunk = round_up(cb, tile_bytes);
-  const int32_t one_shot_mailbox = l.mailbox(i, g * padded_bytes), two_shot_mailbox = l.mailbox(i, g * padded_chunk);
+  const int32_t one_shot_mailbox = l.mailbox(i, g * padded_bytes);
+  const int32_t two_shot_mailbox = l.mailbox(i, g * (padded_chunk + round_up(cb, kMailboxAlignment)));
   const bool one_shot_fits = (one_shot_mailbox >= 0 ? 2 : 2 * g) * padded_bytes <= l.vmem_free();
   const bool two_shot_fits = (two_shot_mailbox >= 0 ? 2 : 2 * g) * padded_chunk <= l.vmem_free();
   Options::AllReduce algorithm = Options::AllReduce::kRing;
@@ -379,7 +402,9 @@ void all_reduce_array(Lowerer& l, const Instruction& i, CollectiveStep& step) {
         collective_costs(l, i, plan, 2, 2.0 * static_cast<double>(g - 1) / static_cast<double>(g) * b);
     double best = c.ring_ns;
     const double one_shot = c.exchange(b, one_shot_mailbox >= 0);
-    const double two_shot = c.exchange(static_cast<double>(cb), two_shot_mailbox >= 0) + c.exchange(static_cast<double>(cb));
+    const double two_shot = two_shot_mailbox >= 0
+                                ? 2 * c.exchange(static_cast<double>(cb), true) + l.chip().hbm_latency_ns
+                                : 2 * c.exchange(static_cast<double>(cb));
     if (one_shot_fits && g * padded_bytes <= kOneShotMaxBytes && one_shot < best)
       best = one_shot, algorithm = Options::AllReduce::kOneShot;
     if (two_shot_fits && two_shot < best) algorithm = Options::AllReduce::kTwoShot;
@@ -406,11 +431,23 @@ void all_reduce_array(Lowerer& l, const Instruction& i, CollectiveStep& step) {
       padded ? l.new_buffer(fmt::format("{}.gathered", i.name()), padded_shape) : step.out;
   if (algorithm == Options::AllReduce::kTwoShot) {
     // Reduce-scatter, then all-gather, each one exchange.
+    // Into the mailbox, both exchanges are one use of it: the reduce-scatter's chunks in
+    // its first part, the all-gather's in the second, then copied out.
     const int32_t mine = l.new_buffer(fmt::format("{}.chunk", i.name()), ir::Shape(ir::PrimitiveType::kU8, {cb}));
     const int32_t row = peer_row(l, i, g);
-    one_shot_all_reduce(l, i, row, g, shape.type(), cb, padded_chunk, input, mine, true, two_shot_mailbox);
-    one_shot_exchange(l, row, g, contiguous_descriptor(l.pb(), l.use(mine), l.use(gathered), cb), cb, cb, false);
-    l.pb().wait(kSemSentHbm, g - 1);
+    ProgramBuilder& pb = l.pb();
+    one_shot_all_reduce(l, i, row, g, shape.type(), cb, padded_chunk, input, mine, true, two_shot_mailbox, false);
+    if (two_shot_mailbox >= 0) {
+      const int64_t second = g * padded_chunk, place = round_up(cb, kMailboxAlignment);
+      one_shot_exchange(l, row, g, contiguous_descriptor(pb, l.use(mine), two_shot_mailbox, cb), cb, place, false,
+                        Landing{true, true, second});
+      pb.wait(kSemStore, issue_copy(pb, two_shot_mailbox, second, l.use(gathered), 0, 1, {g, cb}, {place, 1},
+                                    {cb, 1}, kSemStore));
+      give_mailbox_credits(l, i, row, group_peers(g));
+    } else {
+      one_shot_exchange(l, row, g, contiguous_descriptor(pb, l.use(mine), l.use(gathered), cb), cb, cb, false);
+    }
+    pb.wait(kSemSentHbm, g - 1);
   } else {
     RingEmitter rings(l, i, std::move(plan));
     rings.reduce_scatter(input, work, gathered, shape.type(), false, true);

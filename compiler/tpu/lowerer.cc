@@ -99,9 +99,10 @@ Lowerer::Lowerer(const ir::Module& module, const Target& target, const Options& 
 
 void Lowerer::plan_mailbox() {
   // The candidates: all-reduces, reduce-scatters, all-gathers and all-to-alls whose
-  // group's arrays (a tuple's operands concatenated; a reduce-scatter's chunks; an
-  // all-gather's operands, an all-to-all's blocks, at kMailboxAlignment) fit the cap; per
-  // set of device groups, how many and the largest.
+  // group's arrays (a tuple's operands concatenated, or else a two-shot all-reduce's
+  // chunks twice; a reduce-scatter's chunks; an all-gather's operands, an all-to-all's
+  // blocks, at kMailboxAlignment) fit the cap; per set of device groups, how many and
+  // the largest.
   const int64_t cap = std::min<int64_t>(kOneShotMaxBytes, chip_.vmem_bytes / 16);
   struct Candidate {
     std::vector<std::vector<int64_t>> groups;
@@ -127,7 +128,11 @@ void Lowerer::plan_mailbox() {
       if (op == Opcode::kReduceScatter || op == Opcode::kAllToAll) bytes = ceil_div(bytes, g);
       const int64_t tile =
           op == Opcode::kAllGather || op == Opcode::kAllToAll ? kMailboxAlignment : int64_t{chip_.vpu_sublanes} * chip_.vpu_lanes * element_bytes;
-      const int64_t need = g * round_up(std::max<int64_t>(bytes, 1), tile);
+      int64_t need = g * round_up(std::max<int64_t>(bytes, 1), tile);
+      if (op == Opcode::kAllReduce && need > cap) {  // the two-shot's chunks, and their gathering
+        const int64_t chunk = ceil_div(std::max<int64_t>(bytes, 1) / element_bytes, g) * element_bytes;
+        need = g * (round_up(chunk, tile) + round_up(chunk, kMailboxAlignment));
+      }
       if (need > cap) continue;
       auto& [count, most] = sets[groups];
       ++count;

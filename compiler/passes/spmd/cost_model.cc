@@ -114,8 +114,10 @@ double CostModel::all_reduce(const Groups& groups, double bytes) const {
   // Rings; a reduce-scatter then an all-gather in one shot each (two shots); the whole
   // array to every device at once where the group's arrays fit a few MiB (one shot).
   const Routes pairs = all_pairs(groups);
-  double best = std::min(ring(groups).ns(2, 2 * bytes * (g - 1) / g),
-                         exchange(pairs, bytes / g, false) + exchange(pairs, bytes / g));
+  // (The two-shot's exchanges are one use of the mailbox where both fit it.)
+  const double two_shot = 2 * bytes <= kOneShotBytes ? 2 * exchange(pairs, bytes / g, false) + hbm_ns_
+                                                     : exchange(pairs, bytes / g, false) + exchange(pairs, bytes / g);
+  double best = std::min(ring(groups).ns(2, 2 * bytes * (g - 1) / g), two_shot);
   if (g * bytes <= kOneShotBytes) best = std::min(best, exchange(pairs, bytes, false));
   return best;
 }

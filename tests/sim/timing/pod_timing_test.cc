@@ -246,6 +246,8 @@ ENTRY e {{
                                       fmt::arg("add", kAdd), fmt::arg("chunks", 8 * n), fmt::arg("half", n / 2),
                                       fmt::arg("n", n), fmt::arg("shift", shift));
   expect_timed_matches_functional(hlo, pod, tpu::Options::AllReduce::kOneShot);
+  // Two-shot all-reduces: both exchanges are one use of the mailbox.
+  expect_timed_matches_functional(hlo, pod, tpu::Options::AllReduce::kTwoShot);
 }
 
 // Latency hiding: the dots and the add depend on neither all-reduce (written last, each
