@@ -1,15 +1,18 @@
 // Collectives over the pod's torus (DESIGN.md, "Pods"): replica-id and partition-id from
 // the chip's device id; all-reduce, reduce-scatter and all-gather as rings of remote DMAs
-// (collective_rings.h), or, for a small all-reduce, a one-shot exchange; all-to-all and
-// collective-permute as direct sends. Every chip runs the same program; what differs per
-// chip (its peers, which chunk it handles) is a row of a table placed in HBM, indexed by
-// the device id at run time. Before any data moves, every chip tells the chips that send
-// to it that it has entered the collective (a Handshake, collective_rings.h): data only
-// lands in buffers of a step in progress.
+// (collective_rings.h), or, where their time is latency, one-shot exchanges; all-to-all
+// and collective-permute as direct sends. Every chip runs the same program; what differs
+// per chip (its peers, which chunk it handles) is a row of a table placed in HBM, indexed
+// by the device id at run time. Before data moves into buffers of a step, every chip
+// tells the chips that send to it that it has entered the collective (a Handshake,
+// collective_rings.h): data only lands in buffers of a step in progress. Into the
+// mailbox (Lowerer::mailbox), reserved for the run, data moves once the chips' credits
+// say they have read its earlier contents, with no handshake first.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <utility>
 
 #include "common/error.h"
@@ -196,6 +199,13 @@ bool one_shot_is_faster(const Lowerer& l, const Instruction& i, const RingPlan& 
   return c.exchange(chunk, mailbox) < c.ring_ns;
 }
 
+// The entries 1 .. G - 1 of a peer_row: the chip's group peers.
+std::vector<int64_t> group_peers(int64_t g) {
+  std::vector<int64_t> peers;
+  for (int64_t k = 1; k < g; ++k) peers.push_back(k);
+  return peers;
+}
+
 // Where a one-shot exchange's pieces land, and when they may go: by default into the
 // descriptor's destination once every chip of the group has said it is ready (a
 // handshake); into the mailbox (Lowerer::mailbox: the descriptor's destination, from
@@ -230,8 +240,7 @@ void one_shot_exchange(Lowerer& l, int32_t row, int64_t g, int32_t descriptor, i
   pb.emit(isa::Opcode::kSmuli, isa::DType::kS32, {at, at, place_bytes});
   if (landing.offset != 0) pb.emit(isa::Opcode::kSaddi, isa::DType::kS32, {at, at, landing.offset});
   pb.emit(isa::Opcode::kDma, isa::DType::kF32, {descriptor, scatter ? chunk_of(0) : pb.sreg(0), at, kSemLoad});
-  std::vector<int64_t> peers;
-  for (int64_t k = 1; k < g; ++k) peers.push_back(k);
+  const std::vector<int64_t> peers = group_peers(g);
   if (!landing.mailbox) {
     Handshake handshake(l);
     handshake.signal(row, peers);
@@ -255,13 +264,6 @@ void one_shot_exchange(Lowerer& l, int32_t row, int64_t g, int32_t descriptor, i
                   pod.ici_link_latency_ns);
   pb.wait(kSemLoad, 1);
   pb.wait(landed, g - 1);
-}
-
-// The entries 1 .. G - 1 of a peer_row: the chip's group peers.
-std::vector<int64_t> group_peers(int64_t g) {
-  std::vector<int64_t> peers;
-  for (int64_t k = 1; k < g; ++k) peers.push_back(k);
-  return peers;
 }
 
 // After a chip has read what landed in its mailbox: a credit to the chips that `entries`
@@ -430,9 +432,9 @@ void all_reduce_array(Lowerer& l, const Instruction& i, CollectiveStep& step) {
   const int32_t gathered =
       padded ? l.new_buffer(fmt::format("{}.gathered", i.name()), padded_shape) : step.out;
   if (algorithm == Options::AllReduce::kTwoShot) {
-    // Reduce-scatter, then all-gather, each one exchange.
-    // Into the mailbox, both exchanges are one use of it: the reduce-scatter's chunks in
-    // its first part, the all-gather's in the second, then copied out.
+    // Reduce-scatter, then all-gather, each one exchange; into the mailbox, both are one
+    // use of it: the reduce-scatter's chunks in its first part, the all-gather's in the
+    // second, then copied out.
     const int32_t mine = l.new_buffer(fmt::format("{}.chunk", i.name()), ir::Shape(ir::PrimitiveType::kU8, {cb}));
     const int32_t row = peer_row(l, i, g);
     ProgramBuilder& pb = l.pb();
@@ -675,9 +677,10 @@ Value lower_collective_permute(Lowerer& l, const Instruction& i, Scope& s) {
   };
   const int32_t mailbox = l.mailbox_for_pairs(i, pairs, shape.byte_size());
   // Receivers say they are ready (not into the mailbox); the others' results are zeros.
-  Handshake handshake(l);
+  std::optional<Handshake> handshake;
+  if (mailbox < 0) handshake.emplace(l);
   const int64_t no_source = skip_unless(2);
-  if (mailbox < 0) handshake.signal(row, {3});
+  if (handshake) handshake->signal(row, {3});
   const int64_t to_send = pb.pc();
   pb.emit(isa::Opcode::kBr, isa::DType::kF32, {0});
   here(no_source);
@@ -685,10 +688,10 @@ Value lower_collective_permute(Lowerer& l, const Instruction& i, Scope& s) {
   here(to_send);
   // Senders send once their target is ready.
   const int64_t no_target = skip_unless(0);
-  if (mailbox >= 0)
-    Handshake(l, l.mailbox_flags(), false).await(row, {1});
+  if (handshake)
+    handshake->await(row, {1});
   else
-    handshake.await(row, {1});
+    Handshake(l, l.mailbox_flags(), false).await(row, {1});
   pb.emit(isa::Opcode::kSld, isa::DType::kS32, {peer, row, pb.sreg(8)});
   pb.emit(isa::Opcode::kDmaRemote, isa::DType::kF32,
           {contiguous_descriptor(pb, l.use(in.buffer), mailbox >= 0 ? mailbox : l.use(out), shape.byte_size()),
@@ -706,11 +709,8 @@ Value lower_collective_permute(Lowerer& l, const Instruction& i, Scope& s) {
   here(nothing_comes);
   pb.release_sreg(flag);
   pb.release_sreg(peer);
-  if (mailbox >= 0) {
-    std::vector<int64_t> peers;
-    for (int64_t k = 1; k < static_cast<int64_t>(l.mailbox_groups().at(0).size()); ++k) peers.push_back(k);
-    give_mailbox_credits(l, i, mailbox_peer_row(l), peers);
-  }
+  if (mailbox >= 0)
+    give_mailbox_credits(l, i, mailbox_peer_row(l), group_peers(static_cast<int64_t>(l.mailbox_groups().at(0).size())));
   return Value{out, shape, {}};
 }
 

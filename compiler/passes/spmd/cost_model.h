@@ -10,9 +10,9 @@
 // all-to-all, collective-permute) waits for the farthest route twice (ready, then data;
 // once for the one-shot collectives, all-to-alls and collective-permutes that fit the
 // lowering's mailbox, plus an HBM latency for the copy out of it where the lowering
-// copies) and moves its bytes over the busiest link
-// of its routes, or the busiest host's NICs and chip's host link for routes to other
-// slices. Each collective takes the quicker.
+// copies) and moves its bytes over the busiest link of its routes, or the busiest host's
+// NICs and chip's host link for routes to other slices. Each collective takes the
+// quicker.
 // bench/timing_collective_bench compares the estimates with the simulated pod.
 // Partition p runs on device p of the pod (replica 0); without a pod, every two devices
 // are one hop apart on links of a v5e chip.
