@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <limits>
 
 #include "common/error.h"
 
@@ -16,7 +17,7 @@ using ir::PrimitiveType;
 
 // vcmp immediates follow ir::ComparisonDirection's order: EQ NE LT LE GT GE.
 int64_t compare_imm(ir::ComparisonDirection d) { return static_cast<int64_t>(d); }
-constexpr int64_t kNe = 1, kLt = 2, kGt = 4, kEq = 0;
+constexpr int64_t kNe = 1, kLt = 2, kGt = 4, kGe = 5, kEq = 0;
 
 bool is_16bit_float(PrimitiveType t) { return t == PrimitiveType::kBF16 || t == PrimitiveType::kF16; }
 
@@ -212,6 +213,122 @@ void VectorCodegen::emit_op(const ExprNode& n, int dst, const std::vector<int>& 
           pb_.emit(Opcode::kVsel, dt, {dst, mask, zero, dst});
         });
       });
+      return;
+    }
+    case ir::Opcode::kRoundNearestAfz:
+    case ir::Opcode::kRoundNearestEven: {
+      // On |x|: f = floor, d = |x| - f (exact); f + 1 where d > 0.5, and where d is 0.5
+      // away from zero, or to even where f is odd; then x's sign bit. NaN and
+      // infinities give d NaN, integral values (all from 2^23 on) d 0: they stay as they are.
+      float_only();
+      const int a = regs_.take(), m = regs_.take(), k = regs_.take();
+      vop(pb_, Opcode::kVabs, dt, a, src[0]);
+      vop(pb_, Opcode::kVfloor, dt, dst, a);
+      vop(pb_, Opcode::kVsub, dt, a, a, dst);
+      pb_.vimm(k, std::bit_cast<uint32_t>(0.5f));
+      if (n.opcode == ir::Opcode::kRoundNearestAfz) {
+        pb_.emit(Opcode::kVcmp, dt, {m, a, k, kGe});
+      } else {
+        pb_.emit(Opcode::kVcmp, dt, {m, a, k, kGt});
+        pb_.emit(Opcode::kVcmp, dt, {a, a, k, kEq});  // a tie
+        vop(pb_, Opcode::kVmul, dt, k, dst, k);      // f odd: f - 2 floor(f / 2) > 0
+        vop(pb_, Opcode::kVfloor, dt, k, k);
+        vop(pb_, Opcode::kVadd, dt, k, k, k);
+        vop(pb_, Opcode::kVsub, dt, k, dst, k);
+        with_temp([&](int zero) {
+          pb_.vimm(zero, 0);
+          pb_.emit(Opcode::kVcmp, dt, {k, k, zero, kGt});
+        });
+        vop(pb_, Opcode::kVand, DType::kU32, a, a, k);
+        vop(pb_, Opcode::kVor, DType::kU32, m, m, a);
+      }
+      pb_.vimm(k, std::bit_cast<uint32_t>(1.0f));
+      vop(pb_, Opcode::kVadd, dt, a, dst, k);
+      pb_.emit(Opcode::kVsel, DType::kU32, {dst, m, a, dst});
+      pb_.vimm(k, 0x80000000u);
+      vop(pb_, Opcode::kVand, DType::kU32, k, src[0], k);
+      vop(pb_, Opcode::kVor, DType::kU32, dst, dst, k);
+      regs_.give(a);
+      regs_.give(m);
+      regs_.give(k);
+      return;
+    }
+    case ir::Opcode::kExpm1: {
+      // Kahan's: (e^x - 1) x / log(e^x), exact where e^x rounds to 1 (then x), e^x - 1
+      // to -1 (then -1) or e^x to infinity.
+      float_only();
+      const int u = regs_.take(), d = regs_.take(), k = regs_.take();
+      vop(pb_, Opcode::kVexp, dt, u, src[0]);
+      pb_.vimm(k, std::bit_cast<uint32_t>(1.0f));
+      vop(pb_, Opcode::kVsub, dt, d, u, k);
+      vop(pb_, Opcode::kVlog, dt, k, u);
+      vop(pb_, Opcode::kVdiv, dt, k, src[0], k);
+      vop(pb_, Opcode::kVmul, dt, dst, d, k);
+      pb_.vimm(k, std::bit_cast<uint32_t>(1.0f));
+      pb_.emit(Opcode::kVcmp, dt, {k, u, k, kEq});
+      pb_.emit(Opcode::kVsel, DType::kU32, {dst, k, src[0], dst});
+      pb_.vimm(k, std::bit_cast<uint32_t>(std::numeric_limits<float>::infinity()));
+      pb_.emit(Opcode::kVcmp, dt, {k, u, k, kEq});
+      pb_.emit(Opcode::kVsel, DType::kU32, {dst, k, u, dst});
+      pb_.vimm(k, std::bit_cast<uint32_t>(-1.0f));
+      pb_.emit(Opcode::kVcmp, dt, {k, d, k, kEq});
+      pb_.emit(Opcode::kVsel, DType::kU32, {dst, k, d, dst});
+      regs_.give(u);
+      regs_.give(d);
+      regs_.give(k);
+      return;
+    }
+    case ir::Opcode::kLog1p: {
+      // Kahan's: log(1 + x) x / ((1 + x) - 1), exact where 1 + x rounds to 1 (then x) or
+      // to infinity.
+      float_only();
+      const int u = regs_.take(), q = regs_.take(), k = regs_.take();
+      pb_.vimm(k, std::bit_cast<uint32_t>(1.0f));
+      vop(pb_, Opcode::kVadd, dt, u, src[0], k);
+      vop(pb_, Opcode::kVsub, dt, q, u, k);
+      vop(pb_, Opcode::kVdiv, dt, q, src[0], q);
+      vop(pb_, Opcode::kVlog, dt, k, u);
+      vop(pb_, Opcode::kVmul, dt, dst, k, q);
+      pb_.vimm(k, std::bit_cast<uint32_t>(1.0f));
+      pb_.emit(Opcode::kVcmp, dt, {k, u, k, kEq});
+      pb_.emit(Opcode::kVsel, DType::kU32, {dst, k, src[0], dst});
+      pb_.vimm(k, std::bit_cast<uint32_t>(std::numeric_limits<float>::infinity()));
+      pb_.emit(Opcode::kVcmp, dt, {k, u, k, kEq});
+      pb_.emit(Opcode::kVsel, DType::kU32, {dst, k, u, dst});
+      regs_.give(u);
+      regs_.give(q);
+      regs_.give(k);
+      return;
+    }
+    case ir::Opcode::kCbrt: {
+      // r = |x|^(1/3) (1/3 rounded to f32 costs |log x| x 1e-8 of relative error), then a
+      // Newton step (2 r + |x| / r^2) / 3 (none where r^2 is 0 or infinite), with x's sign
+      // bit.
+      float_only();
+      const int a = regs_.take(), m = regs_.take(), k = regs_.take();
+      vop(pb_, Opcode::kVabs, dt, a, src[0]);
+      pb_.vimm(k, std::bit_cast<uint32_t>(1.0f / 3.0f));
+      vop(pb_, Opcode::kVpow, dt, dst, a, k);
+      vop(pb_, Opcode::kVmul, dt, k, dst, dst);
+      vop(pb_, Opcode::kVdiv, dt, m, a, k);
+      vop(pb_, Opcode::kVadd, dt, m, m, dst);
+      vop(pb_, Opcode::kVadd, dt, m, m, dst);
+      pb_.vimm(a, std::bit_cast<uint32_t>(3.0f));
+      vop(pb_, Opcode::kVdiv, dt, m, m, a);
+      with_temp([&](int keep) {  // r^2 is 0 or infinite: r as it is
+        pb_.vimm(a, 0);
+        pb_.emit(Opcode::kVcmp, dt, {keep, k, a, kEq});
+        pb_.vimm(a, std::bit_cast<uint32_t>(std::numeric_limits<float>::infinity()));
+        pb_.emit(Opcode::kVcmp, dt, {k, k, a, kEq});
+        vop(pb_, Opcode::kVor, DType::kU32, keep, keep, k);
+        pb_.emit(Opcode::kVsel, DType::kU32, {dst, keep, dst, m});
+      });
+      pb_.vimm(k, 0x80000000u);
+      vop(pb_, Opcode::kVand, DType::kU32, k, src[0], k);
+      vop(pb_, Opcode::kVor, DType::kU32, dst, dst, k);
+      regs_.give(a);
+      regs_.give(m);
+      regs_.give(k);
       return;
     }
     case ir::Opcode::kIsFinite:
