@@ -148,6 +148,18 @@ void VectorCodegen::emit_op(const ExprNode& n, int dst, const std::vector<int>& 
     f(tmp);
     regs_.give(tmp);
   };
+  // dst = probe == value ? then : dst (k: scratch).
+  auto where_equals = [&](int probe, float value, int then, int k) {
+    pb_.vimm(k, std::bit_cast<uint32_t>(value));
+    pb_.emit(Opcode::kVcmp, dt, {k, probe, k, kEq});
+    pb_.emit(Opcode::kVsel, DType::kU32, {dst, k, then, dst});
+  };
+  // dst (not negative) takes src[0]'s sign bit (k: scratch).
+  auto sign_of_x = [&](int k) {
+    pb_.vimm(k, 0x80000000u);
+    vop(pb_, Opcode::kVand, DType::kU32, k, src[0], k);
+    vop(pb_, Opcode::kVor, DType::kU32, dst, dst, k);
+  };
   switch (n.opcode) {
     case ir::Opcode::kAdd: no_pred(); return vop(pb_, Opcode::kVadd, dt, dst, src[0], src[1]);
     case ir::Opcode::kSubtract: no_pred(); return vop(pb_, Opcode::kVsub, dt, dst, src[0], src[1]);
@@ -245,9 +257,7 @@ void VectorCodegen::emit_op(const ExprNode& n, int dst, const std::vector<int>& 
       pb_.vimm(k, std::bit_cast<uint32_t>(1.0f));
       vop(pb_, Opcode::kVadd, dt, a, dst, k);
       pb_.emit(Opcode::kVsel, DType::kU32, {dst, m, a, dst});
-      pb_.vimm(k, 0x80000000u);
-      vop(pb_, Opcode::kVand, DType::kU32, k, src[0], k);
-      vop(pb_, Opcode::kVor, DType::kU32, dst, dst, k);
+      sign_of_x(k);
       regs_.give(a);
       regs_.give(m);
       regs_.give(k);
@@ -264,15 +274,9 @@ void VectorCodegen::emit_op(const ExprNode& n, int dst, const std::vector<int>& 
       vop(pb_, Opcode::kVlog, dt, k, u);
       vop(pb_, Opcode::kVdiv, dt, k, src[0], k);
       vop(pb_, Opcode::kVmul, dt, dst, d, k);
-      pb_.vimm(k, std::bit_cast<uint32_t>(1.0f));
-      pb_.emit(Opcode::kVcmp, dt, {k, u, k, kEq});
-      pb_.emit(Opcode::kVsel, DType::kU32, {dst, k, src[0], dst});
-      pb_.vimm(k, std::bit_cast<uint32_t>(std::numeric_limits<float>::infinity()));
-      pb_.emit(Opcode::kVcmp, dt, {k, u, k, kEq});
-      pb_.emit(Opcode::kVsel, DType::kU32, {dst, k, u, dst});
-      pb_.vimm(k, std::bit_cast<uint32_t>(-1.0f));
-      pb_.emit(Opcode::kVcmp, dt, {k, d, k, kEq});
-      pb_.emit(Opcode::kVsel, DType::kU32, {dst, k, d, dst});
+      where_equals(u, 1.0f, src[0], k);
+      where_equals(u, std::numeric_limits<float>::infinity(), u, k);
+      where_equals(d, -1.0f, d, k);
       regs_.give(u);
       regs_.give(d);
       regs_.give(k);
@@ -289,12 +293,8 @@ void VectorCodegen::emit_op(const ExprNode& n, int dst, const std::vector<int>& 
       vop(pb_, Opcode::kVdiv, dt, q, src[0], q);
       vop(pb_, Opcode::kVlog, dt, k, u);
       vop(pb_, Opcode::kVmul, dt, dst, k, q);
-      pb_.vimm(k, std::bit_cast<uint32_t>(1.0f));
-      pb_.emit(Opcode::kVcmp, dt, {k, u, k, kEq});
-      pb_.emit(Opcode::kVsel, DType::kU32, {dst, k, src[0], dst});
-      pb_.vimm(k, std::bit_cast<uint32_t>(std::numeric_limits<float>::infinity()));
-      pb_.emit(Opcode::kVcmp, dt, {k, u, k, kEq});
-      pb_.emit(Opcode::kVsel, DType::kU32, {dst, k, u, dst});
+      where_equals(u, 1.0f, src[0], k);
+      where_equals(u, std::numeric_limits<float>::infinity(), u, k);
       regs_.give(u);
       regs_.give(q);
       regs_.give(k);
@@ -323,9 +323,7 @@ void VectorCodegen::emit_op(const ExprNode& n, int dst, const std::vector<int>& 
         vop(pb_, Opcode::kVor, DType::kU32, keep, keep, k);
         pb_.emit(Opcode::kVsel, DType::kU32, {dst, keep, dst, m});
       });
-      pb_.vimm(k, 0x80000000u);
-      vop(pb_, Opcode::kVand, DType::kU32, k, src[0], k);
-      vop(pb_, Opcode::kVor, DType::kU32, dst, dst, k);
+      sign_of_x(k);
       regs_.give(a);
       regs_.give(m);
       regs_.give(k);
