@@ -1,7 +1,7 @@
 // Collectives over the pod's torus (DESIGN.md, "Pods"): replica-id and partition-id from
 // the chip's device id; all-reduce, reduce-scatter and all-gather as rings of remote DMAs
-// (collective_rings.h), or, where their time is latency, one-shot exchanges; all-to-all
-// and collective-permute as direct sends. Every chip runs the same program; what differs
+// (collective_rings.h), or, where their time is latency, one-shot exchanges (one_shot.h);
+// all-to-all and collective-permute as direct sends. Every chip runs the same program; what differs
 // per chip (its peers, which chunk it handles) is a row of a table placed in HBM, indexed
 // by the device id at run time. Before data moves into buffers of a step, every chip
 // tells the chips that send to it that it has entered the collective (a Handshake,
@@ -18,10 +18,9 @@
 #include "common/error.h"
 #include "compiler/ir/collective_groups.h"
 #include "compiler/tpu/collective_rings.h"
-#include "compiler/tpu/lower_reduce_plan.h"
+#include "compiler/tpu/one_shot.h"
 #include "compiler/tpu/lowerings.h"
 #include "compiler/tpu/tiling.h"
-#include "compiler/tpu/vector_codegen.h"
 #include "topology/torus.h"
 
 namespace podsim::tpu {
@@ -29,12 +28,6 @@ namespace {
 
 using ir::Instruction;
 using ir::Opcode;
-
-// Semaphores of the direct (not ring) collectives.
-constexpr int kSemLanded = kSemDirectLanded;  // remote data landed here
-constexpr int kSemSentHbm = kSemDirectSent;   // remote sends have read their source
-constexpr int kSemLoad = kSemDirectLoad;      // local loads
-constexpr int kSemStore = kSemOnce;           // local copies (never pending at an overlap point)
 
 // A collective's step begun: its array operand, its result buffer, and the chips in each
 // of its groups. A group of one chip (no pod, or groups of one) needs no exchange: the
@@ -177,176 +170,12 @@ CollectiveCosts collective_costs(const Lowerer& l, const Instruction& i, const R
   return CollectiveCosts{ring_ns, 2 * farthest + 2 * hbm, exchange_ns_per_byte, farthest};
 }
 
-// The one-shot exchanges' table (a row per device: its group position p and the devices
-// at positions p + 1, ..., p + G - 1 (mod G)), and this chip's row of it in VMEM.
-int32_t peer_row(Lowerer& l, const Instruction& i, int64_t g) {
-  const Target& t = l.target();
-  std::vector<int64_t> table(static_cast<size_t>(t.devices() * g), 0);
-  for (const std::vector<int64_t>& group : ir::collective_device_groups(i, t.replicas, t.partitions))
-    for (int64_t p = 0; p < g; ++p) {
-      int64_t* row = &table[static_cast<size_t>(group[static_cast<size_t>(p)] * g)];
-      row[0] = p;
-      for (int64_t k = 1; k < g; ++k) row[k] = group[static_cast<size_t>((p + k) % g)];
-    }
-  return device_row(l, fmt::format("{}.peers", i.name()), table, g);
-}
-
 // Whether an all-gather's or reduce-scatter's one-shot exchange (pieces of one chunk)
 // beats its rings (G - 1 steps, G - 1 chunks over the links).
 bool one_shot_is_faster(const Lowerer& l, const Instruction& i, const RingPlan& plan, double chunk,
                         bool mailbox = false) {
   const CollectiveCosts c = collective_costs(l, i, plan, 1, static_cast<double>(plan.group_size - 1) * chunk);
   return c.exchange(chunk, mailbox) < c.ring_ns;
-}
-
-// The entries 1 .. G - 1 of a peer_row: the chip's group peers.
-std::vector<int64_t> group_peers(int64_t g) {
-  std::vector<int64_t> peers;
-  for (int64_t k = 1; k < g; ++k) peers.push_back(k);
-  return peers;
-}
-
-// Where a one-shot exchange's pieces land, and when they may go: by default into the
-// descriptor's destination once every chip of the group has said it is ready (a
-// handshake); into the mailbox (Lowerer::mailbox: the descriptor's destination, from
-// `offset`) once the chip's credits count the mailbox's earlier uses, which it gave as
-// it finished reading them; or, as the second exchange of one use of the mailbox (a
-// two-shot all-reduce's all-gather), at once, counted on a semaphore of its own.
-struct Landing {
-  bool mailbox = false;
-  bool second = false;
-  int64_t offset = 0;
-  int semaphore() const { return !mailbox ? kSemLanded : second ? kSemMailboxSecond : kSemMailboxLanded; }
-};
-
-// The one-shot exchange (over peer_row's `row`): this chip's piece of `bytes` goes by
-// `descriptor` to place p (at p x place_bytes) of its own destination and, once ready
-// (`landing`), of every other chip's, over its own route to each, all at once; with
-// `scatter` the piece for the chip at position q is chunk q of the source (else the
-// whole source). Independent steps run while the pieces are in flight; returns once the
-// local copy and the G - 1 pieces from the others are in.
-void one_shot_exchange(Lowerer& l, int32_t row, int64_t g, int32_t descriptor, int64_t bytes,
-                       int64_t place_bytes, bool scatter, Landing landing = {}) {
-  ProgramBuilder& pb = l.pb();
-  const int peer = pb.hold_sreg(), at = pb.hold_sreg(), from = pb.hold_sreg();
-  auto chunk_of = [&](int64_t k) {  // the chunk (p + k) mod G goes to the k-th peer
-    pb.emit(isa::Opcode::kSld, isa::DType::kS32, {from, row, pb.sreg(0)});
-    pb.emit(isa::Opcode::kSaddi, isa::DType::kS32, {from, from, k});
-    pb.emit(isa::Opcode::kSrem, isa::DType::kS32, {from, from, pb.sreg(g)});
-    pb.emit(isa::Opcode::kSmuli, isa::DType::kS32, {from, from, bytes});
-    return from;
-  };
-  pb.emit(isa::Opcode::kSld, isa::DType::kS32, {at, row, pb.sreg(0)});
-  pb.emit(isa::Opcode::kSmuli, isa::DType::kS32, {at, at, place_bytes});
-  if (landing.offset != 0) pb.emit(isa::Opcode::kSaddi, isa::DType::kS32, {at, at, landing.offset});
-  pb.emit(isa::Opcode::kDma, isa::DType::kF32, {descriptor, scatter ? chunk_of(0) : pb.sreg(0), at, kSemLoad});
-  const std::vector<int64_t> peers = group_peers(g);
-  if (!landing.mailbox) {
-    Handshake handshake(l);
-    handshake.signal(row, peers);
-    handshake.await(row, peers);
-  } else if (!landing.second) {
-    Handshake(l, l.mailbox_flags(), false).await(row, peers);
-  }
-  const int landed = landing.semaphore();
-  for (int64_t k = 1; k < g; ++k) {
-    pb.emit(isa::Opcode::kSld, isa::DType::kS32, {peer, row, pb.sreg(8 * k)});
-    pb.emit(isa::Opcode::kDmaRemote, isa::DType::kF32,
-            {descriptor, scatter ? chunk_of(k) : pb.sreg(0), at, peer, kSemSentHbm, landed});
-  }
-  pb.release_sreg(from);
-  pb.release_sreg(peer);
-  pb.release_sreg(at);
-  const topology::PodConfig& pod = *l.target().pod;
-  l.overlap_point(static_cast<double>(bytes * (g - 1)) /
-                      (pod.ici_link_bandwidth_bytes_per_s *
-                       static_cast<double>(std::min<int64_t>(g - 1, l.chip().ici_ports))) * 1e9 +
-                  pod.ici_link_latency_ns);
-  pb.wait(kSemLoad, 1);
-  pb.wait(landed, g - 1);
-}
-
-// After a chip has read what landed in its mailbox: a credit to the chips that `entries`
-// of the table row name, unless no later collective uses the mailbox.
-void give_mailbox_credits(Lowerer& l, const Instruction& i, int32_t row, const std::vector<int64_t>& entries) {
-  if (l.mailbox_used_later(i)) Handshake(l, l.mailbox_flags(), true).signal(row, entries);
-}
-
-// The one-shot all-reduce, for arrays whose time is latency: each chip's whole array
-// goes into its slot of every chip's VMEM (the mailbox, where `mailbox` is its region,
-// else VMEM of the step) by the one-shot exchange, then each reduces the group's G
-// arrays in group order (the reference evaluator's order) on the vector unit into
-// `output_buffer`. A reduce-scatter (`scatter`) runs the same way on chunks of `bytes`:
-// chunk q of each chip's array (G contiguous chunks in `input_buffer`) goes to the chip
-// at position q.
-void one_shot_all_reduce(Lowerer& l, const Instruction& i, int32_t row, int64_t g, ir::PrimitiveType type,
-                         int64_t bytes, int64_t padded, int32_t input_buffer, int32_t output_buffer, bool scatter,
-                         int32_t mailbox, bool credits = true) {
-  ProgramBuilder& pb = l.pb();
-  const topology::ChipConfig& chip = l.chip();
-  const int64_t row_bytes = int64_t{chip.vpu_lanes} * ir::type_byte_size(type);
-  const int64_t tile_bytes = row_bytes * chip.vpu_sublanes;
-  const isa::DType mem = memory_dtype(type);
-  const int32_t slots = mailbox >= 0 ? mailbox : l.vmem("slots", g * padded);
-  one_shot_exchange(l, row, g, contiguous_descriptor(pb, l.use(input_buffer), slots, bytes), bytes, padded,
-                    scatter, Landing{mailbox >= 0});
-
-  // slot 0 (+) slot 1 (+) ... tile by tile, into `sum`, then out to HBM.
-  const Reducer reducer = build_reducer(l, i, 1);
-  VRegs regs(chip.vector_registers, l.step_name());
-  VectorCodegen combine(pb, regs, reducer.expr, reducer.roots);
-  const int32_t sum = l.vmem("sum", padded);
-  for (int64_t tile = 0; tile < padded / tile_bytes; ++tile) {
-    int acc = regs.take();
-    bool acc_from_combine = false;
-    pb.vld(acc, slots, tile * tile_bytes, row_bytes, mem);
-    for (int64_t q = 1; q < g; ++q) {
-      const int next = regs.take();
-      pb.vld(next, slots, q * padded + tile * tile_bytes, row_bytes, mem);
-      std::vector<int> leaf_regs;
-      for (int param : reducer.leaf_param) leaf_regs.push_back(param == 0 ? acc : next);
-      const int out = combine.emit_on(leaf_regs).at(0);
-      if (acc_from_combine)
-        combine.give_back({acc});
-      else
-        regs.give(acc);
-      regs.give(next);
-      acc = out;
-      acc_from_combine = true;
-    }
-    pb.vst(sum, tile * tile_bytes, row_bytes, acc, mem);
-    if (acc_from_combine)
-      combine.give_back({acc});
-    else
-      regs.give(acc);
-  }
-  pb.dma(contiguous_descriptor(pb, sum, l.use(output_buffer), bytes), 0, 0, kSemStore);
-  pb.wait(kSemStore, 1);
-  if (mailbox >= 0 && credits) give_mailbox_credits(l, i, row, group_peers(g));
-  pb.wait(kSemSentHbm, g - 1);
-}
-
-// The one-shot all-gather, for chunks whose time is latency: each chip's chunk (from
-// HBM) goes to its place in every chip's `gathered` by the one-shot exchange, or, where
-// `mailbox` is a region, to its place (at kMailboxAlignment) in the mailbox, copied from
-// there into `gathered`.
-void one_shot_all_gather(Lowerer& l, const Instruction& i, const CollectiveStep& step, int32_t gathered,
-                         int32_t mailbox) {
-  ProgramBuilder& pb = l.pb();
-  const int64_t bytes = step.in.shape.byte_size(), g = step.group_size;
-  const int32_t row = peer_row(l, i, g);
-  if (mailbox < 0) {
-    one_shot_exchange(l, row, g, contiguous_descriptor(pb, l.use(step.in.buffer), l.use(gathered), bytes), bytes,
-                      bytes, false);
-    pb.wait(kSemSentHbm, g - 1);
-    return;
-  }
-  const int64_t place = round_up(bytes, kMailboxAlignment);
-  one_shot_exchange(l, row, g, contiguous_descriptor(pb, l.use(step.in.buffer), mailbox, bytes), bytes, place, false,
-                    Landing{true});
-  pb.wait(kSemStore, issue_copy(pb, mailbox, 0, l.use(gathered), 0, 1, {g, bytes}, {place, 1}, {bytes, 1}, kSemStore));
-  give_mailbox_credits(l, i, row, group_peers(g));
-  pb.wait(kSemSentHbm, g - 1);
 }
 
 // Elements before and after dimension dim of dims (row-major: [outer, dims[dim], inner]).
@@ -415,7 +244,7 @@ void all_reduce_array(Lowerer& l, const Instruction& i, CollectiveStep& step) {
     algorithm = forced;
   }
   if (algorithm == Options::AllReduce::kOneShot)
-    return one_shot_all_reduce(l, i, peer_row(l, i, g), g, shape.type(), shape.byte_size(), padded_bytes,
+    return one_shot_all_reduce(l, i, peer_row(l, i), g, shape.type(), shape.byte_size(), padded_bytes,
                                step.in.buffer, step.out, false, one_shot_mailbox);
   // The array padded to whole chunks (a scratch copy, reduced in place) or as it is
   // (then the rings' sums of phases before the last go to `work`), gathered in the
@@ -436,7 +265,7 @@ void all_reduce_array(Lowerer& l, const Instruction& i, CollectiveStep& step) {
     // use of it: the reduce-scatter's chunks in its first part, the all-gather's in the
     // second, then copied out.
     const int32_t mine = l.new_buffer(fmt::format("{}.chunk", i.name()), ir::Shape(ir::PrimitiveType::kU8, {cb}));
-    const int32_t row = peer_row(l, i, g);
+    const int32_t row = peer_row(l, i);
     ProgramBuilder& pb = l.pb();
     one_shot_all_reduce(l, i, row, g, shape.type(), cb, padded_chunk, input, mine, true, two_shot_mailbox, false);
     if (two_shot_mailbox >= 0) {
@@ -556,7 +385,7 @@ Value lower_reduce_scatter(Lowerer& l, const Instruction& i, Scope& s) {
       (algorithm == Options::AllReduce::kOneShot || algorithm == Options::AllReduce::kTwoShot ||
        (algorithm == Options::AllReduce::kAuto && g * padded_bytes <= kOneShotMaxBytes &&
         one_shot_is_faster(l, i, plan, static_cast<double>(shape.byte_size()), mailbox >= 0)))) {
-    one_shot_all_reduce(l, i, peer_row(l, i, g), g, shape.type(), shape.byte_size(), padded_bytes, input, out,
+    one_shot_all_reduce(l, i, peer_row(l, i), g, shape.type(), shape.byte_size(), padded_bytes, input, out,
                         true, mailbox);
     return Value{out, shape, {}};
   }
@@ -602,26 +431,6 @@ std::vector<std::pair<int64_t, int64_t>> permute_device_pairs(const Instruction&
   }
   return pairs;
 }
-
-namespace {
-
-// The mailbox's group peers of every device: a row per device of its group position, then
-// the devices at positions p + 1, ..., p + G - 1 (as peer_row), for credits after a
-// collective whose own table names fewer chips.
-int32_t mailbox_peer_row(Lowerer& l) {
-  const std::vector<std::vector<int64_t>>& groups = l.mailbox_groups();
-  const auto g = static_cast<int64_t>(groups.at(0).size());
-  std::vector<int64_t> table(static_cast<size_t>(l.target().devices() * g), 0);
-  for (const std::vector<int64_t>& group : groups)
-    for (int64_t p = 0; p < g; ++p) {
-      int64_t* row = &table[static_cast<size_t>(group[static_cast<size_t>(p)] * g)];
-      row[0] = p;
-      for (int64_t k = 1; k < g; ++k) row[k] = group[static_cast<size_t>((p + k) % g)];
-    }
-  return device_row(l, "mailbox.peers", table, g);
-}
-
-}  // namespace
 
 // collective-permute: a chip that is some pair's target tells its source it is in the
 // step and waits for the array, which its source sends straight into its result; a chip
@@ -710,7 +519,8 @@ Value lower_collective_permute(Lowerer& l, const Instruction& i, Scope& s) {
   pb.release_sreg(flag);
   pb.release_sreg(peer);
   if (mailbox >= 0)
-    give_mailbox_credits(l, i, mailbox_peer_row(l), group_peers(static_cast<int64_t>(l.mailbox_groups().at(0).size())));
+    give_mailbox_credits(l, i, peer_row(l, "mailbox.peers", l.mailbox_groups()),
+                         group_peers(static_cast<int64_t>(l.mailbox_groups().at(0).size())));
   return Value{out, shape, {}};
 }
 
@@ -839,7 +649,7 @@ Value lower_all_gather(Lowerer& l, const Instruction& i, Scope& s) {
   if (algorithm == Options::AllReduce::kOneShot || algorithm == Options::AllReduce::kTwoShot ||
       (algorithm == Options::AllReduce::kAuto &&
        one_shot_is_faster(l, i, plan, static_cast<double>(step.in.shape.byte_size()), mailbox >= 0)))
-    one_shot_all_gather(l, i, step, gathered, mailbox);
+    one_shot_all_gather(l, i, g, step.in.buffer, step.in.shape.byte_size(), gathered, mailbox);
   else
     RingEmitter(l, i, std::move(plan)).all_gather(gathered, false, step.in.buffer);
   if (outer > 1) {
