@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 WERROR ?= $(if $(CI),ON,OFF)
 PODSIM = $(BUILD)/bin/podsim
 
-.PHONY: all setup configure build demo test bench clean
+.PHONY: all setup configure build demo test bench install clean
 
 all: build
 
@@ -33,6 +33,11 @@ test: build
 
 bench: build
 	@for b in $(BUILD)/bin/bench/*; do echo "== $$b"; $$b || exit 1; done
+
+# The Python module (import podsim) into /usr/local/lib/python3.X/dist-packages, where
+# Debian's python3 finds what the local administrator installs.
+install: build
+	cmake --install $(BUILD)
 
 clean:
 	rm -rf $(BUILD)

@@ -15,10 +15,10 @@
 #include <string>
 #include <vector>
 
-#include "runtime/compile_cache.h"
-#include "runtime/hash.h"
-#include "runtime/tensor.h"
-#include "runtime/tensor_impl.h"
+#include "runtime/pjrt/compile_cache.h"
+#include "runtime/pjrt/hash.h"
+#include "runtime/tensor/tensor.h"
+#include "runtime/lazy/tensor_impl.h"
 
 namespace {
 
@@ -35,7 +35,7 @@ void reference_allocation(benchmark::State& state) {
   for (auto _ : state) {
     for (int i = 0; i < kOps; ++i) {
       auto node = std::make_shared<std::array<uint64_t, 32>>();
-      podsim::runtime::Hasher h;
+      podsim::pjrt::Hasher h;
       for (int k = 0; k < 8; ++k) h.add((*node)[static_cast<size_t>(k)] + static_cast<uint64_t>(k));
       benchmark::DoNotOptimize(h.finish());
       benchmark::DoNotOptimize(node);

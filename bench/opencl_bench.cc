@@ -30,10 +30,10 @@
 
 #include "compiler/ir/parser.h"
 #include "compiler/opencl/gemm_source.h"
-#include "runtime/autograd.h"
-#include "runtime/backends/opencl/opencl_backend.h"
-#include "runtime/device.h"
-#include "runtime/metrics.h"
+#include "runtime/autograd/autograd.h"
+#include "runtime/pjrt/opencl/opencl_backend.h"
+#include "runtime/pjrt/device.h"
+#include "runtime/debug/metrics.h"
 #include "runtime/nn/nn.h"
 #include "runtime/optim/adam.h"
 
@@ -43,7 +43,7 @@ using Clock = std::chrono::steady_clock;
 using podsim::Tensor;
 namespace ir = podsim::ir;
 namespace nn = podsim::nn;
-namespace rt = podsim::runtime;
+namespace rt = podsim::pjrt;
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -341,10 +341,10 @@ int main(int argc, char** argv) {
       training(device, cpu, "wide MLP", {256, 512, 512, 10}, 128, 10);
     else
       training(device, cpu, "wide MLP", {1024, 4096, 4096, 10}, 1024, 20);
-    for (const std::string& name : rt::counter_names())
+    for (const std::string& name : podsim::debug::counter_names())
       if (name.starts_with("OpenClHostOp::"))
         std::printf("  host steps: %s %lld\n", name.c_str(),
-                    static_cast<long long>(rt::counter_value(name)));
+                    static_cast<long long>(podsim::debug::counter_value(name)));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "opencl_bench: %s\n", e.what());
     return 1;

@@ -23,8 +23,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/autograd.h"
-#include "runtime/metrics.h"
+#include "runtime/autograd/autograd.h"
+#include "runtime/debug/metrics.h"
 #include "runtime/nn/nn.h"
 #include "runtime/optim/adam.h"
 
@@ -48,13 +48,13 @@ constexpr int kSegments = 5;
 
 Measured measure(const std::function<void()>& step, int steps) {
   using Clock = std::chrono::steady_clock;
-  const int64_t before = podsim::runtime::counter_value("UncachedCompile");
+  const int64_t before = podsim::debug::counter_value("UncachedCompile");
   for (int k = 0; k < 3; ++k) {
     step();
     podsim::mark_step();
   }
   podsim::wait_device_ops();
-  const int64_t warm = podsim::runtime::counter_value("UncachedCompile");
+  const int64_t warm = podsim::debug::counter_value("UncachedCompile");
   std::vector<double> per_step;
   for (int s = 0; s < kSegments; ++s) {
     const int count = steps / kSegments + (s < steps % kSegments ? 1 : 0);
@@ -70,8 +70,8 @@ Measured measure(const std::function<void()>& step, int steps) {
   std::sort(per_step.begin(), per_step.end());
   Measured m;
   m.seconds_per_step = per_step[per_step.size() / 2];
-  m.compilations_warm = podsim::runtime::counter_value("UncachedCompile") - warm;
-  m.compilations_total = podsim::runtime::counter_value("UncachedCompile") - before;
+  m.compilations_warm = podsim::debug::counter_value("UncachedCompile") - warm;
+  m.compilations_total = podsim::debug::counter_value("UncachedCompile") - before;
   return m;
 }
 
@@ -150,7 +150,7 @@ int main(int argc, char** argv) {
   }
   tbb::global_control parallelism(tbb::global_control::max_allowed_parallelism,
                                   static_cast<size_t>(threads));
-  podsim::runtime::Device& device = podsim::device();
+  podsim::pjrt::Device& device = podsim::device();
   std::printf("train_step_bench: %d timed steps on %s, %d threads\n", steps, device.name().c_str(),
               threads);
 

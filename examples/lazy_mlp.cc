@@ -17,8 +17,8 @@
 
 #include "compiler/ir/evaluator.h"
 #include "compiler/ir/parser.h"
-#include "runtime/metrics.h"
-#include "runtime/tensor.h"
+#include "runtime/debug/metrics.h"
+#include "runtime/tensor/tensor.h"
 
 namespace {
 
@@ -56,7 +56,7 @@ double max_abs_diff(const podsim::ir::Literal& a, const podsim::ir::Literal& b) 
 }
 
 void print_counters(const char* when) {
-  using podsim::runtime::counter_value;
+  using podsim::debug::counter_value;
   std::printf("%s: UncachedCompile=%lld CachedCompile=%lld MarkStep=%lld\n", when,
               static_cast<long long>(counter_value("UncachedCompile")),
               static_cast<long long>(counter_value("CachedCompile")),
@@ -65,7 +65,7 @@ void print_counters(const char* when) {
 
 int run() {
   using podsim::Tensor;
-  podsim::runtime::Device& device = podsim::device();
+  podsim::pjrt::Device& device = podsim::device();
   std::printf("device: %s\n", device.name().c_str());
 
   // Parameters drawn on the device, scaled like a default linear-layer initialization.
@@ -96,8 +96,8 @@ int run() {
     ok = ok && diff <= kTolerance;
     print_counters(step == 0 ? "after step 0" : "after step 1");
   }
-  int64_t step_compiles = podsim::runtime::counter_value("UncachedCompile");
-  bool cache_hit = podsim::runtime::counter_value("CachedCompile") >= 1;
+  int64_t step_compiles = podsim::debug::counter_value("UncachedCompile");
+  bool cache_hit = podsim::debug::counter_value("CachedCompile") >= 1;
   std::printf("second step %s the compile cache (%lld compilations in all)\n",
               cache_hit ? "hit" : "MISSED", static_cast<long long>(step_compiles));
   ok = ok && cache_hit;

@@ -35,11 +35,14 @@ packages=(
   python3-sklearn                           # the handwritten-digits dataset of `podsim train mlp`
   python3-numpy                             # test oracle (/usr/bin/python3)
   python3-torch                             # test oracle and benchmark reference (PyTorch 1.13)
+  python3-dev pybind11-dev                  # the Python module (import podsim): headers, pybind11
+  libtorch-dev                              # podsim.torch: c10's device-guard interface (C++ headers)
 )
 
 # make test: what the tests use beyond the build.
 tests=(
   chromium                                  # the HTML report loaded in a real (headless) browser
+  python3-pytest                            # the Python module's tests (python/tests)
 )
 
 # scripts/sanitize.sh (CI): fuzz targets with libFuzzer, tests under ASan/UBSan.

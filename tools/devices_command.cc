@@ -5,9 +5,9 @@
 #include <thread>
 
 #include "common/error.h"
-#include "runtime/backends/opencl/opencl_backend.h"
-#include "runtime/backends/sim/sim_backend.h"
-#include "runtime/device.h"
+#include "runtime/pjrt/opencl/opencl_backend.h"
+#include "runtime/pjrt/sim/sim_backend.h"
+#include "runtime/pjrt/device.h"
 #include "tools/commands.h"
 
 namespace podsim::tools {
@@ -21,8 +21,8 @@ std::string gib(int64_t bytes) {
 void list(const std::string& backend, const std::string& what) {
   fmt::print("{} ({})\n", backend, what);
   try {
-    runtime::Client& client = runtime::client(backend);
-    for (runtime::Device* d : client.devices())
+    pjrt::Client& client = pjrt::client(backend);
+    for (pjrt::Device* d : client.devices())
       fmt::print("  {:<10} memory {}\n", d->name(), gib(d->memory_stats().bytes_limit));
   } catch (const Error& e) {
     fmt::print("  unavailable: {}\n", e.what());
@@ -38,9 +38,9 @@ Command add_devices_command(CLI::App& app) {
             list("CPU", fmt::format("the host: {} hardware threads; PODSIM_CPU_DEVICES devices",
                                     std::thread::hardware_concurrency()));
             list("SIM",
-                 fmt::format("simulated {}; PODSIM_TOPOLOGY", runtime::sim_topology_from_env()));
+                 fmt::format("simulated {}; PODSIM_TOPOLOGY", pjrt::sim_topology_from_env()));
             list("OPENCL", "GPUs first; PODSIM_OPENCL_DEVICE keeps one");
-            const std::vector<std::string> found = runtime::describe_opencl_devices();
+            const std::vector<std::string> found = pjrt::describe_opencl_devices();
             for (size_t i = 0; i < found.size(); ++i) fmt::print("  found {}: {}\n", i, found[i]);
             return 0;
           }};

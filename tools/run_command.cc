@@ -37,7 +37,7 @@
 #include "traces/summary.h"
 #include "topology/chip_config.h"
 #include "topology/pod_config.h"
-#include "runtime/device.h"
+#include "runtime/pjrt/device.h"
 #include "tools/commands.h"
 
 namespace podsim::tools {
@@ -278,9 +278,9 @@ DeviceBytes run_on_pod(const isa::Executable& exe, const DeviceBytes& parameters
 // Compiles for the TPU target and runs the executable on the functional chip model.
 // The module on the first OpenCL device through the runtime: one literal per result leaf.
 std::vector<ir::Literal> run_opencl(const ir::Module& module, const std::vector<ir::Literal>& args) {
-  runtime::Client& client = runtime::client("OPENCL");
-  runtime::Device& device = *client.devices()[0];
-  std::vector<std::shared_ptr<runtime::Buffer>> buffers;
+  pjrt::Client& client = pjrt::client("OPENCL");
+  pjrt::Device& device = *client.devices()[0];
+  std::vector<std::shared_ptr<pjrt::Buffer>> buffers;
   for (const ir::Literal& a : args) buffers.push_back(client.transfer_to_device(a, device));
   std::vector<ir::Literal> out;
   for (const auto& b : client.compile(module)->execute(buffers, device)) out.push_back(b->to_literal());

@@ -33,7 +33,7 @@
 #include "compiler/ir/verifier.h"
 #include "compiler/passes/pass.h"
 #include "compiler/tpu/tpu_compiler.h"
-#include "runtime/spmd.h"
+#include "runtime/distributed/spmd.h"
 #include "sim/timing/timed_chip.h"
 #include "tools/commands.h"
 #include "topology/pod_config.h"
@@ -103,7 +103,7 @@ std::unique_ptr<ir::Module> annotate(const std::string& text, const std::string&
   auto module = ir::parse_module(text, file);
   std::vector<int64_t> ids(static_cast<size_t>(c.data * c.model));
   for (size_t d = 0; d < ids.size(); ++d) ids[d] = static_cast<int64_t>(d);
-  const Mesh mesh(ids, {c.data, c.model}, {"data", "model"});
+  const distributed::Mesh mesh(ids, {c.data, c.model}, {"data", "model"});
   constexpr int64_t kData = 0, kModel = 1;
   ir::Computation& entry = *module->entry();
   for (int64_t k = 0; k < entry.parameter_count(); ++k) {

@@ -1,5 +1,5 @@
 // The OpenCL target: compiles an IR module into a Program - OpenCL C source for every
-// kernel plus the ordered steps that launch them - which runtime/backends/opencl runs on
+// kernel plus the ordered steps that launch them - which runtime/pjrt/opencl runs on
 // an OpenCL device. The compiler itself calls no OpenCL API: a Program is plain data, so
 // it is built, tested and cached without a device.
 //

@@ -86,7 +86,7 @@ TrainResult train_transformer(const TrainOptions& options, std::ostream& out) {
   GptConfig config;
   auto dataset = std::make_shared<data::CharTextDataset>(corpus.text, config.block);
   config.vocab = dataset->vocab_size();
-  std::vector<Replica> replicas = make_replicas(options, [&](runtime::Device& device) {
+  std::vector<Replica> replicas = make_replicas(options, [&](pjrt::Device& device) {
     auto model = std::make_shared<Gpt>(config);
     model->to(device);
     auto optimizer = std::make_unique<optim::AdamW>(model->parameters(), optim::AdamWOptions{.lr = lr});

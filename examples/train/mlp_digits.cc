@@ -8,7 +8,7 @@
 
 #include "examples/train/train.h"
 #include "examples/train/train_loop.h"
-#include "runtime/autograd.h"
+#include "runtime/autograd/autograd.h"
 #include "runtime/data/datasets.h"
 #include "runtime/nn/nn.h"
 #include "runtime/optim/adam.h"
@@ -25,7 +25,7 @@ data::TensorDataset scaled(const data::TensorDataset& d) {
 }
 
 // Share of the test examples whose largest logit is the label.
-double accuracy(nn::Module& model, const data::TensorDataset& test, runtime::Device& device) {
+double accuracy(nn::Module& model, const data::TensorDataset& test, pjrt::Device& device) {
   NoGradGuard no_grad;
   model.eval();
   Tensor predicted = model(test.tensors()[0].to(device)).argmax(1);
@@ -43,7 +43,7 @@ TrainResult train_mlp(const TrainOptions& options, std::ostream& out) {
   auto [train_raw, test_raw] = data::train_test_split(data::load_digits(), 0.2, options.seed);
   auto train_set = std::make_shared<data::TensorDataset>(scaled(train_raw));
   const data::TensorDataset test = scaled(test_raw);
-  std::vector<Replica> replicas = make_replicas(options, [&](runtime::Device& device) {
+  std::vector<Replica> replicas = make_replicas(options, [&](pjrt::Device& device) {
     auto model = std::make_shared<nn::Sequential>(std::initializer_list<std::shared_ptr<nn::Module>>{
         std::make_shared<nn::Linear>(kPixels, kHidden), std::make_shared<nn::ReLU>(),
         std::make_shared<nn::Linear>(kHidden, kClasses)});
@@ -55,7 +55,7 @@ TrainResult train_mlp(const TrainOptions& options, std::ostream& out) {
                      return nn::functional::cross_entropy((*model)(b[0]), b[1]);
                    }};
   });
-  runtime::Device& device = *replicas[0].device;
+  pjrt::Device& device = *replicas[0].device;
   out << fmt::format("mlp: digits {} train / {} test, {}-{}-{} on {}, {} steps of batch {}\n",
                      train_set->size(), test.size(), kPixels, kHidden, kClasses,
                      placement(replicas), steps, batch);

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/device.h"
+#include "runtime/pjrt/device.h"
 
 namespace podsim::examples {
 
@@ -29,7 +29,7 @@ struct TrainOptions {
   double lr = 0;               // 0: the workload's default
   uint64_t seed = 0;
   int64_t log_every = 0;   // progress line every N steps (0: about 10 lines a run)
-  // SPMD (runtime/spmd.h): a logical mesh "data=2,model=4" over the backend's devices
+  // SPMD (runtime/distributed/spmd.h): a logical mesh "data=2,model=4" over the backend's devices
   // (cpu: that many CPU devices; sim: the pod's chips). The batch splits over the data
   // axis, attention and MLP weights Megatron-style over the model axis; with fsdp, each
   // weight's first free dimension also splits over the data axis where it divides (the
@@ -68,7 +68,7 @@ struct TrainResult {
 
 // The devices the options name, one per replica (creating the backend's client on first
 // use); podsim::Error when the backend has too few.
-std::vector<runtime::Device*> training_devices(const TrainOptions& options);
+std::vector<pjrt::Device*> training_devices(const TrainOptions& options);
 
 TrainResult train_mlp(const TrainOptions& options, std::ostream& out);
 TrainResult train_transformer(const TrainOptions& options, std::ostream& out);

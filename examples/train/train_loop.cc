@@ -11,12 +11,12 @@
 #include <map>
 #include <vector>
 
-#include "runtime/backends/sim/sim_backend.h"
-#include "runtime/collectives.h"
+#include "runtime/pjrt/sim/sim_backend.h"
+#include "runtime/distributed/collectives.h"
 #include "runtime/data/device_loader.h"
-#include "runtime/metrics.h"
+#include "runtime/debug/metrics.h"
 #include "runtime/optim/checkpoint.h"
-#include "runtime/spmd.h"
+#include "runtime/distributed/spmd.h"
 #include "topology/pod_config.h"
 #include "traces/chrome_trace.h"
 #include "traces/summary.h"
@@ -78,7 +78,7 @@ MeshAxes mesh_axes(const TrainOptions& options, int64_t devices) {
   return axes;
 }
 
-Mesh training_mesh(const TrainOptions& options, int64_t devices) {
+distributed::Mesh training_mesh(const TrainOptions& options, int64_t devices) {
   const MeshAxes axes = mesh_axes(options, devices);
   if (axes.devices() != devices)
     fail("--mesh {}{}{} spans {} devices, but the simulated pod has {} chips (choose it with --topology)",
@@ -86,23 +86,23 @@ Mesh training_mesh(const TrainOptions& options, int64_t devices) {
   if (options.dcn_mesh.empty()) {
     std::vector<int64_t> ids(static_cast<size_t>(devices));
     for (int64_t d = 0; d < devices; ++d) ids[static_cast<size_t>(d)] = d;
-    return Mesh(std::move(ids), axes.ici, axes.names);
+    return distributed::Mesh(std::move(ids), axes.ici, axes.names);
   }
   // A pod's devices are numbered slice by slice: the DCN axes must split it into its slices.
   if (options.device == "sim") {
-    const int slices = topology::pod_config(runtime::sim_topology_from_env()).slices;
+    const int slices = topology::pod_config(pjrt::sim_topology_from_env()).slices;
     if (product(axes.dcn) != slices)
       fail("--dcn-mesh {} spans {} slices, but the simulated pod {} has {}", options.dcn_mesh, product(axes.dcn),
-           runtime::sim_topology_from_env(), slices);
+           pjrt::sim_topology_from_env(), slices);
   }
-  return Mesh::hybrid(axes.ici, axes.dcn, axes.names);
+  return distributed::Mesh::hybrid(axes.ici, axes.dcn, axes.names);
 }
 
-bool has_axis(const Mesh& mesh, const std::string& name) {
+bool has_axis(const distributed::Mesh& mesh, const std::string& name) {
   return std::find(mesh.axis_names().begin(), mesh.axis_names().end(), name) != mesh.axis_names().end();
 }
 
-int64_t axis_size(const Mesh& mesh, const std::string& name) {
+int64_t axis_size(const distributed::Mesh& mesh, const std::string& name) {
   return has_axis(mesh, name) ? mesh.shape()[static_cast<size_t>(mesh.axis(name))] : 1;
 }
 
@@ -110,10 +110,10 @@ int64_t axis_size(const Mesh& mesh, const std::string& name) {
 // QKV projection and an MLP's first layer by output features (weights are [out, in]),
 // attention's output projection and an MLP's second layer by input features. With fsdp,
 // a weight's first free dimension also splits over the data axis.
-void shard_parameters(nn::Module& model, const Mesh& mesh, bool fsdp) {
+void shard_parameters(nn::Module& model, const distributed::Mesh& mesh, bool fsdp) {
   const int64_t model_ways = axis_size(mesh, "model"), data_ways = axis_size(mesh, "data");
   for (const auto& [name, p] : model.named_parameters()) {
-    PartitionSpec spec(static_cast<size_t>(p.dim()), std::nullopt);
+    distributed::PartitionSpec spec(static_cast<size_t>(p.dim()), std::nullopt);
     int64_t tp = -1;  // the dimension split over the model axis
     if (name.ends_with("in_proj_weight") || name.ends_with("in_proj_bias") || name.ends_with("fc1.weight") ||
         name.ends_with("fc1.bias"))
@@ -127,16 +127,16 @@ void shard_parameters(nn::Module& model, const Mesh& mesh, bool fsdp) {
     // columns would split the activations it feeds the same way).
     const int64_t f = tp == 0 ? 1 : 0;
     if (fsdp && data_ways > 1 && f < p.dim() && p.size(f) % data_ways == 0) spec[static_cast<size_t>(f)] = "data";
-    mark_sharding(p, mesh, spec);
+    distributed::mark_sharding(p, mesh, spec);
   }
 }
 
 }  // namespace
 
-std::vector<runtime::Device*> training_devices(const TrainOptions& options) {
+std::vector<pjrt::Device*> training_devices(const TrainOptions& options) {
   if (options.replicas < 0) fail("--replicas {}: expected a positive count", options.replicas);
   if (spmd_training(options)) {
-    // One virtual device over every device of the backend (runtime/spmd.h).
+    // One virtual device over every device of the backend (runtime/distributed/spmd.h).
     if (options.device != "cpu" && options.device != "sim") fail("--device {}: expected cpu or sim", options.device);
     if (options.device == "cpu") {
       if (!options.topology.empty())
@@ -152,8 +152,8 @@ std::vector<runtime::Device*> training_devices(const TrainOptions& options) {
       setenv("PODSIM_TOPOLOGY", options.topology.c_str(), 1);
     }
     setenv("PODSIM_DEVICE", options.device == "cpu" ? "CPU" : "SIM", 1);
-    use_spmd();
-    training_mesh(options, global_device_count());  // checks the mesh against the devices
+    distributed::use_spmd();
+    training_mesh(options, distributed::global_device_count());  // checks the mesh against the devices
     return {&podsim::device()};
   }
   if (options.device == "cpu") {
@@ -162,7 +162,7 @@ std::vector<runtime::Device*> training_devices(const TrainOptions& options) {
     const auto replicas = std::max<int64_t>(1, options.replicas);
     // The CPU backend reads its device count when its client is first made.
     if (replicas > 1) setenv("PODSIM_CPU_DEVICES", std::to_string(replicas).c_str(), 1);
-    std::span<runtime::Device* const> all = runtime::client("CPU").devices();
+    std::span<pjrt::Device* const> all = pjrt::client("CPU").devices();
     if (static_cast<int64_t>(all.size()) < replicas)
       fail("--replicas {}: the CPU backend has {} device(s) (it was made before; set "
            "PODSIM_CPU_DEVICES={})",
@@ -172,11 +172,11 @@ std::vector<runtime::Device*> training_devices(const TrainOptions& options) {
   if (options.device == "sim") {
     // The SIM backend reads its chip or pod when its client is first made.
     if (!options.topology.empty()) setenv("PODSIM_TOPOLOGY", options.topology.c_str(), 1);
-    std::span<runtime::Device* const> all = runtime::client("SIM").devices();
+    std::span<pjrt::Device* const> all = pjrt::client("SIM").devices();
     if (options.replicas > 0 && options.replicas != static_cast<int64_t>(all.size()))
       fail("--replicas {}: the simulated {} has {} chip(s), and every chip trains a replica "
            "(choose the pod with --topology)",
-           options.replicas, runtime::sim_topology_from_env(), all.size());
+           options.replicas, pjrt::sim_topology_from_env(), all.size());
     return {all.begin(), all.end()};
   }
   if (options.device == "opencl") {
@@ -185,27 +185,27 @@ std::vector<runtime::Device*> training_devices(const TrainOptions& options) {
     if (options.replicas > 1)
       fail("--replicas {}: the OpenCL backend trains one replica (its modules run on one device)",
            options.replicas);
-    return {runtime::client("OPENCL").devices()[0]};
+    return {pjrt::client("OPENCL").devices()[0]};
   }
   fail("--device {}: expected cpu, sim or opencl", options.device);
 }
 
 std::vector<Replica> make_replicas(const TrainOptions& options,
-                                   const std::function<Replica(runtime::Device&)>& make) {
+                                   const std::function<Replica(pjrt::Device&)>& make) {
   std::vector<Replica> replicas;
-  for (runtime::Device* device : training_devices(options)) {
+  for (pjrt::Device* device : training_devices(options)) {
     manual_seed(options.seed);
     replicas.push_back(make(*device));
     replicas.back().device = device;
   }
   if (spmd_training(options))
-    shard_parameters(*replicas[0].model, training_mesh(options, global_device_count()), options.fsdp);
+    shard_parameters(*replicas[0].model, training_mesh(options, distributed::global_device_count()), options.fsdp);
   return replicas;
 }
 
 std::string placement(const std::vector<Replica>& replicas) {
-  if (replicas.size() == 1 && replicas[0].device->kind() == runtime::DeviceKind::kSpmd)
-    return fmt::format("{} over {} devices (SPMD)", replicas[0].device->name(), global_device_count());
+  if (replicas.size() == 1 && replicas[0].device->kind() == pjrt::DeviceKind::kSpmd)
+    return fmt::format("{} over {} devices (SPMD)", replicas[0].device->name(), distributed::global_device_count());
   if (replicas.size() == 1) return replicas[0].device->name();
   return fmt::format("{} replicas on {} .. {} (data parallel)", replicas.size(),
                      replicas.front().device->name(), replicas.back().device->name());
@@ -220,8 +220,8 @@ using StepFn = std::function<Tensor(const data::Example& batch)>;
 // how long collectives were in flight, and the bytes that crossed ICI links. Profiling stays on when
 // keep_profiling (the last step's profile is wanted).
 std::string pod_step_report(bool keep_profiling, TrainResult& result) {
-  std::optional<runtime::SimRun> run = runtime::last_sim_run();
-  if (!keep_profiling) runtime::set_sim_profiling(false);
+  std::optional<pjrt::SimRun> run = pjrt::last_sim_run();
+  if (!keep_profiling) pjrt::set_sim_profiling(false);
   if (!run) return "";
   traces::Summary summary = traces::summarize(run->profile);
   result.pod_step_seconds = summary.seconds;
@@ -240,9 +240,9 @@ void run_training(data::DeviceLoader& loader, int64_t steps, int64_t log_every, 
                   bool pod_report, const std::string& profile, bool progress, std::ostream& out,
                   TrainResult& result) {
   using Clock = std::chrono::steady_clock;
-  const bool leader = ordinal() == 0;
-  const int64_t compiled_before = runtime::counter_value("UncachedCompile");
-  const int64_t cycles_before = runtime::counter_value("SimulatedCycles");
+  const bool leader = distributed::ordinal() == 0;
+  const int64_t compiled_before = debug::counter_value("UncachedCompile");
+  const int64_t cycles_before = debug::counter_value("SimulatedCycles");
   // The terminal's progress line: rewritten at most 4 times a second, cleared before a log line.
   const bool show_progress = progress && leader && ::isatty(2);
   const Clock::time_point began = Clock::now();
@@ -260,7 +260,7 @@ void run_training(data::DeviceLoader& loader, int64_t steps, int64_t log_every, 
     const double host = std::chrono::duration<double>(now - began).count();
     const double measured = start == Clock::time_point{} ? 0 : std::chrono::duration<double>(now - start).count();
     const double rate = measured > 0 && done > 1 ? static_cast<double>(done - 1) / measured : 0;
-    const int64_t cycles = runtime::counter_value("SimulatedCycles") - cycles_before;
+    const int64_t cycles = debug::counter_value("SimulatedCycles") - cycles_before;
     std::string line = fmt::format("step {}/{}  {:.1f} steps/s  host {:.1f} s", done, steps, rate, host);
     if (cycles > 0) line += fmt::format("  simulated {} cycles", cycles);
     if (rate > 0) line += fmt::format("  ETA {:.0f} s", static_cast<double>(steps - done) / rate);
@@ -285,7 +285,7 @@ void run_training(data::DeviceLoader& loader, int64_t steps, int64_t log_every, 
       if ((!profile.empty() && done == steps - 1) || (pod_report && ends_window)) {
         mark_step();
         wait_device_ops();
-        if (leader) runtime::set_sim_profiling(true);
+        if (leader) pjrt::set_sim_profiling(true);
       }
       window.push_back(step(batch));
       ++done;
@@ -327,15 +327,15 @@ void run_training(data::DeviceLoader& loader, int64_t steps, int64_t log_every, 
   double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   result.steps = done;
   result.steps_per_second = done > 1 && seconds > 0 ? static_cast<double>(done - 1) / seconds : 0;
-  result.compilations = runtime::counter_value("UncachedCompile") - compiled_before;
-  result.simulated_cycles = runtime::counter_value("SimulatedCycles") - cycles_before;
+  result.compilations = debug::counter_value("UncachedCompile") - compiled_before;
+  result.simulated_cycles = debug::counter_value("SimulatedCycles") - cycles_before;
 }
 
 // What the run's last profiled step and cycle count say, after every replica finished.
 void report_simulation(const std::string& profile, std::ostream& out, const TrainResult& result) {
   if (!profile.empty()) {
-    std::optional<runtime::SimRun> run = runtime::last_sim_run();
-    runtime::set_sim_profiling(false);
+    std::optional<pjrt::SimRun> run = pjrt::last_sim_run();
+    pjrt::set_sim_profiling(false);
     if (!run) fail("no profiled run of the last step");
     traces::write_chrome_trace(run->profile, profile);
     out << traces::format_summary(traces::summarize(run->profile));
@@ -360,20 +360,20 @@ TrainResult train(std::vector<Replica>& replicas, std::shared_ptr<const data::Da
   const auto world = static_cast<int64_t>(replicas.size());
   if (batch % world != 0)
     fail("--batch {} does not split over {} replicas: use a multiple of {}", batch, world, world);
-  runtime::Device& first = *replicas[0].device;
-  const bool spmd = first.kind() == runtime::DeviceKind::kSpmd;
-  const bool simulated = first.kind() == runtime::DeviceKind::kSim || (spmd && options.device == "sim");
+  pjrt::Device& first = *replicas[0].device;
+  const bool spmd = first.kind() == pjrt::DeviceKind::kSpmd;
+  const bool simulated = first.kind() == pjrt::DeviceKind::kSim || (spmd && options.device == "sim");
   if (!options.profile.empty() && !simulated)
     fail("--profile needs a simulated chip (--device sim); {} has no cycle model", first.name());
   // SPMD: the loader splits every batch over the mesh's data axis.
-  std::optional<Mesh> mesh;
-  if (spmd) mesh = training_mesh(options, global_device_count());
+  std::optional<distributed::Mesh> mesh;
+  if (spmd) mesh = training_mesh(options, distributed::global_device_count());
   const int64_t data_ways = mesh ? axis_size(*mesh, "data") : 1;
   if (batch % data_ways != 0)
     fail("--batch {} does not split over the mesh's {} data-parallel devices", batch, data_ways);
   TrainResult result;
   result.device = first.name();
-  result.replicas = spmd ? global_device_count() : world;
+  result.replicas = spmd ? distributed::global_device_count() : world;
   const int64_t log_every =
       options.log_every > 0 ? options.log_every : std::max<int64_t>(1, steps / 10);
   auto replica_loop = [&](int rank) {
@@ -391,19 +391,19 @@ TrainResult train(std::vector<Replica>& replicas, std::shared_ptr<const data::Da
         [&](const data::Example& b) {
           Tensor value = replica.loss(b);
           value.backward();
-          optimizer_step(*replica.optimizer);  // all-reduces the gradients
+          distributed::optimizer_step(*replica.optimizer);  // all-reduces the gradients
           replica.optimizer->zero_grad();
           replica.schedule->step();
-          return all_reduce(value.detach(), ReduceOp::kMean);  // the global batch's loss
+          return distributed::all_reduce(value.detach(), distributed::ReduceOp::kMean);  // the global batch's loss
         },
         (world > 1 || spmd) && simulated, options.profile, options.progress, out, result);
   };
   if (world == 1) {
     replica_loop(0);
   } else {
-    std::vector<runtime::Device*> devices;
+    std::vector<pjrt::Device*> devices;
     for (Replica& replica : replicas) devices.push_back(replica.device);
-    launch(replica_loop, devices);
+    distributed::launch(replica_loop, devices);
   }
   report_simulation(options.profile, out, result);
   if (!options.checkpoint.empty()) {

@@ -16,7 +16,7 @@
 #include "runtime/nn/module.h"
 #include "runtime/optim/lr_scheduler.h"
 #include "runtime/optim/optimizer.h"
-#include "runtime/tensor.h"
+#include "runtime/tensor/tensor.h"
 
 namespace podsim::examples {
 
@@ -25,7 +25,7 @@ using LossFn = std::function<Tensor(const data::Example& batch)>;
 
 // One replica: its device, its model (on that device), optimizer, schedule and loss.
 struct Replica {
-  runtime::Device* device = nullptr;
+  pjrt::Device* device = nullptr;
   std::shared_ptr<nn::Module> model;
   std::unique_ptr<optim::Optimizer> optimizer;
   std::unique_ptr<optim::LRScheduler> schedule;
@@ -36,7 +36,7 @@ struct Replica {
 // make(device) after manual_seed(options.seed): every replica starts from the same
 // weights.
 std::vector<Replica> make_replicas(const TrainOptions& options,
-                                   const std::function<Replica(runtime::Device&)>& make);
+                                   const std::function<Replica(pjrt::Device&)>& make);
 
 // Where the replicas run, for the workloads' first line: "SIM:0", or "4 replicas on
 // SIM:0 .. SIM:3 (data parallel)".

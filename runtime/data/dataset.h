@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "runtime/tensor.h"
+#include "runtime/tensor/tensor.h"
 
 namespace podsim::data {
 

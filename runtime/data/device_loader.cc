@@ -1,11 +1,11 @@
 #include "runtime/data/device_loader.h"
 
 #include "common/error.h"
-#include "runtime/tensor_impl.h"
+#include "runtime/lazy/tensor_impl.h"
 
 namespace podsim::data {
 
-DeviceLoader::DeviceLoader(DataLoader loader, runtime::Device& device, DeviceLoaderOptions options)
+DeviceLoader::DeviceLoader(DataLoader loader, pjrt::Device& device, DeviceLoaderOptions options)
     : loader_(std::move(loader)), device_(&device), options_(options) {
   if (options_.prefetch < 1)
     fail("DeviceLoader: prefetch {} must be at least 1", options_.prefetch);
@@ -33,7 +33,7 @@ void DeviceLoader::start_epoch() {
   worker_ = std::thread(load_epoch, &loader_, device_, options_, std::move(order), epoch_);
 }
 
-void DeviceLoader::load_epoch(const DataLoader* loader, runtime::Device* device, DeviceLoaderOptions options,
+void DeviceLoader::load_epoch(const DataLoader* loader, pjrt::Device* device, DeviceLoaderOptions options,
                               std::vector<int64_t> order, const std::shared_ptr<Epoch>& epoch) {
   const int64_t prefetch = options.prefetch;
   const int64_t ways = options.mesh ? options.mesh->shape().at(static_cast<size_t>(
@@ -54,9 +54,9 @@ void DeviceLoader::load_epoch(const DataLoader* loader, runtime::Device* device,
       // to() starts an asynchronous transfer; a graph reading the tensor waits for it.
       for (const Tensor& t : host) {
         if (ways > 1 && t.dim() > 0 && t.size(0) % ways == 0) {
-          PartitionSpec spec(static_cast<size_t>(t.dim()), std::nullopt);
+          distributed::PartitionSpec spec(static_cast<size_t>(t.dim()), std::nullopt);
           spec[0] = options.batch_axis;
-          on_device.push_back(distribute(t, *options.mesh, spec));
+          on_device.push_back(distributed::distribute(t, *options.mesh, spec));
         } else {
           on_device.push_back(t.to(*device));
         }

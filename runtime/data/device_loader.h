@@ -26,28 +26,28 @@
 #include <thread>
 
 #include "runtime/data/data_loader.h"
-#include "runtime/spmd.h"
+#include "runtime/distributed/spmd.h"
 
 namespace podsim::data {
 
 struct DeviceLoaderOptions {
   int64_t prefetch = 4;   // device batches queued ahead of the consumer
   bool mark_step = true;  // mark_step() at every next()
-  // SPMD (runtime/spmd.h): every batch tensor split along its first dimension over this
+  // SPMD (runtime/distributed/spmd.h): every batch tensor split along its first dimension over this
   // axis of `mesh` as it is placed, each device receiving only its piece (MpDeviceLoader's
   // input_sharding). The mesh must outlive the loader.
-  const Mesh* mesh = nullptr;
+  const distributed::Mesh* mesh = nullptr;
   std::string batch_axis = "data";
 };
 
 class DeviceLoader {
  public:
-  DeviceLoader(DataLoader loader, runtime::Device& device, DeviceLoaderOptions options = {});
+  DeviceLoader(DataLoader loader, pjrt::Device& device, DeviceLoaderOptions options = {});
   ~DeviceLoader();  // stops the background thread
   DeviceLoader(const DeviceLoader&) = delete;
   DeviceLoader& operator=(const DeviceLoader&) = delete;
 
-  runtime::Device& device() const { return *device_; }
+  pjrt::Device& device() const { return *device_; }
   int64_t num_batches() const { return loader_.num_batches(); }
 
   // Starts the next epoch of the wrapped loader (abandoning an unfinished one).
@@ -100,11 +100,11 @@ class DeviceLoader {
     std::exception_ptr error;
   };
   void stop_epoch();
-  static void load_epoch(const DataLoader* loader, runtime::Device* device, DeviceLoaderOptions options,
+  static void load_epoch(const DataLoader* loader, pjrt::Device* device, DeviceLoaderOptions options,
                          std::vector<int64_t> order, const std::shared_ptr<Epoch>& epoch);
 
   DataLoader loader_;
-  runtime::Device* device_;
+  pjrt::Device* device_;
   DeviceLoaderOptions options_;
   std::shared_ptr<Epoch> epoch_;
   std::thread worker_;

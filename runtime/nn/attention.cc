@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "common/error.h"
-#include "runtime/autograd.h"
+#include "runtime/autograd/autograd.h"
 #include "runtime/nn/functional.h"
 
 namespace podsim::nn {

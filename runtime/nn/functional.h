@@ -2,7 +2,7 @@
 // Each follows the torch function of the same name (argument order, defaults, shapes,
 // NCHW / OIHW layouts) and is differentiable through autograd. Most are compositions of
 // tensor ops; conv2d, the pools, embedding and the masks are ops of their own
-// (runtime/ops_nn.cc) whose backward is written out, in TPU-friendly form: no scatter
+// (runtime/nn/primitives.cc) whose backward is written out, in TPU-friendly form: no scatter
 // anywhere (embedding and cross-entropy use one-hot compares, max-pool backward with
 // kernel == stride and no padding a first-maximum mask; other max pools use
 // select-and-scatter).
@@ -12,7 +12,7 @@
 #include <optional>
 #include <vector>
 
-#include "runtime/tensor.h"
+#include "runtime/tensor/tensor.h"
 
 namespace podsim::nn {
 
@@ -64,7 +64,7 @@ Tensor silu(const Tensor& x, Loc loc = Loc::current());  // x * sigmoid(x)
 // ---- Masks and attention ---------------------------------------------------------------
 // bool (rows, cols) with true where col <= row + diagonal (torch.ones(...).tril(diagonal)).
 Tensor tril_mask(int64_t rows, int64_t cols, int64_t diagonal = 0,
-                 runtime::Device* device = nullptr, Loc loc = Loc::current());
+                 pjrt::Device* device = nullptr, Loc loc = Loc::current());
 // x with the elements above (tril) / below (triu) the diagonal of its last two dims zeroed.
 Tensor tril(const Tensor& x, int64_t diagonal = 0, Loc loc = Loc::current());
 Tensor triu(const Tensor& x, int64_t diagonal = 0, Loc loc = Loc::current());

@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "common/error.h"
-#include "runtime/autograd.h"
+#include "runtime/autograd/autograd.h"
 
 namespace podsim::nn {
 namespace detail {

@@ -6,7 +6,7 @@
 #include <set>
 
 #include "common/error.h"
-#include "runtime/autograd.h"
+#include "runtime/autograd/autograd.h"
 
 namespace podsim::nn {
 namespace {
@@ -177,7 +177,7 @@ Module& Module::train(bool mode) {
   return *this;
 }
 
-Module& Module::to(runtime::Device& device, Loc loc) {
+Module& Module::to(pjrt::Device& device, Loc loc) {
   NoGradGuard no_grad;
   std::vector<std::pair<std::string, Tensor*>> slots;
   collect("", true, true, slots);

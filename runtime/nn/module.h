@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "runtime/tensor.h"
+#include "runtime/tensor/tensor.h"
 
 namespace podsim::nn {
 
@@ -64,7 +64,7 @@ class Module {
   // device. The module's tensors are replaced by the moved ones: handles taken before
   // (an optimizer made before to()) still refer to the old tensors, so build optimizers
   // after moving the model, as torch recommends.
-  Module& to(runtime::Device& device, Loc loc = Loc::current());
+  Module& to(pjrt::Device& device, Loc loc = Loc::current());
 
   // Clears every parameter's grad (torch's set_to_none=True).
   void zero_grad();

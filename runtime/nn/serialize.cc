@@ -35,7 +35,7 @@ void save(const std::vector<std::pair<std::string, Tensor>>& tensors, const std:
   }
 }
 
-std::vector<std::pair<std::string, Tensor>> load(const std::string& path, runtime::Device* device) {
+std::vector<std::pair<std::string, Tensor>> load(const std::string& path, pjrt::Device* device) {
   ir::NamedLiterals literals;
   try {
     literals = ir::read_safetensors(path);

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "runtime/tensor.h"
+#include "runtime/tensor/tensor.h"
 
 namespace podsim::nn {
 
@@ -17,6 +17,6 @@ namespace podsim::nn {
 void save(const std::vector<std::pair<std::string, Tensor>>& tensors, const std::string& path);
 // The tensors of a file in the file's order, on device (nullptr: the host).
 std::vector<std::pair<std::string, Tensor>> load(const std::string& path,
-                                                 runtime::Device* device = nullptr);
+                                                 pjrt::Device* device = nullptr);
 
 }  // namespace podsim::nn

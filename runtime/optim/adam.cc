@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "common/error.h"
-#include "runtime/autograd.h"
+#include "runtime/autograd/autograd.h"
 
 namespace podsim::optim {
 namespace {

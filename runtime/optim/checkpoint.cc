@@ -10,7 +10,7 @@
 #include "compiler/ir/safetensors.h"
 #include "compiler/ir/sharding.h"
 #include "runtime/nn/serialize.h"
-#include "runtime/spmd.h"
+#include "runtime/distributed/spmd.h"
 
 namespace podsim::optim {
 namespace {
@@ -101,18 +101,18 @@ void save_sharded_checkpoint(const nn::Module& module, const Optimizer* optimize
   mark_step();
   wait_device_ops();
   const NamedTensors state = checkpoint_state(module, optimizer);
-  const int64_t devices = is_spmd() ? global_device_count() : 1;
+  const int64_t devices = distributed::is_spmd() ? distributed::global_device_count() : 1;
   std::vector<ir::NamedLiterals> files(static_cast<size_t>(devices));
   nlohmann::json tensors = nlohmann::json::object();
   for (const auto& [name, tensor] : state) {
-    const std::optional<ir::Sharding> sharding = sharding_of(tensor);
+    const std::optional<ir::Sharding> sharding = distributed::sharding_of(tensor);
     const ir::Shape shape = tensor.ir_shape();
     nlohmann::json entry{{"dtype", ir::type_name(shape.type())},
                          {"shape", shape.dims()},
                          {"sharding", sharding_json(sharding.value_or(ir::Sharding{}))}};
     std::vector<int64_t> writers;
     if (sharding && sharding->kind == ir::Sharding::Kind::kTiled) {
-      std::vector<ir::Literal> pieces = local_shards(tensor);
+      std::vector<ir::Literal> pieces = distributed::local_shards(tensor);
       std::vector<std::vector<int64_t>> written;  // offsets of the pieces written
       for (int64_t d = 0; d < devices; ++d) {
         const std::vector<int64_t> at = ir::shard_offsets(shape, *sharding, d);
@@ -157,7 +157,7 @@ int64_t load_sharded_checkpoint(nn::Module& module, Optimizer* optimizer, const 
   // Where each tensor of the module and optimizer is split now: it is split so again.
   std::map<std::string, ir::Sharding> now;
   for (const auto& [name, tensor] : checkpoint_state(module, optimizer))
-    if (auto s = sharding_of(tensor)) now.emplace(name, *s);
+    if (auto s = distributed::sharding_of(tensor)) now.emplace(name, *s);
   NamedTensors loaded;
   for (const auto& [name, entry] : index.at("tensors").items()) {
     const ir::Sharding sharding = sharding_from_json(entry.at("sharding"));
@@ -182,7 +182,7 @@ int64_t load_sharded_checkpoint(nn::Module& module, Optimizer* optimizer, const 
   }
   restore(module, optimizer, loaded, where);
   for (const auto& [name, tensor] : checkpoint_state(module, optimizer))
-    if (auto it = now.find(name); it != now.end()) mark_sharding(tensor, it->second);
+    if (auto it = now.find(name); it != now.end()) distributed::mark_sharding(tensor, it->second);
   return index.at("step").get<int64_t>();
 }
 

@@ -19,7 +19,7 @@ void save_checkpoint(const nn::Module& module, const Optimizer* optimizer, int64
 // parameters must be the module's in the same groups as when saved. Returns the step.
 int64_t load_checkpoint(nn::Module& module, Optimizer* optimizer, const std::string& path);
 
-// Sharded checkpoints of SPMD training (runtime/spmd.h): the directory `dir` gets one
+// Sharded checkpoints of SPMD training (runtime/distributed/spmd.h): the directory `dir` gets one
 // safetensors file per device ("device-D.safetensors") with the pieces that device holds
 // (each distinct piece written once; replicated tensors and host tensors by device 0)
 // and "index.json": every tensor's dtype, whole shape, sharding and where its pieces are.

@@ -7,7 +7,7 @@
 #include <limits>
 #include <vector>
 
-#include "runtime/tensor.h"
+#include "runtime/tensor/tensor.h"
 
 namespace podsim::optim {
 

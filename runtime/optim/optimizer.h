@@ -25,7 +25,7 @@
 #include <utility>
 #include <vector>
 
-#include "runtime/tensor.h"
+#include "runtime/tensor/tensor.h"
 
 namespace podsim::optim {
 

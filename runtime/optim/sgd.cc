@@ -1,7 +1,7 @@
 #include "runtime/optim/sgd.h"
 
 #include "common/error.h"
-#include "runtime/autograd.h"
+#include "runtime/autograd/autograd.h"
 
 namespace podsim::optim {
 namespace {

@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "examples/train/train.h"
-#include "runtime/device.h"
+#include "runtime/pjrt/device.h"
 
 namespace podsim::examples {
 namespace {
@@ -17,7 +17,7 @@ namespace {
 // Skips the test (with the reason) where this machine has no OpenCL platform.
 bool no_opencl(std::string& why) {
   try {
-    runtime::client("OPENCL");
+    pjrt::client("OPENCL");
     return false;
   } catch (const std::exception& e) {
     why = e.what();

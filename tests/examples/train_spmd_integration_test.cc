@@ -11,19 +11,19 @@
 #include <sstream>
 
 #include "examples/train/train.h"
-#include "runtime/device_internal.h"
+#include "runtime/pjrt/internal.h"
 
 namespace podsim::examples {
 namespace {
 
 TrainResult run(TrainOptions options, std::ostringstream& log) {
-  runtime::internal::reset_backends_for_testing();
+  pjrt::internal::reset_backends_for_testing();
   unsetenv("PODSIM_TOPOLOGY");
   unsetenv("PODSIM_CPU_DEVICES");
   unsetenv("PODSIM_DEVICE");
   struct Reset {
     ~Reset() {
-      runtime::internal::reset_backends_for_testing();
+      pjrt::internal::reset_backends_for_testing();
       unsetenv("PODSIM_DEVICE");
     }
   } reset;  // also when the run fails

@@ -15,16 +15,16 @@
 #include <memory>
 #include <vector>
 
-#include "runtime/autograd.h"
-#include "runtime/backends/sim/sim_backend.h"
-#include "runtime/metrics.h"
-#include "runtime/tensor.h"
+#include "runtime/autograd/autograd.h"
+#include "runtime/pjrt/sim/sim_backend.h"
+#include "runtime/debug/metrics.h"
+#include "runtime/tensor/tensor.h"
 
 namespace podsim {
 namespace {
 
-runtime::Device& sim_device() {
-  static std::unique_ptr<runtime::Client> client = runtime::make_sim_client("tiny");
+pjrt::Device& sim_device() {
+  static std::unique_ptr<pjrt::Client> client = pjrt::make_sim_client("tiny");
   return *client->devices()[0];
 }
 
@@ -41,7 +41,7 @@ struct Classifier {
   Tensor x, target;
 
   // The same start on the host (device null) or moved to device.
-  Classifier(const Classifier& host, runtime::Device* device) {
+  Classifier(const Classifier& host, pjrt::Device* device) {
     auto place = [&](const Tensor& t) { return device ? t.to(*device) : t.detach(); };
     w1 = place(host.w1), b1 = place(host.b1), w2 = place(host.w2);
     x = place(host.x), target = place(host.target);
@@ -78,8 +78,8 @@ TEST(AutogradSim, TrainingStepRunsOnTheSimulatedChip) {
   Classifier sim(start, &sim_device());
   mark_step();
   wait_device_ops();
-  int64_t uncached = runtime::counter_value("UncachedCompile");
-  int64_t cached = runtime::counter_value("CachedCompile");
+  int64_t uncached = debug::counter_value("UncachedCompile");
+  int64_t cached = debug::counter_value("CachedCompile");
   for (int i = 0; i < 2; ++i) {
     Tensor expected = host.step(0.1);
     Tensor loss = sim.step(0.1);
@@ -91,8 +91,8 @@ TEST(AutogradSim, TrainingStepRunsOnTheSimulatedChip) {
     EXPECT_LT(max_abs_diff(sim.b1.cpu(), host.b1), 1e-3) << "step " << i;
     EXPECT_LT(max_abs_diff(sim.w2.cpu(), host.w2), 1e-3) << "step " << i;
   }
-  EXPECT_EQ(runtime::counter_value("UncachedCompile") - uncached, 1);
-  EXPECT_EQ(runtime::counter_value("CachedCompile") - cached, 1);
+  EXPECT_EQ(debug::counter_value("UncachedCompile") - uncached, 1);
+  EXPECT_EQ(debug::counter_value("CachedCompile") - cached, 1);
 }
 
 }  // namespace

@@ -10,7 +10,7 @@
 // below 1.2e-7; observed differences are far below this bound. bf16 cases: 2e-3 +
 // 2e-2 |torch|: both sides round every op's result to bf16 (8-bit mantissas) at
 // different points; observed differences are 1-2 bf16 ulps (up to ~1.3%).
-#include "runtime/autograd.h"
+#include "runtime/autograd/autograd.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -25,9 +25,9 @@
 #include <vector>
 
 #include "compiler/ir/safetensors.h"
-#include "runtime/metrics.h"
-#include "runtime/tensor.h"
-#include "runtime/tensor_impl.h"
+#include "runtime/debug/metrics.h"
+#include "runtime/tensor/tensor.h"
+#include "runtime/lazy/tensor_impl.h"
 #include "tests/runtime/torch_oracle.h"
 
 namespace podsim {
@@ -38,7 +38,7 @@ constexpr double kAtol = 1e-5;
 constexpr double kBf16Rtol = 2e-2;
 constexpr double kBf16Atol = 2e-3;
 
-runtime::Device& dev() { return podsim::device(); }
+pjrt::Device& dev() { return podsim::device(); }
 
 Tensor dev_tensor(const std::vector<float>& values, std::vector<int64_t> shape) {
   return Tensor::from_vector(values, std::move(shape), &dev());
@@ -555,8 +555,8 @@ struct Mlp {
 TEST(Autograd, TrainingStepIsOneCachedGraph) {
   Mlp mlp;
   wait_device_ops();
-  int64_t uncached = runtime::counter_value("UncachedCompile");
-  int64_t cached = runtime::counter_value("CachedCompile");
+  int64_t uncached = debug::counter_value("UncachedCompile");
+  int64_t cached = debug::counter_value("CachedCompile");
   size_t pending_before = lazy::pending_tensors(&dev()).size();
   Tensor loss0 = mlp.step(0.1);
   // The graph's outputs: the loss, three updated parameters and their three gradients;
@@ -564,15 +564,15 @@ TEST(Autograd, TrainingStepIsOneCachedGraph) {
   EXPECT_EQ(lazy::pending_tensors(&dev()).size() - pending_before, 7u);
   mark_step();
   wait_device_ops();
-  EXPECT_EQ(runtime::counter_value("UncachedCompile") - uncached, 1);
-  EXPECT_EQ(runtime::counter_value("CachedCompile") - cached, 0);
+  EXPECT_EQ(debug::counter_value("UncachedCompile") - uncached, 1);
+  EXPECT_EQ(debug::counter_value("CachedCompile") - cached, 0);
   Tensor loss1 = mlp.step(0.1);
   mark_step();
   Tensor loss2 = mlp.step(0.05);  // a new learning rate is a parameter, not a recompile
   mark_step();
   wait_device_ops();
-  EXPECT_EQ(runtime::counter_value("UncachedCompile") - uncached, 1);
-  EXPECT_EQ(runtime::counter_value("CachedCompile") - cached, 2);
+  EXPECT_EQ(debug::counter_value("UncachedCompile") - uncached, 1);
+  EXPECT_EQ(debug::counter_value("CachedCompile") - cached, 2);
   EXPECT_LT(loss2.item().to_double(), loss0.item().to_double());
   EXPECT_TRUE(mlp.w1.is_leaf());
   EXPECT_TRUE(mlp.w1.requires_grad());

@@ -1,4 +1,4 @@
-#include "runtime/compile_cache.h"
+#include "runtime/pjrt/compile_cache.h"
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -17,11 +17,11 @@
 #include <vector>
 
 #include "common/error.h"
-#include "runtime/hash.h"
-#include "runtime/metrics.h"
+#include "runtime/pjrt/hash.h"
+#include "runtime/debug/metrics.h"
 #include "tests/runtime/scoped_env.h"
 
-namespace podsim::runtime {
+namespace podsim::pjrt {
 namespace {
 
 namespace fs = std::filesystem;
@@ -99,7 +99,7 @@ class CompileCacheTest : public ::testing::Test {
     dir_ = fs::temp_directory_path() /
            ("podsim-cache-test-" + std::to_string(::getpid()) + "-" + info->name());
     fs::remove_all(dir_);
-    clear_metrics();
+    debug::clear_metrics();
   }
   void TearDown() override { fs::remove_all(dir_); }
 
@@ -126,7 +126,7 @@ class CompileCacheTest : public ::testing::Test {
     write_all(path, file);
 
     auto cache = fresh();
-    int64_t corrupted_before = counter_value("PersistentCacheCorrupted");
+    int64_t corrupted_before = debug::counter_value("PersistentCacheCorrupted");
     ::testing::internal::CaptureStderr();
     EXPECT_EQ(cache->lookup(graph(1), client_), nullptr);
     cache->clear();
@@ -134,7 +134,7 @@ class CompileCacheTest : public ::testing::Test {
     std::string err = ::testing::internal::GetCapturedStderr();
     EXPECT_EQ(err, "podsim: warning: compile cache entry " + path.string() + " is corrupted (" +
                        problem + "); recompiling\n");
-    EXPECT_EQ(counter_value("PersistentCacheCorrupted") - corrupted_before, 2);
+    EXPECT_EQ(debug::counter_value("PersistentCacheCorrupted") - corrupted_before, 2);
 
     cache->insert(graph(1), client_, program("recompiled"));
     auto again = fresh()->lookup(graph(1), client_);
@@ -169,7 +169,7 @@ TEST_F(CompileCacheTest, MissThenHitInMemory) {
   EXPECT_EQ(cache->lookup(graph(1), client_), exe);
   EXPECT_EQ(cache->size(), 1u);
   // A memory hit counts nothing here: the lazy layer counts cached compiles.
-  EXPECT_EQ(counter_value("PersistentCacheHit"), 0);
+  EXPECT_EQ(debug::counter_value("PersistentCacheHit"), 0);
 }
 
 TEST_F(CompileCacheTest, KeyIncludesTheClientTarget) {
@@ -242,11 +242,11 @@ TEST_F(CompileCacheTest, PersistentHitAcrossInstances) {
   auto exe = cache->lookup(graph(7), client_);
   ASSERT_NE(exe, nullptr);
   EXPECT_EQ(exe->serialize(), "program seven");
-  EXPECT_EQ(counter_value("PersistentCacheHit"), 1);
+  EXPECT_EQ(debug::counter_value("PersistentCacheHit"), 1);
   EXPECT_EQ(cache->size(), 1u);
   // Now in memory: no second load from disk.
   EXPECT_EQ(cache->lookup(graph(7), client_), exe);
-  EXPECT_EQ(counter_value("PersistentCacheHit"), 1);
+  EXPECT_EQ(debug::counter_value("PersistentCacheHit"), 1);
   EXPECT_EQ(client_.deserialized, 1);
   // Another target never sees it.
   FakeClient other("fake/v2");
@@ -325,7 +325,7 @@ TEST_F(CompileCacheTest, UnloadablePayloadIsReported) {
   std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_NE(err.find("cannot be loaded: fake client cannot load this program"), std::string::npos)
       << err;
-  EXPECT_EQ(counter_value("PersistentCacheCorrupted"), 1);
+  EXPECT_EQ(debug::counter_value("PersistentCacheCorrupted"), 1);
 }
 
 TEST_F(CompileCacheTest, ReadonlyNeverWrites) {
@@ -430,7 +430,7 @@ TEST_F(CompileCacheTest, ConcurrentWritersLeaveOnlyCompleteEntries) {
   done = true;
   reader.join();
   EXPECT_EQ(bad_reads, 0);
-  EXPECT_EQ(counter_value("PersistentCacheCorrupted"), 0);
+  EXPECT_EQ(debug::counter_value("PersistentCacheCorrupted"), 0);
   EXPECT_TRUE(valid_entry(dir_, graph(1), client_, programs));
   EXPECT_EQ(file_names(dir_),
             std::vector<std::string>{entry_path(graph(1), client_).filename().string()});
@@ -476,4 +476,4 @@ TEST_F(CompileCacheTest, ConcurrentProcessesLeaveOnlyCompleteEntries) {
 }
 
 }  // namespace
-}  // namespace podsim::runtime
+}  // namespace podsim::pjrt

@@ -1,7 +1,7 @@
 // The debug reports: PODSIM_DEBUG=2 analysis blocks per compilation and execution,
 // PODSIM_DEBUG=1 metrics analysis (per step and at exit) with PyTorch/XLA's thresholds,
 // PODSIM_SAVE_TENSORS_FILE dumps in the three formats, PODSIM_METRICS_FILE appends.
-#include "runtime/debug.h"
+#include "runtime/debug/report.h"
 
 #include <gtest/gtest.h>
 
@@ -13,14 +13,14 @@
 
 #include "compiler/ir/evaluator.h"
 #include "compiler/ir/parser.h"
-#include "runtime/metrics.h"
-#include "runtime/tensor.h"
+#include "runtime/debug/metrics.h"
+#include "runtime/tensor/tensor.h"
 #include "tests/runtime/scoped_env.h"
 
 namespace podsim {
 namespace {
 
-runtime::Device& dev() { return podsim::device(); }
+pjrt::Device& dev() { return podsim::device(); }
 
 bool has(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
@@ -102,7 +102,7 @@ TEST_F(DebugTest, LevelTwoAnalyzesEveryCompilationAndExecution) {
 }
 
 TEST_F(DebugTest, LevelOneAnalyzesTheMetricsWithWarmup) {
-  runtime::clear_metrics();
+  debug::clear_metrics();
   ScopedEnv level("PODSIM_DEBUG", "1");
   std::string last;
   for (int step = 1; step <= 12; ++step) {
@@ -135,7 +135,7 @@ TEST_F(DebugTest, LevelOneReportsAtExit) {
   EXPECT_EXIT(
       {
         setenv("PODSIM_DEBUG", "1", 1);
-        runtime::clear_metrics();
+        debug::clear_metrics();
         Tensor x = Tensor::from_vector<float>({1, 2}, {2}, &dev());
         for (int step = 0; step < 2; ++step) {
           (void)(x + step).to_literal();

@@ -1,4 +1,4 @@
-#include "runtime/device.h"
+#include "runtime/pjrt/device.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -19,13 +19,13 @@
 #include "compiler/cpu/cpu_compiler.h"
 #include "compiler/ir/evaluator.h"
 #include "compiler/ir/parser.h"
-#include "runtime/backends/cpu/cpu_backend.h"
-#include "runtime/compile_cache.h"
-#include "runtime/device_internal.h"
-#include "runtime/metrics.h"
+#include "runtime/pjrt/cpu/cpu_backend.h"
+#include "runtime/pjrt/compile_cache.h"
+#include "runtime/pjrt/internal.h"
+#include "runtime/debug/metrics.h"
 #include "tests/runtime/scoped_env.h"
 
-namespace podsim::runtime {
+namespace podsim::pjrt {
 namespace {
 
 using ::testing::HasSubstr;
@@ -270,7 +270,7 @@ class CpuBackendTest : public ::testing::Test {
  protected:
   void SetUp() override {
     hooks().set_gate(true);
-    clear_metrics();
+    debug::clear_metrics();
   }
   void TearDown() override { hooks().set_gate(true); }
 
@@ -299,11 +299,11 @@ TEST_F(CpuBackendTest, TransfersRoundTrip) {
     EXPECT_TRUE(buffer->shape().compatible(literal.shape()));
     EXPECT_EQ(buffer->to_literal(), literal);
   }
-  EXPECT_EQ(metric_summary("TransferToDeviceTime").total_samples, 3);
-  EXPECT_EQ(metric_summary("TransferFromDeviceTime").total_samples, 3);
+  EXPECT_EQ(debug::metric_summary("TransferToDeviceTime").total_samples, 3);
+  EXPECT_EQ(debug::metric_summary("TransferFromDeviceTime").total_samples, 3);
   // 24 + 16 + (4 + 16) bytes.
-  EXPECT_DOUBLE_EQ(metric_summary("InboundData").accumulator, 60);
-  EXPECT_DOUBLE_EQ(metric_summary("OutboundData").accumulator, 60);
+  EXPECT_DOUBLE_EQ(debug::metric_summary("InboundData").accumulator, 60);
+  EXPECT_DOUBLE_EQ(debug::metric_summary("OutboundData").accumulator, 60);
 }
 
 TEST_F(CpuBackendTest, MemoryStatsFollowLiveBuffers) {
@@ -339,8 +339,8 @@ TEST_F(CpuBackendTest, ExecuteMatchesTheEvaluator) {
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(values_of(out[0]->to_literal()), (std::vector<double>{11, 22.5, 27}));
   EXPECT_EQ(out[0]->to_literal(), ir::evaluate(*ir::parse_module(kAdd), std::vector{a, b}));
-  EXPECT_EQ(metric_summary("CompileTime").total_samples, 1);
-  EXPECT_EQ(metric_summary("ExecuteTime").total_samples, 1);
+  EXPECT_EQ(debug::metric_summary("CompileTime").total_samples, 1);
+  EXPECT_EQ(debug::metric_summary("ExecuteTime").total_samples, 1);
   EXPECT_EQ(exe->info().argument_bytes, 24);
   EXPECT_EQ(exe->info().output_bytes, 12);
 }
@@ -515,4 +515,4 @@ TEST_F(CpuBackendTest, PersistentCacheRoundTripsCpuExecutables) {
 }
 
 }  // namespace
-}  // namespace podsim::runtime
+}  // namespace podsim::pjrt

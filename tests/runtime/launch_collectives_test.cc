@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "runtime/collectives.h"
-#include "runtime/metrics.h"
+#include "runtime/distributed/collectives.h"
+#include "runtime/debug/metrics.h"
 #include "runtime/optim/sgd.h"
-#include "runtime/tensor.h"
+#include "runtime/tensor/tensor.h"
 
 namespace podsim {
 namespace {
@@ -30,8 +30,8 @@ const bool kEnvironment = [] {
   return setenv("PODSIM_CPU_DEVICES", "4", 1) == 0 && setenv("PODSIM_TOPOLOGY", "tiny:2x2", 1) == 0;
 }();
 
-std::vector<runtime::Device*> devices_of(const std::string& backend) {
-  std::span<runtime::Device* const> all = runtime::client(backend).devices();
+std::vector<pjrt::Device*> devices_of(const std::string& backend) {
+  std::span<pjrt::Device* const> all = pjrt::client(backend).devices();
   return {all.begin(), all.end()};
 }
 
@@ -47,7 +47,7 @@ std::vector<float> contributions(int r, int n) {
 std::vector<std::vector<float>> per_replica(const std::string& backend,
                                             const std::function<Tensor(int)>& fn) {
   std::vector<std::vector<float>> results(kReplicas);
-  launch(
+  distributed::launch(
       [&](int r) {
         Tensor t = fn(r);
         mark_step();
@@ -60,32 +60,32 @@ std::vector<std::vector<float>> per_replica(const std::string& backend,
 class CollectivesTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override { ASSERT_TRUE(kEnvironment); }
-  std::vector<runtime::Device*> devices() const { return devices_of(GetParam()); }
+  std::vector<pjrt::Device*> devices() const { return devices_of(GetParam()); }
 };
 
 TEST_P(CollectivesTest, LaunchGivesEachReplicaItsDevice) {
   ASSERT_EQ(devices().size(), static_cast<size_t>(kReplicas));
   std::mutex mutex;
   std::vector<std::string> seen(kReplicas);
-  launch(
+  distributed::launch(
       [&](int r) {
-        EXPECT_EQ(world_size(), kReplicas);
-        EXPECT_EQ(ordinal(), r);
+        EXPECT_EQ(distributed::world_size(), kReplicas);
+        EXPECT_EQ(distributed::ordinal(), r);
         std::lock_guard lock(mutex);
         seen[static_cast<size_t>(r)] = device().name();
       },
       devices());
   for (int r = 0; r < kReplicas; ++r)
     EXPECT_EQ(seen[static_cast<size_t>(r)], devices()[static_cast<size_t>(r)]->name());
-  EXPECT_EQ(world_size(), 1);
-  EXPECT_EQ(ordinal(), 0);
+  EXPECT_EQ(distributed::world_size(), 1);
+  EXPECT_EQ(distributed::ordinal(), 0);
 }
 
 TEST_P(CollectivesTest, AllReduceSumMeanMaxMin) {
   constexpr int n = 6;
-  for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMean, ReduceOp::kMax, ReduceOp::kMin}) {
+  for (distributed::ReduceOp op : {distributed::ReduceOp::kSum, distributed::ReduceOp::kMean, distributed::ReduceOp::kMax, distributed::ReduceOp::kMin}) {
     auto results = per_replica(GetParam(), [&](int r) {
-      return all_reduce(Tensor::from_vector<float>(contributions(r, n), {2, 3}, &device()), op, 0.5);
+      return distributed::all_reduce(Tensor::from_vector<float>(contributions(r, n), {2, 3}, &device()), op, 0.5);
     });
     for (int i = 0; i < n; ++i) {
       float sum = 0, max = contribution(0, i), min = max;
@@ -94,9 +94,9 @@ TEST_P(CollectivesTest, AllReduceSumMeanMaxMin) {
         max = std::max(max, contribution(r, i));
         min = std::min(min, contribution(r, i));
       }
-      float expected = op == ReduceOp::kSum    ? sum
-                       : op == ReduceOp::kMean ? sum / kReplicas
-                       : op == ReduceOp::kMax  ? max
+      float expected = op == distributed::ReduceOp::kSum    ? sum
+                       : op == distributed::ReduceOp::kMean ? sum / kReplicas
+                       : op == distributed::ReduceOp::kMax  ? max
                                                : min;
       for (int r = 0; r < kReplicas; ++r)
         EXPECT_FLOAT_EQ(results[static_cast<size_t>(r)][static_cast<size_t>(i)], 0.5f * expected)
@@ -108,15 +108,15 @@ TEST_P(CollectivesTest, AllReduceSumMeanMaxMin) {
 TEST_P(CollectivesTest, FewerReplicasThanDevicesRunOnTheFirstOnes) {
   // Two replicas on the first two devices (on SIM, two chips of the 2x2 pod; the other
   // two idle).
-  const std::vector<runtime::Device*> all = devices();
-  const std::vector<runtime::Device*> first(all.begin(), all.begin() + 2);
+  const std::vector<pjrt::Device*> all = devices();
+  const std::vector<pjrt::Device*> first(all.begin(), all.begin() + 2);
   constexpr int n = 6;
   std::vector<std::vector<float>> results(2);
-  launch(
+  distributed::launch(
       [&](int r) {
-        EXPECT_EQ(world_size(), 2);
-        Tensor t = all_reduce(Tensor::from_vector<float>(contributions(r, n), {n}, &device()),
-                              ReduceOp::kSum, 1.0);
+        EXPECT_EQ(distributed::world_size(), 2);
+        Tensor t = distributed::all_reduce(Tensor::from_vector<float>(contributions(r, n), {n}, &device()),
+                              distributed::ReduceOp::kSum, 1.0);
         mark_step();
         results[static_cast<size_t>(r)] = t.to_vector<float>();
       },
@@ -130,10 +130,10 @@ TEST_P(CollectivesTest, FewerReplicasThanDevicesRunOnTheFirstOnes) {
 
 TEST_P(CollectivesTest, AllReduceOfAListReducesEachTensor) {
   auto results = per_replica(GetParam(), [&](int r) {
-    std::vector<Tensor> reduced = all_reduce(
+    std::vector<Tensor> reduced = distributed::all_reduce(
         {Tensor::from_vector<float>(contributions(r, 6), {2, 3}, &device()),
          Tensor::from_vector<float>(contributions(r + 1, 4), {4}, &device())},
-        ReduceOp::kMean);
+        distributed::ReduceOp::kMean);
     return cat({reduced[0].reshape({-1}), reduced[1]});
   });
   for (int r = 0; r < kReplicas; ++r)
@@ -147,10 +147,10 @@ TEST_P(CollectivesTest, AllReduceOfAListReducesEachTensor) {
 }
 
 TEST_P(CollectivesTest, AllReduceOverGroups) {
-  const ReplicaGroups groups = {{0, 2}, {3, 1}};
+  const distributed::ReplicaGroups groups = {{0, 2}, {3, 1}};
   auto results = per_replica(GetParam(), [&](int r) {
-    return all_reduce(Tensor::from_vector<float>(contributions(r, 4), {4}, &device()),
-                      ReduceOp::kSum, 1.0, groups);
+    return distributed::all_reduce(Tensor::from_vector<float>(contributions(r, 4), {4}, &device()),
+                      distributed::ReduceOp::kSum, 1.0, groups);
   });
   for (int r = 0; r < kReplicas; ++r) {
     int partner = r == 0 ? 2 : r == 2 ? 0 : r == 1 ? 3 : 1;
@@ -162,7 +162,7 @@ TEST_P(CollectivesTest, AllReduceOverGroups) {
 
 TEST_P(CollectivesTest, AllGatherConcatenatesInReplicaOrder) {
   auto results = per_replica(GetParam(), [&](int r) {
-    return all_gather(Tensor::from_vector<float>(contributions(r, 6), {2, 3}, &device()), 1);
+    return distributed::all_gather(Tensor::from_vector<float>(contributions(r, 6), {2, 3}, &device()), 1);
   });
   // [2, 12]: row j holds every replica's row j in turn.
   for (int r = 0; r < kReplicas; ++r) {
@@ -178,8 +178,8 @@ TEST_P(CollectivesTest, AllGatherConcatenatesInReplicaOrder) {
 TEST_P(CollectivesTest, ReduceScatterGivesEachReplicaItsBlock) {
   constexpr int n = 8;
   auto results = per_replica(GetParam(), [&](int r) {
-    return reduce_scatter(Tensor::from_vector<float>(contributions(r, n), {n}, &device()),
-                          ReduceOp::kSum, 0, 2.0);
+    return distributed::reduce_scatter(Tensor::from_vector<float>(contributions(r, n), {n}, &device()),
+                          distributed::ReduceOp::kSum, 0, 2.0);
   });
   for (int r = 0; r < kReplicas; ++r) {
     ASSERT_EQ(results[static_cast<size_t>(r)].size(), 2u);
@@ -195,7 +195,7 @@ TEST_P(CollectivesTest, AllToAllExchangesBlocks) {
   // [2, 8] split along dim 1 into 4 blocks of 2 columns: replica r's block q goes to
   // replica q, which places it at block r.
   auto results = per_replica(GetParam(), [&](int r) {
-    return all_to_all(Tensor::from_vector<float>(contributions(r, 16), {2, 8}, &device()), 1);
+    return distributed::all_to_all(Tensor::from_vector<float>(contributions(r, 16), {2, 8}, &device()), 1);
   });
   for (int q = 0; q < kReplicas; ++q)
     for (int row = 0; row < 2; ++row)
@@ -209,7 +209,7 @@ TEST_P(CollectivesTest, AllToAllExchangesBlocks) {
 TEST_P(CollectivesTest, CollectivePermuteShiftsAndZeroFills) {
   // Replicas 0 -> 1 -> 2 -> 0; replica 3 sends nowhere and receives nothing (zeros).
   auto results = per_replica(GetParam(), [&](int r) {
-    return collective_permute(Tensor::from_vector<float>(contributions(r, 5), {5}, &device()),
+    return distributed::collective_permute(Tensor::from_vector<float>(contributions(r, 5), {5}, &device()),
                               {{0, 1}, {1, 2}, {2, 0}});
   });
   const int source[kReplicas] = {2, 0, 1, -1};
@@ -229,7 +229,7 @@ TEST_P(CollectivesTest, OptimizerStepAveragesGradients) {
     // d/dw sum(w * c_r) = c_r: each replica has its own gradient.
     (w * Tensor::from_vector<float>(contributions(r, n), {n}, &device())).sum().backward();
     optim::SGD sgd({w}, {.lr = lr});
-    optimizer_step(sgd);
+    distributed::optimizer_step(sgd);
     return w.detach();
   });
   for (int i = 0; i < n; ++i) {
@@ -242,13 +242,13 @@ TEST_P(CollectivesTest, OptimizerStepAveragesGradients) {
 }
 
 TEST_P(CollectivesTest, StepsCompileOnceAndRunTogether) {
-  const int64_t compiled = runtime::counter_value("UncachedCompile");
-  const int64_t cycles = runtime::counter_value("SimulatedCycles");
-  launch(
+  const int64_t compiled = debug::counter_value("UncachedCompile");
+  const int64_t cycles = debug::counter_value("SimulatedCycles");
+  distributed::launch(
       [&](int r) {
         Tensor x = Tensor::from_vector<float>(contributions(r, 4), {4}, &device());
         for (int step = 0; step < 3; ++step) {
-          x = all_reduce(x * 0.5, ReduceOp::kMean);
+          x = distributed::all_reduce(x * 0.5, distributed::ReduceOp::kMean);
           mark_step();
         }
         // Every replica ends with the same value: the mean of the contributions, halved
@@ -261,10 +261,10 @@ TEST_P(CollectivesTest, StepsCompileOnceAndRunTogether) {
         }
       },
       devices());
-  EXPECT_EQ(runtime::counter_value("UncachedCompile") - compiled, 1);
+  EXPECT_EQ(debug::counter_value("UncachedCompile") - compiled, 1);
   // On SIM each step is one pod simulation.
   if (GetParam() == "SIM") {
-    EXPECT_GT(runtime::counter_value("SimulatedCycles"), cycles);
+    EXPECT_GT(debug::counter_value("SimulatedCycles"), cycles);
   }
 }
 
@@ -273,11 +273,11 @@ TEST_P(CollectivesTest, StepsCompileOnceAndRunTogether) {
 // other's next step cannot run before this replica launches its part).
 TEST_P(CollectivesTest, WaitingDoesNotWaitForOtherReplicasNextSteps) {
   const auto start = std::chrono::steady_clock::now();
-  launch(
+  distributed::launch(
       [&](int r) {
         Tensor x = Tensor::from_vector<float>(contributions(r, 4), {4}, &device());
         for (int step = 0; step < 6; ++step) {
-          x = all_reduce(x, ReduceOp::kMean);
+          x = distributed::all_reduce(x, distributed::ReduceOp::kMean);
           mark_step();
           if (r != 0) wait_device_ops();
         }
@@ -290,11 +290,11 @@ TEST_P(CollectivesTest, WaitingDoesNotWaitForOtherReplicasNextSteps) {
 TEST_P(CollectivesTest, DifferentGraphsOnReplicasAreAnErrorNamingThem) {
   std::string error;
   try {
-    launch(
+    distributed::launch(
         [&](int r) {
           Tensor x = Tensor::from_vector<float>(contributions(r, 4), {4}, &device());
           if (r == 2) x = x + 1;  // replica 2 traces another graph
-          Tensor y = all_reduce(x);
+          Tensor y = distributed::all_reduce(x);
           mark_step();
           y.to_vector<float>();
         },
@@ -310,10 +310,10 @@ TEST_P(CollectivesTest, AReplicaThatStopsFailsTheOthersPromptly) {
   const auto start = std::chrono::steady_clock::now();
   std::string error;
   try {
-    launch(
+    distributed::launch(
         [&](int r) {
           if (r == 1) fail("replica 1 gives up");
-          Tensor y = all_reduce(Tensor::from_vector<float>(contributions(r, 4), {4}, &device()));
+          Tensor y = distributed::all_reduce(Tensor::from_vector<float>(contributions(r, 4), {4}, &device()));
           mark_step();
           y.to_vector<float>();
         },
@@ -327,7 +327,7 @@ TEST_P(CollectivesTest, AReplicaThatStopsFailsTheOthersPromptly) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(60));
   // A later launch starts afresh.
   auto results = per_replica(GetParam(), [&](int r) {
-    return all_reduce(Tensor::from_vector<float>(contributions(r, 2), {2}, &device()));
+    return distributed::all_reduce(Tensor::from_vector<float>(contributions(r, 2), {2}, &device()));
   });
   for (int r = 0; r < kReplicas; ++r)
     EXPECT_FLOAT_EQ(results[static_cast<size_t>(r)][0],
@@ -337,22 +337,22 @@ TEST_P(CollectivesTest, AReplicaThatStopsFailsTheOthersPromptly) {
 INSTANTIATE_TEST_SUITE_P(Backends, CollectivesTest, ::testing::Values("CPU", "SIM"));
 
 TEST(CollectivesOutsideALaunch, AreTheIdentityTimesTheScale) {
-  runtime::Device& cpu = *devices_of("CPU")[0];
+  pjrt::Device& cpu = *devices_of("CPU")[0];
   Tensor x = Tensor::from_vector<float>({1, -2, 4}, {3}, &cpu);
-  EXPECT_EQ(all_reduce(x, ReduceOp::kSum, 2.0).to_vector<float>(), (std::vector<float>{2, -4, 8}));
-  EXPECT_EQ(all_gather(x).to_vector<float>(), (std::vector<float>{1, -2, 4}));
-  EXPECT_EQ(reduce_scatter(x, ReduceOp::kMean, 0).to_vector<float>(),
+  EXPECT_EQ(distributed::all_reduce(x, distributed::ReduceOp::kSum, 2.0).to_vector<float>(), (std::vector<float>{2, -4, 8}));
+  EXPECT_EQ(distributed::all_gather(x).to_vector<float>(), (std::vector<float>{1, -2, 4}));
+  EXPECT_EQ(distributed::reduce_scatter(x, distributed::ReduceOp::kMean, 0).to_vector<float>(),
             (std::vector<float>{1, -2, 4}));
-  EXPECT_EQ(collective_permute(x, {{0, 0}}).to_vector<float>(), (std::vector<float>{1, -2, 4}));
+  EXPECT_EQ(distributed::collective_permute(x, {{0, 0}}).to_vector<float>(), (std::vector<float>{1, -2, 4}));
   Tensor inf = Tensor::from_vector<float>({-1, std::numeric_limits<float>::infinity()}, {2}, &cpu);
-  EXPECT_EQ(collective_permute(inf, {}).to_vector<float>(), (std::vector<float>{0, 0}));
+  EXPECT_EQ(distributed::collective_permute(inf, {}).to_vector<float>(), (std::vector<float>{0, 0}));
 }
 
 TEST(CollectivesOutsideALaunch, BadGroupsAreErrors) {
-  runtime::Device& cpu = *devices_of("CPU")[0];
+  pjrt::Device& cpu = *devices_of("CPU")[0];
   Tensor x = Tensor::from_vector<float>({1, 2}, {2}, &cpu);
-  EXPECT_THROW(all_reduce(x, ReduceOp::kSum, 1.0, {{0, 1}}), Error);  // replica 1 of 1
-  EXPECT_THROW(launch([](int) {}, {devices_of("CPU")[0], devices_of("CPU")[0]}), Error);
+  EXPECT_THROW(distributed::all_reduce(x, distributed::ReduceOp::kSum, 1.0, {{0, 1}}), Error);  // replica 1 of 1
+  EXPECT_THROW(distributed::launch([](int) {}, {devices_of("CPU")[0], devices_of("CPU")[0]}), Error);
 }
 
 }  // namespace

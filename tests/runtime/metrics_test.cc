@@ -1,4 +1,4 @@
-#include "runtime/metrics.h"
+#include "runtime/debug/metrics.h"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-namespace podsim::runtime {
+namespace podsim::debug {
 namespace {
 
 // One block of a report: "Metric: X" or "Counter: X" and its "  Key: value" fields.
@@ -256,4 +256,4 @@ TEST_F(MetricsTest, ClearResetsEverythingAndKeepsReferences) {
 }
 
 }  // namespace
-}  // namespace podsim::runtime
+}  // namespace podsim::debug

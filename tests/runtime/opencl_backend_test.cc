@@ -3,7 +3,7 @@
 // cache holds something else, the GEMM choices giving the same products, memory
 // accounting, and the errors a user can hit (out of device memory, a kernel that fails
 // to build, a bad PODSIM_OPENCL_GEMM). Skipped, saying why, without an OpenCL platform.
-#include "runtime/backends/opencl/opencl_backend.h"
+#include "runtime/pjrt/opencl/opencl_backend.h"
 
 #include <fmt/format.h>
 #include <gmock/gmock.h>
@@ -16,10 +16,10 @@
 #include "compiler/ir/evaluator.h"
 #include "compiler/ir/parser.h"
 #include "compiler/opencl/gemm_source.h"
-#include "runtime/backends/opencl/opencl_device.h"
+#include "runtime/pjrt/opencl/opencl_device.h"
 #include "tests/runtime/scoped_env.h"
 
-namespace podsim::runtime {
+namespace podsim::pjrt {
 namespace {
 
 using ::podsim::test_env::ScopedEnv;
@@ -275,4 +275,4 @@ TEST_F(OpenClBackend, AKernelThatFailsToBuildShowsTheBuildLog) {
 }
 
 }  // namespace
-}  // namespace podsim::runtime
+}  // namespace podsim::pjrt

@@ -13,11 +13,11 @@
 
 #include "compiler/ir/safetensors.h"
 #include "compiler/ir/verifier.h"
-#include "runtime/device.h"
+#include "runtime/pjrt/device.h"
 #include "tests/compiler/cpu/cpu_test_util.h"
 #include "tests/compiler/numpy_cases.h"
 
-namespace podsim::runtime {
+namespace podsim::pjrt {
 namespace {
 
 using ::podsim::cpu::testing::arrays_match;
@@ -96,4 +96,4 @@ INSTANTIATE_TEST_SUITE_P(Cases, OpenClNumpyOracleTest, ::testing::ValuesIn(all_c
                          });
 
 }  // namespace
-}  // namespace podsim::runtime
+}  // namespace podsim::pjrt

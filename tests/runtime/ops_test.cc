@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "compiler/ir/safetensors.h"
-#include "runtime/tensor.h"
+#include "runtime/tensor/tensor.h"
 
 namespace podsim {
 namespace {

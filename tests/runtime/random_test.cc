@@ -12,7 +12,7 @@
 
 #include "compiler/ir/evaluator.h"
 #include "compiler/ir/parser.h"
-#include "runtime/tensor.h"
+#include "runtime/tensor/tensor.h"
 
 namespace podsim {
 namespace {
@@ -48,7 +48,7 @@ float f32_uniform(uint32_t bits) { return std::bit_cast<float>((bits >> 9) | 0x3
 
 class RandomStream : public ::testing::TestWithParam<bool> {
  protected:
-  runtime::Device* device() const { return GetParam() ? &podsim::device(0) : nullptr; }
+  pjrt::Device* device() const { return GetParam() ? &podsim::device(0) : nullptr; }
 };
 
 TEST_P(RandomStream, F32DrawsFollowTheThreefryCounterStream) {

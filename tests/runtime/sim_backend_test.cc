@@ -2,7 +2,7 @@
 // the simulated chip give the reference evaluator's results (host tensors), with dots
 // compared against the evaluator on bf16-rounded operands (DEFAULT precision runs f32
 // dots as one bf16 MXU pass), and a second step with new data is a compile-cache hit.
-#include "runtime/backends/sim/sim_backend.h"
+#include "runtime/pjrt/sim/sim_backend.h"
 
 #include <gtest/gtest.h>
 
@@ -12,19 +12,19 @@
 #include <vector>
 
 #include "compiler/ir/parser.h"
-#include "runtime/metrics.h"
+#include "runtime/debug/metrics.h"
 #include "runtime/nn/nn.h"
-#include "runtime/tensor.h"
+#include "runtime/tensor/tensor.h"
 
 namespace podsim {
 namespace {
 
-runtime::Client& sim_client() {
+pjrt::Client& sim_client() {
   // One client for the whole binary: lazy tensors keep per-device state.
-  static std::unique_ptr<runtime::Client> client = runtime::make_sim_client("tiny");
+  static std::unique_ptr<pjrt::Client> client = pjrt::make_sim_client("tiny");
   return *client;
 }
-runtime::Device& sim_device() { return *sim_client().devices()[0]; }
+pjrt::Device& sim_device() { return *sim_client().devices()[0]; }
 
 Tensor bf16_rounded(const Tensor& t) { return t.to(kBFloat16).to(kFloat32); }
 
@@ -45,7 +45,7 @@ TEST(SimBackend, MlpForwardMatchesTheEvaluator) {
   Tensor expected_hidden = relu(matmul(bf16_rounded(x), bf16_rounded(w1)) + b1);
   Tensor expected = log_softmax(matmul(bf16_rounded(expected_hidden), bf16_rounded(w2)), 1);
 
-  runtime::Device& d = sim_device();
+  pjrt::Device& d = sim_device();
   Tensor hidden = relu(matmul(x.to(d), w1.to(d)) + b1.to(d));
   Tensor out = log_softmax(matmul(hidden, w2.to(d)), 1);
   mark_step();
@@ -58,14 +58,14 @@ TEST(SimBackend, ElementwiseAndReductionsMatchTheEvaluator) {
   manual_seed(4);
   Tensor a = rand({7, 33}) + 0.5, b = randn({7, 33});
   Tensor expected = (log(a) * b + exp(-a)).sum({1}) / sqrt(a).max({1});
-  runtime::Device& d = sim_device();
+  pjrt::Device& d = sim_device();
   Tensor ad = a.to(d), bd = b.to(d);
   Tensor got = (log(ad) * bd + exp(-ad)).sum({1}) / sqrt(ad).max({1});
   EXPECT_LT(max_rel_diff(got.cpu(), expected), 1e-5);
 }
 
 TEST(SimBackend, SecondStepWithNewDataIsACacheHit) {
-  runtime::Device& d = sim_device();
+  pjrt::Device& d = sim_device();
   auto step = [&](uint64_t seed) {
     manual_seed(seed);
     Tensor x = randn({8, 16}), w = randn({16, 8});
@@ -75,11 +75,11 @@ TEST(SimBackend, SecondStepWithNewDataIsACacheHit) {
     EXPECT_LT(max_rel_diff(y.cpu(), expected), 1e-5);
   };
   step(1);
-  int64_t uncached = runtime::counter_value("UncachedCompile");
-  int64_t cached = runtime::counter_value("CachedCompile");
+  int64_t uncached = debug::counter_value("UncachedCompile");
+  int64_t cached = debug::counter_value("CachedCompile");
   step(2);
-  EXPECT_EQ(runtime::counter_value("UncachedCompile"), uncached);
-  EXPECT_EQ(runtime::counter_value("CachedCompile"), cached + 1);
+  EXPECT_EQ(debug::counter_value("UncachedCompile"), uncached);
+  EXPECT_EQ(debug::counter_value("CachedCompile"), cached + 1);
 }
 
 // The chip has no 64-bit lanes: s64 indices and results are computed in 32 bits and
@@ -90,7 +90,7 @@ TEST(SimBackend, Int64IndicesAndResults) {
   Tensor index = Tensor::from_vector<int64_t>({4, 0, 8}, {3});
   Tensor picked_expected = x.index_select(1, index);
   Tensor sum_expected = (index * 3 - 20).sum();
-  runtime::Device& d = sim_device();
+  pjrt::Device& d = sim_device();
   Tensor picked = x.to(d).index_select(1, index.to(d));
   Tensor sum = (index.to(d) * 3 - 20).sum();
   EXPECT_EQ(sum.dtype(), kInt64);
@@ -106,7 +106,7 @@ TEST(SimBackend, ArgExtremesMatchTheHost) {
   std::vector<float> values = x.to_vector<float>();
   values[40] = std::nanf("");  // row 1
   x = Tensor::from_vector(values, {5, 37});
-  runtime::Device& d = sim_device();
+  pjrt::Device& d = sim_device();
   Tensor xd = x.to(d);
   EXPECT_EQ(xd.argmax(1).cpu().to_vector<int64_t>(), x.argmax(1).to_vector<int64_t>());
   EXPECT_EQ(xd.argmin(0, true).cpu().to_vector<int64_t>(), x.argmin(0, true).to_vector<int64_t>());
@@ -125,12 +125,12 @@ ENTRY main {
   ROOT r = (f32[4,8], s64[4]) tuple(t, i)
 }
 )");
-  runtime::Client& client = sim_client();
-  std::shared_ptr<runtime::Executable> compiled = client.compile(*module);
+  pjrt::Client& client = sim_client();
+  std::shared_ptr<pjrt::Executable> compiled = client.compile(*module);
   std::string bytes = compiled->serialize();
-  std::shared_ptr<runtime::Executable> loaded = client.deserialize(bytes);
+  std::shared_ptr<pjrt::Executable> loaded = client.deserialize(bytes);
   manual_seed(7);
-  std::vector<std::shared_ptr<runtime::Buffer>> args = {
+  std::vector<std::shared_ptr<pjrt::Buffer>> args = {
       client.transfer_to_device(randn({4, 8}).to_literal(), sim_device()),
       client.transfer_to_device(Tensor::from_vector<int64_t>({-5, 0, 7, 1}, {4}).to_literal(),
                                 sim_device())};
@@ -144,7 +144,7 @@ ENTRY main {
 }
 
 TEST(SimBackend, RandomNumbersEqualTheCpuDevicesAndDropoutTrains) {
-  runtime::Device& d = sim_device();
+  pjrt::Device& d = sim_device();
   manual_seed(11);
   Tensor on_sim = rand({5, 33}, d);
   Tensor half = rand({9}, TensorOptions(kBFloat16, d));
@@ -164,7 +164,7 @@ TEST(SimBackend, RandomNumbersEqualTheCpuDevicesAndDropoutTrains) {
   std::vector<std::vector<float>> masks;
   int64_t before = 0;
   for (int step = 0; step < 3; ++step) {
-    if (step == 1) before = runtime::counter_value("UncachedCompile");
+    if (step == 1) before = debug::counter_value("UncachedCompile");
     Tensor y = dropout(x);
     mark_step();
     masks.push_back(y.to_vector<float>());
@@ -172,11 +172,11 @@ TEST(SimBackend, RandomNumbersEqualTheCpuDevicesAndDropoutTrains) {
   }
   EXPECT_NE(masks[0], masks[1]);
   EXPECT_NE(masks[1], masks[2]);
-  EXPECT_EQ(runtime::counter_value("UncachedCompile"), before);
+  EXPECT_EQ(debug::counter_value("UncachedCompile"), before);
 }
 
 TEST(SimBackend, UnsupportedOpsNameTheOp) {
-  runtime::Device& d = sim_device();
+  pjrt::Device& d = sim_device();
   Tensor r = randn({4}, d);  // Box-Muller's cosine has no TPU lowering yet
   try {
     mark_step();

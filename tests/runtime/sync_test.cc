@@ -12,11 +12,11 @@
 
 #include "compiler/ir/evaluator.h"
 #include "compiler/ir/parser.h"
-#include "runtime/compile_cache.h"
-#include "runtime/debug.h"
-#include "runtime/metrics.h"
-#include "runtime/tensor.h"
-#include "runtime/tensor_impl.h"
+#include "runtime/pjrt/compile_cache.h"
+#include "runtime/debug/report.h"
+#include "runtime/debug/metrics.h"
+#include "runtime/tensor/tensor.h"
+#include "runtime/lazy/tensor_impl.h"
 
 namespace podsim {
 namespace {
@@ -25,13 +25,13 @@ namespace {
 // the first use of the backend.
 const bool kTwoDevices = [] { return setenv("PODSIM_CPU_DEVICES", "2", 1) == 0; }();
 
-runtime::Device& dev(int i = 0) { return podsim::device(i); }
+pjrt::Device& dev(int i = 0) { return podsim::device(i); }
 
 struct Compiles {
-  int64_t cached = runtime::counter_value("CachedCompile");
-  int64_t uncached = runtime::counter_value("UncachedCompile");
-  int64_t cached_since() const { return runtime::counter_value("CachedCompile") - cached; }
-  int64_t uncached_since() const { return runtime::counter_value("UncachedCompile") - uncached; }
+  int64_t cached = debug::counter_value("CachedCompile");
+  int64_t uncached = debug::counter_value("UncachedCompile");
+  int64_t cached_since() const { return debug::counter_value("CachedCompile") - cached; }
+  int64_t uncached_since() const { return debug::counter_value("UncachedCompile") - uncached; }
 };
 
 std::vector<float> random_values(size_t n, unsigned seed) {
@@ -113,7 +113,7 @@ TEST_F(SyncTest, ItemRunsOnlyTheGraphItNeeds) {
   Tensor y = Tensor::from_vector<float>({4, 5}, {2}, &dev());
   Tensor a = x * 2;
   Tensor b = y.exp();
-  int64_t steps = runtime::counter_value("MarkStep");
+  int64_t steps = debug::counter_value("MarkStep");
   EXPECT_EQ(a.sum().item().to_double(), 12);
   std::optional<debug::GraphRun> run = debug::last_graph_run();
   ASSERT_TRUE(run);
@@ -122,7 +122,7 @@ TEST_F(SyncTest, ItemRunsOnlyTheGraphItNeeds) {
   EXPECT_EQ(run->cause, "item(): user code reading a value before mark_step");
   EXPECT_TRUE(a.is_pending());
   EXPECT_TRUE(b.is_pending());
-  EXPECT_EQ(runtime::counter_value("MarkStep"), steps);
+  EXPECT_EQ(debug::counter_value("MarkStep"), steps);
   mark_step();
   EXPECT_FALSE(a.is_pending());
   EXPECT_FALSE(b.is_pending());
@@ -132,11 +132,11 @@ TEST_F(SyncTest, ItemRunsOnlyTheGraphItNeeds) {
 TEST_F(SyncTest, SyncOfSelectedTensorsLeavesTheOthersPending) {
   Tensor x = Tensor::from_vector<float>({1, 2}, {2}, &dev());
   Tensor a = x + 1, b = x + 2;
-  int64_t steps = runtime::counter_value("MarkStep");
+  int64_t steps = debug::counter_value("MarkStep");
   sync(std::vector<Tensor>{a});
   EXPECT_FALSE(a.is_pending());
   EXPECT_TRUE(b.is_pending());
-  EXPECT_EQ(runtime::counter_value("MarkStep"), steps);
+  EXPECT_EQ(debug::counter_value("MarkStep"), steps);
   EXPECT_EQ(a.to_vector<float>(), (std::vector<float>{2, 3}));
 }
 
@@ -281,26 +281,26 @@ TEST_F(SyncTest, DevicesDoNotMixButTransfer) {
 
 // A backend whose runs fail on the device (after launch) or whose compiler rejects
 // every graph, to see where each kind of failure surfaces.
-class FailingBackend final : public runtime::Client {
+class FailingBackend final : public pjrt::Client {
  public:
-  class Dev final : public runtime::Device {
+  class Dev final : public pjrt::Device {
    public:
-    explicit Dev(runtime::Client& c) : client_(c) {}
-    runtime::DeviceKind kind() const override { return runtime::DeviceKind::kSim; }
+    explicit Dev(pjrt::Client& c) : client_(c) {}
+    pjrt::DeviceKind kind() const override { return pjrt::DeviceKind::kSim; }
     int ordinal() const override { return 0; }
-    runtime::MemoryStats memory_stats() const override { return {}; }
-    runtime::Client& client() const override { return client_; }
+    pjrt::MemoryStats memory_stats() const override { return {}; }
+    pjrt::Client& client() const override { return client_; }
 
    private:
-    runtime::Client& client_;
+    pjrt::Client& client_;
   };
-  class Buf final : public runtime::Buffer {
+  class Buf final : public pjrt::Buffer {
    public:
-    Buf(ir::Literal literal, runtime::Device& device, std::shared_ptr<runtime::Event> event)
+    Buf(ir::Literal literal, pjrt::Device& device, std::shared_ptr<pjrt::Event> event)
         : literal_(std::move(literal)), device_(device), event_(std::move(event)) {}
     const ir::Shape& shape() const override { return literal_.shape(); }
-    runtime::Device& device() const override { return device_; }
-    const std::shared_ptr<runtime::Event>& ready_event() const override { return event_; }
+    pjrt::Device& device() const override { return device_; }
+    const std::shared_ptr<pjrt::Event>& ready_event() const override { return event_; }
     ir::Literal to_literal() const override {
       event_->wait();
       return literal_;
@@ -308,19 +308,19 @@ class FailingBackend final : public runtime::Client {
 
    private:
     ir::Literal literal_;
-    runtime::Device& device_;
-    std::shared_ptr<runtime::Event> event_;
+    pjrt::Device& device_;
+    std::shared_ptr<pjrt::Event> event_;
   };
-  class Exe final : public runtime::Executable {
+  class Exe final : public pjrt::Executable {
    public:
     explicit Exe(const ir::Module& m) : module_(m.name()) { shape_ = m.entry()->root()->shape(); }
     const ir::Module& module() const override { return module_; }
-    const runtime::ExecutableInfo& info() const override { return info_; }
-    std::vector<std::shared_ptr<runtime::Buffer>> execute(
-        std::span<const std::shared_ptr<runtime::Buffer>>, runtime::Device& device) override {
-      std::vector<std::shared_ptr<runtime::Buffer>> out;
+    const pjrt::ExecutableInfo& info() const override { return info_; }
+    std::vector<std::shared_ptr<pjrt::Buffer>> execute(
+        std::span<const std::shared_ptr<pjrt::Buffer>>, pjrt::Device& device) override {
+      std::vector<std::shared_ptr<pjrt::Buffer>> out;
       for (const ir::Shape& s : shape_.elements()) {
-        auto event = runtime::Event::make();
+        auto event = pjrt::Event::make();
         event->set_error(std::make_exception_ptr(Error("simulated device failure")));
         out.push_back(std::make_shared<Buf>(ir::Literal(s), device, event));
       }
@@ -331,34 +331,34 @@ class FailingBackend final : public runtime::Client {
    private:
     ir::Module module_;
     ir::Shape shape_;
-    runtime::ExecutableInfo info_;
+    pjrt::ExecutableInfo info_;
   };
 
   explicit FailingBackend(bool reject_compiles) : reject_(reject_compiles), device_(*this) {}
-  runtime::DeviceKind kind() const override { return runtime::DeviceKind::kSim; }
-  std::span<runtime::Device* const> devices() const override { return {&device_ptr_, 1}; }
+  pjrt::DeviceKind kind() const override { return pjrt::DeviceKind::kSim; }
+  std::span<pjrt::Device* const> devices() const override { return {&device_ptr_, 1}; }
   std::string target() const override { return reject_ ? "rejecting" : "failing"; }
-  std::shared_ptr<runtime::Executable> compile(const ir::Module& module) override {
+  std::shared_ptr<pjrt::Executable> compile(const ir::Module& module) override {
     if (reject_) fail("no kernel for this graph");
     return std::make_shared<Exe>(module);
   }
-  std::shared_ptr<runtime::Executable> deserialize(std::string_view) override {
+  std::shared_ptr<pjrt::Executable> deserialize(std::string_view) override {
     fail("not supported");
   }
-  std::shared_ptr<runtime::Buffer> transfer_to_device(ir::Literal literal,
-                                                      runtime::Device& device) override {
-    return std::make_shared<Buf>(std::move(literal), device, runtime::Event::make_ready());
+  std::shared_ptr<pjrt::Buffer> transfer_to_device(ir::Literal literal,
+                                                      pjrt::Device& device) override {
+    return std::make_shared<Buf>(std::move(literal), device, pjrt::Event::make_ready());
   }
 
  private:
   bool reject_;
   Dev device_;
-  runtime::Device* device_ptr_ = &device_;
+  pjrt::Device* device_ptr_ = &device_;
 };
 
 TEST_F(SyncTest, DeviceFailuresSurfaceWhereTheValueIsRead) {
   FailingBackend backend(false);
-  runtime::Device& device = *backend.devices()[0];
+  pjrt::Device& device = *backend.devices()[0];
   Tensor x = Tensor::from_vector<float>({1, 2}, {2}, &device);
   Tensor y = x * 2;
   mark_step();  // launches; the failure is the device's, later
@@ -373,7 +373,7 @@ TEST_F(SyncTest, DeviceFailuresSurfaceWhereTheValueIsRead) {
 
 TEST_F(SyncTest, CompileFailuresSurfaceAtTheSyncWithItsLocation) {
   FailingBackend backend(true);
-  runtime::Device& device = *backend.devices()[0];
+  pjrt::Device& device = *backend.devices()[0];
   Tensor x = Tensor::from_vector<float>({1, 2}, {2}, &device);
   Tensor y = x * 2;
   int line = __LINE__ + 1;
@@ -388,10 +388,10 @@ TEST_F(SyncTest, CompileFailuresSurfaceAtTheSyncWithItsLocation) {
 }
 
 TEST_F(SyncTest, ReadsCountTransfersFromTheDevice) {
-  int64_t transfers = runtime::metric_summary("TransferFromDeviceTime").total_samples;
+  int64_t transfers = debug::metric_summary("TransferFromDeviceTime").total_samples;
   Tensor x = Tensor::from_vector<float>({1, 2}, {2}, &dev());
   (void)(x + 1).sum().item().to_double();
-  EXPECT_EQ(runtime::metric_summary("TransferFromDeviceTime").total_samples - transfers, 1);
+  EXPECT_EQ(debug::metric_summary("TransferFromDeviceTime").total_samples - transfers, 1);
 }
 
 }  // namespace

@@ -2,7 +2,7 @@
 // captured graph lowers to a valid module whose reference evaluation matches
 // hand-derived values, the structural hash ignores values but not structure, host
 // tensors run at once, errors name the op, the shapes and the caller's line.
-#include "runtime/tensor.h"
+#include "runtime/tensor/tensor.h"
 
 #include <gtest/gtest.h>
 
@@ -12,13 +12,13 @@
 
 #include "compiler/ir/evaluator.h"
 #include "compiler/ir/verifier.h"
-#include "runtime/metrics.h"
-#include "runtime/tensor_impl.h"
+#include "runtime/debug/metrics.h"
+#include "runtime/lazy/tensor_impl.h"
 
 namespace podsim {
 namespace {
 
-runtime::Device& dev() { return podsim::device(); }
+pjrt::Device& dev() { return podsim::device(); }
 
 Tensor device_tensor(std::vector<float> values, std::vector<int64_t> shape) {
   return Tensor::from_vector(values, std::move(shape), &dev());
@@ -103,7 +103,7 @@ TEST(GraphHash, IgnoresDataAndScalarValues) {
     Tensor a = device_tensor(std::move(data), {2, 2});
     return capture({(a * scale).exp()}).hash;
   };
-  runtime::Hash128 h1 = trace({1, 2, 3, 4}, 0.5);
+  pjrt::Hash128 h1 = trace({1, 2, 3, 4}, 0.5);
   EXPECT_EQ(h1, trace({5, 6, 7, 8}, 0.5));
   EXPECT_EQ(h1, trace({1, 2, 3, 4}, 0.25));
 }
@@ -112,7 +112,7 @@ TEST(GraphHash, DependsOnShapesTypesAndOps) {
   Tensor a = device_tensor({1, 2, 3, 4}, {2, 2});
   Tensor b = device_tensor({1, 2, 3, 4, 5, 6}, {2, 3});
   Tensor c = device_tensor({1, 2, 3, 4}, {4});
-  runtime::Hash128 base = capture({a + 1.0}).hash;
+  pjrt::Hash128 base = capture({a + 1.0}).hash;
   EXPECT_NE(base, capture({b + 1.0}).hash);
   EXPECT_NE(base, capture({c + 1.0}).hash);
   EXPECT_NE(base, capture({a * 1.0}).hash);
@@ -271,15 +271,15 @@ TEST(TypePromotion, FollowsTorchRules) {
 }
 
 TEST(Counters, CountCreatedAndDestroyedTensors) {
-  int64_t created = runtime::counter_value("CreateTensor");
-  int64_t destroyed = runtime::counter_value("DestroyTensor");
+  int64_t created = debug::counter_value("CreateTensor");
+  int64_t destroyed = debug::counter_value("DestroyTensor");
   {
     Tensor a = device_tensor({1, 2}, {2});
     Tensor b = a + 1;
     Tensor c = b;  // a handle, not a tensor
   }
-  EXPECT_EQ(runtime::counter_value("CreateTensor") - created, 2);
-  EXPECT_EQ(runtime::counter_value("DestroyTensor") - destroyed, 2);
+  EXPECT_EQ(debug::counter_value("CreateTensor") - created, 2);
+  EXPECT_EQ(debug::counter_value("DestroyTensor") - destroyed, 2);
 }
 
 TEST(Registry, HoldsOnlyLivePendingTensors) {

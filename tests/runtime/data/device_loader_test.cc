@@ -8,8 +8,8 @@
 
 #include <numeric>
 
-#include "runtime/debug.h"
-#include "runtime/metrics.h"
+#include "runtime/debug/report.h"
+#include "runtime/debug/metrics.h"
 
 namespace podsim::data {
 namespace {
@@ -44,7 +44,7 @@ TEST(DeviceLoader, SameBatchesAsTheHostLoaderOnTheDevice) {
 TEST(DeviceLoader, EachBatchTakenMarksAStep) {
   DeviceLoader loader(DataLoader(numbered(20), {.batch_size = 5}), podsim::device());
   Tensor total = zeros({}, podsim::device());
-  int64_t before = runtime::counter_value("MarkStep");
+  int64_t before = debug::counter_value("MarkStep");
   int batches = 0;
   for (const Example& batch : loader) {
     // The previous step's update is pending here and was launched by this next().
@@ -60,7 +60,7 @@ TEST(DeviceLoader, EachBatchTakenMarksAStep) {
   }
   EXPECT_EQ(batches, 4);
   // One per batch taken and one for the next() that ended the epoch (PyTorch/XLA's).
-  EXPECT_EQ(runtime::counter_value("MarkStep") - before, 5);
+  EXPECT_EQ(debug::counter_value("MarkStep") - before, 5);
   EXPECT_FALSE(total.is_pending());
   EXPECT_EQ(total.item().to_double(), 190.0);  // 0 + 1 + ... + 19
 }
@@ -68,11 +68,11 @@ TEST(DeviceLoader, EachBatchTakenMarksAStep) {
 TEST(DeviceLoader, MarkStepCanBeLeftToTheCaller) {
   DeviceLoader loader(DataLoader(numbered(20), {.batch_size = 5}), podsim::device(),
                       {.mark_step = false});
-  int64_t before = runtime::counter_value("MarkStep");
+  int64_t before = debug::counter_value("MarkStep");
   int batches = 0;
   for (const Example& batch : loader) batches += batch[0].size(0) == 5;
   EXPECT_EQ(batches, 4);
-  EXPECT_EQ(runtime::counter_value("MarkStep"), before);
+  EXPECT_EQ(debug::counter_value("MarkStep"), before);
 }
 
 class FailingDataset : public Dataset {

@@ -7,7 +7,7 @@
 #include <cmath>
 #include <limits>
 
-#include "runtime/metrics.h"
+#include "runtime/debug/metrics.h"
 #include "runtime/nn/nn.h"
 #include "tests/runtime/nn/nn_oracle.h"
 
@@ -24,7 +24,7 @@ class AttentionTest : public ::testing::Test {
     oracle_ = nullptr;
   }
   void SetUp() override { ASSERT_TRUE(oracle_->error().empty()) << oracle_->error(); }
-  static runtime::Device& dev() { return podsim::device(); }
+  static pjrt::Device& dev() { return podsim::device(); }
   static Oracle* oracle_;
 };
 Oracle* AttentionTest::oracle_ = nullptr;
@@ -38,7 +38,7 @@ class Fn : public Module {
 // The oracle's GptBlock and Gpt: the same registration order gives the same names.
 class GptBlock : public Module {
  public:
-  GptBlock(int64_t e, int64_t heads, runtime::Device& device) : Module("GptBlock") {
+  GptBlock(int64_t e, int64_t heads, pjrt::Device& device) : Module("GptBlock") {
     ln1_ = register_module(
         "ln1", std::make_shared<LayerNorm>(std::vector<int64_t>{e}, 1e-5, true, device));
     attn_ = register_module(
@@ -61,7 +61,7 @@ class GptBlock : public Module {
 
 class Gpt : public Module {
  public:
-  Gpt(int64_t vocab, int64_t length, int64_t e, int64_t heads, runtime::Device& device)
+  Gpt(int64_t vocab, int64_t length, int64_t e, int64_t heads, pjrt::Device& device)
       : Module("Gpt") {
     tok_ = register_module("tok", std::make_shared<Embedding>(vocab, e, device));
     pos_ = zeros({length, e}, device);
@@ -114,9 +114,9 @@ TEST_F(AttentionTest, GptTrainingStepCompilesOnce) {
     gpt.zero_grad();
     mark_step();
     losses.push_back(loss.item().to<float>());
-    if (step == 1) uncached = runtime::counter_value("UncachedCompile");
+    if (step == 1) uncached = debug::counter_value("UncachedCompile");
   }
-  EXPECT_EQ(runtime::counter_value("UncachedCompile"), uncached);
+  EXPECT_EQ(debug::counter_value("UncachedCompile"), uncached);
   for (float l : losses) EXPECT_TRUE(std::isfinite(l));
 }
 

@@ -6,7 +6,7 @@
 // Tolerances: rtol 1e-4, atol 2e-5 (f32; summation order differs in the convolutions).
 #include <gtest/gtest.h>
 
-#include "runtime/metrics.h"
+#include "runtime/debug/metrics.h"
 #include "runtime/nn/nn.h"
 #include "tests/runtime/nn/nn_oracle.h"
 
@@ -26,7 +26,7 @@ class ConvTest : public ::testing::Test {
   }
   void SetUp() override { ASSERT_TRUE(oracle_->error().empty()) << oracle_->error(); }
   void check(const std::string& name, Module& m) { testing::check_case(*oracle_, name, m, kTol); }
-  static runtime::Device& dev() { return podsim::device(); }
+  static pjrt::Device& dev() { return podsim::device(); }
   static Oracle* oracle_;
 };
 Oracle* ConvTest::oracle_ = nullptr;
@@ -88,7 +88,7 @@ TEST_F(ConvTest, HostEvaluatorMatchesDevice) {
   manual_seed(7);
   Tensor x_host = randn({1, 2, 7, 6});
   Tensor w_host = randn({3, 2, 3, 2});
-  auto run = [&](runtime::Device* device) {
+  auto run = [&](pjrt::Device* device) {
     Tensor x = device ? x_host.to(*device) : x_host;
     Tensor w = device ? w_host.to(*device) : w_host;
     x.requires_grad_();
@@ -125,9 +125,9 @@ TEST_F(ConvTest, TrainingStepCompilesOnce) {
     cnn.zero_grad();
     mark_step();
     wait_device_ops();
-    if (step == 1) uncached = runtime::counter_value("UncachedCompile");
+    if (step == 1) uncached = debug::counter_value("UncachedCompile");
   }
-  EXPECT_EQ(runtime::counter_value("UncachedCompile"), uncached);
+  EXPECT_EQ(debug::counter_value("UncachedCompile"), uncached);
 }
 
 }  // namespace

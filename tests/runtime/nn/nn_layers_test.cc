@@ -24,7 +24,7 @@ class LayersTest : public ::testing::Test {
   void check(const std::string& name, Module& m, testing::Tolerance tol = {}) {
     testing::check_case(*oracle_, name, m, tol);
   }
-  static runtime::Device& dev() { return podsim::device(); }
+  static pjrt::Device& dev() { return podsim::device(); }
   static Oracle* oracle_;
 };
 Oracle* LayersTest::oracle_ = nullptr;

@@ -65,7 +65,7 @@ TEST_F(LossTest, MseLoss) {
 }
 
 TEST_F(LossTest, Errors) {
-  runtime::Device& dev = podsim::device();
+  pjrt::Device& dev = podsim::device();
   Tensor logits = zeros({4, 3}, dev);
   Tensor targets = zeros({4}, {kInt64, dev});
   EXPECT_THROW(functional::cross_entropy(logits, zeros({4}, dev)), Error);  // float targets

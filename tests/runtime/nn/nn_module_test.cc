@@ -6,14 +6,14 @@
 
 #include <cmath>
 
-#include "runtime/autograd.h"
-#include "runtime/metrics.h"
+#include "runtime/autograd/autograd.h"
+#include "runtime/debug/metrics.h"
 #include "runtime/nn/nn.h"
 
 namespace podsim::nn {
 namespace {
 
-runtime::Device& dev() { return podsim::device(); }
+pjrt::Device& dev() { return podsim::device(); }
 
 std::string error_of(const std::function<void()>& f) {
   try {
@@ -230,9 +230,9 @@ TEST(DropoutTest, NoRecompilesAcrossSteps) {
     m.zero_grad();
     outputs.push_back(y.detach().to_vector<float>());
     mark_step();
-    if (step == 1) uncached = runtime::counter_value("UncachedCompile");
+    if (step == 1) uncached = debug::counter_value("UncachedCompile");
   }
-  EXPECT_EQ(runtime::counter_value("UncachedCompile"), uncached);
+  EXPECT_EQ(debug::counter_value("UncachedCompile"), uncached);
   EXPECT_NE(outputs[2], outputs[3]);
 }
 

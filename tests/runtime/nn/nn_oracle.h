@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "compiler/ir/safetensors.h"
-#include "runtime/autograd.h"
+#include "runtime/autograd/autograd.h"
 #include "runtime/nn/module.h"
-#include "runtime/tensor.h"
+#include "runtime/tensor/tensor.h"
 #include "tests/runtime/torch_oracle.h"
 
 namespace podsim::nn::testing {
@@ -48,7 +48,7 @@ class Oracle {
     if (it == values_.end()) throw Error("the oracle wrote no tensor \"" + name + "\"");
     return it->second;
   }
-  Tensor tensor(const std::string& name, runtime::Device* device) const {
+  Tensor tensor(const std::string& name, pjrt::Device* device) const {
     return Tensor::from_literal(literal(name), device);
   }
   // The case's parameters as a state dict (on the host).
@@ -60,7 +60,7 @@ class Oracle {
         out.emplace_back(key.substr(prefix.size()), Tensor::from_literal(literal));
     return out;
   }
-  std::vector<Tensor> inputs(const std::string& name, runtime::Device* device) const {
+  std::vector<Tensor> inputs(const std::string& name, pjrt::Device* device) const {
     std::vector<Tensor> out;
     for (int i = 0; has(fmt::format("{}.input{}", name, i)); ++i)
       out.push_back(tensor(fmt::format("{}.input{}", name, i), device));
@@ -102,7 +102,7 @@ using Forward = std::function<Tensor(const std::vector<Tensor>&)>;
 inline void check_case(const Oracle& oracle, const std::string& name, Module& module,
                        const Forward& forward, Tolerance tol = {}) {
   SCOPED_TRACE("case " + name);
-  runtime::Device& dev = podsim::device();
+  pjrt::Device& dev = podsim::device();
   module.load_state_dict(oracle.state(name));
   std::vector<Tensor> inputs = oracle.inputs(name, &dev);
   for (Tensor& x : inputs)

@@ -13,7 +13,7 @@
 #include <filesystem>
 #include <random>
 
-#include "runtime/autograd.h"
+#include "runtime/autograd/autograd.h"
 #include "runtime/nn/layers.h"
 #include "runtime/nn/serialize.h"
 #include "runtime/optim/adam.h"
@@ -36,7 +36,7 @@ class CheckpointTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
   std::string path(const std::string& name) const { return (dir_ / name).string(); }
-  runtime::Device& dev() { return podsim::device(); }
+  pjrt::Device& dev() { return podsim::device(); }
   fs::path dir_;
 };
 
@@ -62,7 +62,7 @@ TEST_F(CheckpointTest, NamedTensorsRoundTrip) {
             {"flags", flags},
             {"scalar", scalar}},
            path("a.safetensors"));
-  for (runtime::Device* target : {static_cast<runtime::Device*>(nullptr), &dev()}) {
+  for (pjrt::Device* target : {static_cast<pjrt::Device*>(nullptr), &dev()}) {
     auto loaded = nn::load(path("a.safetensors"), target);
     ASSERT_EQ(loaded.size(), 6u);
     std::vector<std::string> names;
@@ -152,14 +152,14 @@ TEST_F(CheckpointTest, InterruptedSaveLeavesThePreviousCheckpointIntact) {
   EXPECT_EQ(nn::load(file)[0].second.shape(), (std::vector<int64_t>{256, 1024}));
 }
 
-std::vector<Tensor> make_params(runtime::Device& dev) {
+std::vector<Tensor> make_params(pjrt::Device& dev) {
   std::vector<Tensor> params = {Tensor::from_vector(random_values(12, 4), {3, 4}, &dev),
                                 Tensor::from_vector(random_values(5, 5), {5}, &dev)};
   for (Tensor& p : params) p.requires_grad_();
   return params;
 }
 
-void set_grads(std::vector<Tensor>& params, int step, runtime::Device& dev) {
+void set_grads(std::vector<Tensor>& params, int step, pjrt::Device& dev) {
   for (size_t j = 0; j < params.size(); ++j)
     params[j].set_grad(Tensor::from_vector(
         random_values(static_cast<size_t>(params[j].numel()), 100 + 10 * step + j),
@@ -167,7 +167,7 @@ void set_grads(std::vector<Tensor>& params, int step, runtime::Device& dev) {
 }
 
 template <typename Opt, typename Options>
-void expect_resume_equals_uninterrupted(const Options& options, runtime::Device& dev,
+void expect_resume_equals_uninterrupted(const Options& options, pjrt::Device& dev,
                                         const std::string& file) {
   auto straight = make_params(dev);
   Opt a(straight, options);

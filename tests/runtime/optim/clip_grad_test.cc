@@ -9,7 +9,7 @@
 #include <cmath>
 #include <random>
 
-#include "runtime/metrics.h"
+#include "runtime/debug/metrics.h"
 #include "tests/runtime/optim/oracle/torch_oracle.h"
 
 namespace podsim::optim {
@@ -77,7 +77,7 @@ class ClipGradTest : public ::testing::TestWithParam<Case> {
 
 TEST_P(ClipGradTest, MatchesTorch) {
   const Case& c = GetParam();
-  runtime::Device& dev = podsim::device();
+  pjrt::Device& dev = podsim::device();
   std::vector<Tensor> params;
   for (size_t j = 0; j < kShapes.size(); ++j) {
     Tensor p = zeros(kShapes[j], dev);
@@ -87,14 +87,14 @@ TEST_P(ClipGradTest, MatchesTorch) {
   }
   mark_step();
   wait_device_ops();
-  int64_t transfers = runtime::metric_summary("TransferFromDeviceTime").total_samples;
+  int64_t transfers = debug::metric_summary("TransferFromDeviceTime").total_samples;
   int64_t compiles =
-      runtime::counter_value("CachedCompile") + runtime::counter_value("UncachedCompile");
+      debug::counter_value("CachedCompile") + debug::counter_value("UncachedCompile");
   Tensor total = clip_grad_norm_(params, c.max_norm, c.norm_type);
   // Nothing ran: the norm and the clipped grads are pending until mark_step.
   EXPECT_TRUE(total.is_pending());
-  EXPECT_EQ(runtime::metric_summary("TransferFromDeviceTime").total_samples, transfers);
-  EXPECT_EQ(runtime::counter_value("CachedCompile") + runtime::counter_value("UncachedCompile"),
+  EXPECT_EQ(debug::metric_summary("TransferFromDeviceTime").total_samples, transfers);
+  EXPECT_EQ(debug::counter_value("CachedCompile") + debug::counter_value("UncachedCompile"),
             compiles);
   mark_step();
   expect_close(total, oracle().tensors.at(std::string(c.name) + ".total"), "total");

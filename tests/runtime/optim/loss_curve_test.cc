@@ -50,7 +50,7 @@ std::shared_ptr<nn::Sequential> model_for(const std::string& run) {
 
 void check_run(const std::string& run) {
   ASSERT_EQ(oracle().error, "");
-  runtime::Device& device = podsim::device();
+  pjrt::Device& device = podsim::device();
   auto model = model_for(run);
   nn::NamedTensors init;
   for (const auto& [name, tensor] : model->state_dict())

@@ -12,12 +12,12 @@
 #include <cmath>
 #include <random>
 
-#include "runtime/autograd.h"
-#include "runtime/metrics.h"
+#include "runtime/autograd/autograd.h"
+#include "runtime/debug/metrics.h"
 #include "runtime/optim/adam.h"
 #include "runtime/optim/clip_grad.h"
 #include "runtime/optim/sgd.h"
-#include "runtime/tensor.h"
+#include "runtime/tensor/tensor.h"
 #include "tests/runtime/optim/oracle/torch_oracle.h"
 
 namespace podsim::optim {
@@ -122,7 +122,7 @@ class OptimizerTest : public ::testing::Test {
     wait_device_ops();
   }
 
-  runtime::Device& dev() { return podsim::device(); }
+  pjrt::Device& dev() { return podsim::device(); }
 
   std::vector<Tensor> make_params() {
     std::vector<Tensor> params;
@@ -221,7 +221,7 @@ TEST_F(OptimizerTest, AdamWAmsgradMatchesTorch) {
 void train(OptimizerTest* test, const std::string& name, Optimizer& opt, Tensor& w, Tensor& b,
            std::optional<double> clip) {
   ASSERT_EQ(oracle().error, "");
-  runtime::Device& dev = podsim::device();
+  pjrt::Device& dev = podsim::device();
   Tensor x = Tensor::from_literal(*input("x"), &dev);
   Tensor y = Tensor::from_literal(*input("y"), &dev);
   std::vector<float> losses;
@@ -272,8 +272,8 @@ TEST_F(OptimizerTest, ChangingLrAndStepCountDoNotRecompile) {
     int64_t uncached = 0, cached = 0;
     for (int s = 0; s < 8; ++s) {
       if (s == 3) {
-        uncached = runtime::counter_value("UncachedCompile");
-        cached = runtime::counter_value("CachedCompile");
+        uncached = debug::counter_value("UncachedCompile");
+        cached = debug::counter_value("CachedCompile");
       }
       opt->set_lr(0.1 / (s + 1));
       set_grads(params, 0);  // every parameter has a grad: the same graph every step
@@ -281,8 +281,8 @@ TEST_F(OptimizerTest, ChangingLrAndStepCountDoNotRecompile) {
       mark_step();
     }
     wait_device_ops();
-    EXPECT_EQ(runtime::counter_value("UncachedCompile") - uncached, 0) << opt->name();
-    EXPECT_GE(runtime::counter_value("CachedCompile") - cached, 5) << opt->name();
+    EXPECT_EQ(debug::counter_value("UncachedCompile") - uncached, 0) << opt->name();
+    EXPECT_GE(debug::counter_value("CachedCompile") - cached, 5) << opt->name();
   }
 }
 

@@ -9,7 +9,7 @@
 
 #include "runtime/data/datasets.h"
 #include "runtime/data/device_loader.h"
-#include "runtime/metrics.h"
+#include "runtime/debug/metrics.h"
 #include "runtime/nn/functional.h"
 #include "runtime/nn/layers.h"
 #include "runtime/optim/adam.h"
@@ -58,7 +58,7 @@ TrainingRun train(nn::Module& model, std::shared_ptr<const data::Dataset> train_
   for (int epoch = 0; epoch < epochs; ++epoch) {
     std::vector<Tensor> losses;
     for (const data::Example& batch : loader) {
-      if (run.steps == 3) uncached_at_warmup = runtime::counter_value("UncachedCompile");
+      if (run.steps == 3) uncached_at_warmup = debug::counter_value("UncachedCompile");
       opt.zero_grad();
       Tensor loss = nn::functional::cross_entropy(model(batch[0]), batch[1]);
       loss.backward();
@@ -72,7 +72,7 @@ TrainingRun train(nn::Module& model, std::shared_ptr<const data::Dataset> train_
     for (const Tensor& l : losses) sum += l.item().to_double();
     run.epoch_losses.push_back(sum / static_cast<double>(losses.size()));
   }
-  run.compiles_after_warmup = runtime::counter_value("UncachedCompile") - uncached_at_warmup;
+  run.compiles_after_warmup = debug::counter_value("UncachedCompile") - uncached_at_warmup;
   return run;
 }
 

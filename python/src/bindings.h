@@ -1,0 +1,26 @@
+// The pieces of the _podsim extension module (python/src/module.cc puts them together).
+// Each binds one folder of runtime/ and includes only runtime/'s public headers.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <optional>
+
+#include "runtime/tensor/tensor.h"
+
+namespace podsim::python {
+
+namespace py = pybind11;
+
+// A Python number as an op's scalar operand: bool (Python's or NumPy's), an integer
+// (anything with __index__) or a float; nullopt for anything else.
+std::optional<Scalar> as_scalar(py::handle value);
+
+void bind_tensor(py::module_& m);     // python/src/tensor.cc: dtypes, Tensor, ops
+void bind_execution(py::module_& m);  // python/src/execution.cc: devices, mark_step, sync
+void bind_debug(py::module_& m);      // python/src/debug.cc: podsim.debug (metrics, reports)
+void bind_nn(py::module_& m);         // python/src/nn.cc: _podsim.nn (layers, losses, functional)
+void bind_data(py::module_& m);       // python/src/data.cc: podsim.data
+void bind_optim(py::module_& m);      // python/src/optim.cc: podsim.optim, nn.utils (after bind_nn)
+
+}  // namespace podsim::python
