@@ -53,6 +53,7 @@ _DTYPES = {
 }
 _TORCH_DTYPES = {v: k for k, v in _DTYPES.items()}
 _fallback = False
+_torch_devices = {}  # podsim device index -> torch.device, made on first use
 
 
 def device(index=0):
@@ -88,10 +89,6 @@ def cpu_fallback():
     return _fallback
 
 
-def _torch_dtype(dtype):
-    return _TORCH_DTYPES[dtype]
-
-
 def _podsim_dtype(dtype):
     if dtype not in _DTYPES:
         raise TypeError(f"podsim has no dtype for {dtype}")
@@ -105,13 +102,10 @@ class PodsimTensor(torch.Tensor):
 
     @staticmethod
     def __new__(cls, elem, requires_grad=False):
-        shape = elem.shape
-        strides = [1] * len(shape)
-        for i in range(len(shape) - 2, -1, -1):
-            strides[i] = strides[i + 1] * max(shape[i + 1], 1)
         index = elem.device.index if elem.device is not None else 0
-        r = torch.Tensor._make_wrapper_subclass(cls, shape, strides=strides, dtype=_torch_dtype(elem.dtype),
-                                                device=torch.device(_DEVICE_TYPE, index), requires_grad=requires_grad)
+        device = _torch_devices.get(index) or _torch_devices.setdefault(index, torch.device(_DEVICE_TYPE, index))
+        r = torch.Tensor._make_wrapper_subclass(cls, elem.shape, dtype=_TORCH_DTYPES[elem.dtype], device=device,
+                                                requires_grad=requires_grad)
         r.elem = elem
         return r
 
@@ -144,10 +138,15 @@ class PodsimTensor(torch.Tensor):
 
 def _p(x):
     """An argument as podsim sees it: the wrapped tensor, a Python number for a 0-d CPU
-    tensor (torch's scalars, such as an optimizer's step count), anything else as is."""
-    if isinstance(x, PodsimTensor):
+    tensor (torch's scalars, such as an optimizer's step count), lists and tuples element
+    by element, anything else as is."""
+    if type(x) is PodsimTensor:
         return x.elem
+    if isinstance(x, (list, tuple)):
+        return type(x)(_p(v) for v in x)
     if isinstance(x, torch.Tensor):
+        if isinstance(x, PodsimTensor):
+            return x.elem
         if x.dim() == 0 and x.device.type == "cpu":
             return x.item()
         raise RuntimeError(f"expected a tensor on the podsim device, got a {x.device.type} tensor of shape "
@@ -156,7 +155,11 @@ def _p(x):
 
 
 def _wrap(x):
-    return PodsimTensor(x) if isinstance(x, podsim.Tensor) else x
+    if type(x) is podsim.Tensor:
+        return PodsimTensor(x)
+    if isinstance(x, (list, tuple)):
+        return type(x)(_wrap(v) for v in x)
+    return x
 
 
 def _upload(t, index=0):
@@ -218,7 +221,7 @@ def _kernel(*ops):
 def _unwrapped(fn):
     """A kernel over podsim values: arguments unwrapped, results wrapped."""
     def kernel(*args, **kwargs):
-        return tree_map(_wrap, fn(*tree_map(_p, args), **tree_map(_p, kwargs)))
+        return _wrap(fn(*_p(args), **{k: _p(v) for k, v in kwargs.items()}))
     return kernel
 
 

@@ -50,11 +50,16 @@ bool is_instance_of_numpy(py::handle value, const char* type) {
 }  // namespace
 
 std::optional<Scalar> as_scalar(py::handle value) {
+  PyObject* v = value.ptr();
+  // Python's own numbers first (the common case), then NumPy's scalars and __index__.
+  if (PyBool_Check(v)) return Scalar(v == Py_True);
+  if (PyFloat_Check(v)) return Scalar(PyFloat_AS_DOUBLE(v));
+  if (PyLong_Check(v)) return Scalar(value.cast<int64_t>());
   if (py::isinstance<Tensor>(value)) return std::nullopt;  // though 1-element tensors have __index__
-  if (PyBool_Check(value.ptr()) || is_instance_of_numpy(value, "bool_")) return Scalar(PyObject_IsTrue(value.ptr()) == 1);
-  if (PyFloat_Check(value.ptr()) || is_instance_of_numpy(value, "floating")) return Scalar(value.cast<double>());
-  if (PyIndex_Check(value.ptr())) {
-    py::object index = py::reinterpret_steal<py::object>(PyNumber_Index(value.ptr()));
+  if (is_instance_of_numpy(value, "bool_")) return Scalar(PyObject_IsTrue(v) == 1);
+  if (is_instance_of_numpy(value, "floating")) return Scalar(value.cast<double>());
+  if (PyIndex_Check(v)) {
+    py::object index = py::reinterpret_steal<py::object>(PyNumber_Index(v));
     if (!index) throw py::error_already_set();
     return Scalar(index.cast<int64_t>());
   }
