@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "python/src/bindings.h"
+#include "runtime/data/char_text.h"
 #include "runtime/data/data_loader.h"
 #include "runtime/data/datasets.h"
 #include "runtime/data/device_loader.h"
@@ -33,6 +34,20 @@ void bind_data(py::module_& m) {
     auto [train, test] = train_test_split(dataset, test_fraction, seed);
     return py::make_tuple(std::make_shared<TensorDataset>(std::move(train)), std::make_shared<TensorDataset>(std::move(test)));
   }, py::arg("dataset"), py::arg("test_size"), py::arg("seed") = 0);
+
+  d.def("load_text_corpus", [](const std::string& path) {
+    TextCorpus corpus = load_text_corpus(path);
+    return py::make_tuple(corpus.text, corpus.source);
+  }, py::arg("path") = kDefaultCorpusPath, "(text, source): the GPL-3 text every Debian has, or generated text");
+  py::class_<CharTextDataset, Dataset, std::shared_ptr<CharTextDataset>>(d, "CharTextDataset")
+      .def(py::init([](const std::string& text, int64_t block) { return std::make_shared<CharTextDataset>(text, block); }),
+           py::arg("text"), py::arg("block_size"),
+           "Windows of block_size characters as ids (input) and the next characters (target)")
+      .def_property_readonly("vocab_size", &CharTextDataset::vocab_size)
+      .def_property_readonly("vocabulary", &CharTextDataset::vocabulary)
+      .def_property_readonly("block_size", &CharTextDataset::block_size)
+      .def("encode", &CharTextDataset::encode)
+      .def("decode", [](const CharTextDataset& self, const std::vector<int64_t>& ids) { return self.decode(ids); });
 
   py::class_<DataLoader>(d, "DataLoader")
       .def(py::init([](std::shared_ptr<Dataset> dataset, int64_t batch_size, bool shuffle, uint64_t seed, bool drop_last,

@@ -128,16 +128,17 @@ def test_data_loader_batches_follow_the_seeded_order():
     assert len(device_batches) == 2 and device_batches[0][0].device == podsim.device()
 
 
-def test_the_python_mlp_example_prints_the_cpp_examples_losses():
+@pytest.mark.parametrize("workload", ["mlp", "transformer"])
+def test_the_python_examples_print_the_cpp_examples_losses(workload):
     podsim_cli = os.environ.get("PODSIM_CLI")
     if not podsim_cli:
         pytest.skip("PODSIM_CLI (the podsim program) is not set; ctest sets it")
-    args = ["--steps", "20", "--seed", "1"]
-    cpp = subprocess.run([podsim_cli, "train", "mlp", "--device", "cpu", "--quiet", *args],
+    args = ["--steps", "10", "--batch", "8", "--seed", "1"]
+    cpp = subprocess.run([podsim_cli, "train", workload, "--device", "cpu", "--quiet", *args],
                          capture_output=True, text=True, check=True).stdout
-    py = subprocess.run([sys.executable, str(ROOT / "python/examples/train_mlp.py"), "--device", "cpu", *args],
+    py = subprocess.run([sys.executable, str(ROOT / "python/examples/train.py"), workload, "--device", "cpu", *args],
                         capture_output=True, text=True, check=True).stdout
     losses = lambda out: re.findall(r"step +(\d+)/\d+ +loss ([0-9.]+)", out)
-    accuracy = lambda out: re.search(r"test accuracy ([0-9.]+)%", out).group(1)
+    summary = lambda out: re.search(r"(test accuracy [0-9.]+%|loss [0-9.]+ -> [0-9.]+)", out).group(1)
     assert len(losses(cpp)) == 10 and losses(py) == losses(cpp)
-    assert accuracy(py) == accuracy(cpp)
+    assert summary(py) == summary(cpp)
