@@ -34,10 +34,20 @@ void bind_execution(py::module_& m) {
       .def("__eq__", [](const Device& a, py::handle b) { return py::isinstance<Device>(b) && &a == b.cast<const Device*>(); })
       .def("__hash__", [](const Device& d) { return reinterpret_cast<intptr_t>(&d); });
 
-  m.def("device", [](std::optional<int> index) -> Device& { return index ? device(*index) : device(); }, reference,
-        py::arg("index") = py::none(),
-        "The default device (PODSIM_DEVICE: CPU, SIM, OPENCL), or device `index` of its backend");
-  m.def("devices", [] { return devices(); }, reference, "Every device of the default backend");
+  m.def("device", [](std::optional<int> index, std::optional<std::string> backend) -> Device& {
+    if (!backend) return index ? device(*index) : device();
+    std::span<Device* const> all = pjrt::client(*backend).devices();
+    const int i = index.value_or(0);
+    if (i < 0 || static_cast<size_t>(i) >= all.size())
+      throw py::index_error(*backend + " has " + std::to_string(all.size()) + " device(s), not " + std::to_string(i + 1));
+    return *all[static_cast<size_t>(i)];
+  }, reference, py::arg("index") = py::none(), py::arg("backend") = py::none(),
+        "The default device (PODSIM_DEVICE: CPU, SIM, OPENCL), or device `index` of it or of the backend named");
+  m.def("devices", [](std::optional<std::string> backend) {
+    if (!backend) return devices();
+    std::span<Device* const> all = pjrt::client(*backend).devices();
+    return std::vector<Device*>(all.begin(), all.end());
+  }, reference, py::arg("backend") = py::none(), "Every device of the default backend, or of the backend named");
   m.def("device_count", &device_count);
 
   m.def("mark_step", [] { mark_step(); }, release_gil(),

@@ -87,4 +87,5 @@ PYBIND11_MODULE(_podsim, m) {
   bind_nn(m);
   bind_optim(m);
   bind_data(m);
+  bind_sim(m);
 }

@@ -91,26 +91,8 @@ py::object scalar_to_python(const Scalar& s) {
 
 // ---- NumPy -------------------------------------------------------------------------
 
-// The literal's own bytes, kept alive by the array (no copy beyond the device read).
-py::array literal_to_numpy(ir::Literal literal) {
-  const DTypeName& entry = dtype_entry(literal.type());
-  if (entry.numpy == nullptr)
-    throw py::type_error(std::string("NumPy has no ") + entry.name + "; convert first: t.to(podsim.float32).numpy()");
-  auto* owned = new ir::Literal(std::move(literal));
-  py::capsule keeper(owned, [](void* p) { delete static_cast<ir::Literal*>(p); });
-  const std::vector<int64_t>& dims = owned->shape().dims();
-  return py::array(py::dtype(entry.numpy), std::vector<py::ssize_t>(dims.begin(), dims.end()), {},
-                   owned->bytes().data(), keeper);
-}
-
 Tensor tensor_from_numpy(const py::array& source, Device* device) {
-  py::array array = numpy_module().attr("ascontiguousarray")(source);
-  const DType dtype = dtype_of_numpy(array.dtype());
-  ir::Literal literal(ir::Shape(dtype, std::vector<int64_t>(array.shape(), array.shape() + array.ndim())));
-  if (static_cast<size_t>(array.nbytes()) != literal.bytes().size())
-    fail("from_numpy: {} bytes for a literal of {}", array.nbytes(), literal.bytes().size());
-  std::memcpy(literal.bytes().data(), array.data(), literal.bytes().size());
-  return Tensor::from_literal(std::move(literal), device);
+  return Tensor::from_literal(literal_from_numpy(source), device);
 }
 
 // torch.tensor(data): NumPy arrays keep their dtype; Python floats become float32.
@@ -245,6 +227,27 @@ Tensor to(const Tensor& self, const py::args& args, const py::kwargs& kwargs) {
 }
 
 }  // namespace
+
+py::array literal_to_numpy(ir::Literal literal) {
+  const DTypeName& entry = dtype_entry(literal.type());
+  if (entry.numpy == nullptr)
+    throw py::type_error(std::string("NumPy has no ") + entry.name + "; convert first: t.to(podsim.float32).numpy()");
+  auto* owned = new ir::Literal(std::move(literal));
+  py::capsule keeper(owned, [](void* p) { delete static_cast<ir::Literal*>(p); });
+  const std::vector<int64_t>& dims = owned->shape().dims();
+  return py::array(py::dtype(entry.numpy), std::vector<py::ssize_t>(dims.begin(), dims.end()), {},
+                   owned->bytes().data(), keeper);
+}
+
+ir::Literal literal_from_numpy(const py::array& source) {
+  py::array array = numpy_module().attr("ascontiguousarray")(source);
+  const DType dtype = dtype_of_numpy(array.dtype());
+  ir::Literal literal(ir::Shape(dtype, std::vector<int64_t>(array.shape(), array.shape() + array.ndim())));
+  if (static_cast<size_t>(array.nbytes()) != literal.bytes().size())
+    fail("from_numpy: {} bytes for a literal of {}", array.nbytes(), literal.bytes().size());
+  std::memcpy(literal.bytes().data(), array.data(), literal.bytes().size());
+  return literal;
+}
 
 void bind_tensor(py::module_& m) {
   py::enum_<DType> dtype(m, "dtype", "Element types, named as torch names them (podsim.float32, ...)");
