@@ -28,6 +28,7 @@ void bind_execution(py::module_& m);  // python/src/execution.cc: devices, mark_
 void bind_debug(py::module_& m);      // python/src/debug.cc: podsim.debug (metrics, reports)
 void bind_nn(py::module_& m);         // python/src/nn.cc: _podsim.nn (layers, losses, functional)
 void bind_data(py::module_& m);       // python/src/data.cc: podsim.data
+void bind_distributed(py::module_& m);  // python/src/distributed.cc: podsim.distributed
 void bind_sim(py::module_& m);        // python/src/sim.cc: podsim.hlo, podsim.profile, podsim.topology
 void bind_optim(py::module_& m);      // python/src/optim.cc: podsim.optim, nn.utils (after bind_nn)
 

@@ -88,4 +88,5 @@ PYBIND11_MODULE(_podsim, m) {
   bind_optim(m);
   bind_data(m);
   bind_sim(m);
+  bind_distributed(m);
 }
