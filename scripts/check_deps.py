@@ -279,7 +279,8 @@ class PythonModules:
     @staticmethod
     def local_module(module, directory):
         """The project's own file that `module` names, searched next to the importing file
-        and in the folders above it (a script's folder is first on sys.path), if any."""
+        and in the folders above it (a script's folder is first on sys.path), then in
+        python/ (the podsim package, on PYTHONPATH from the build tree), if any."""
         rel = module.lstrip(".")
         level = len(module) - len(rel)
         parts = rel.split(".") if rel else []
@@ -290,6 +291,7 @@ class PythonModules:
         else:
             while bases[-1].startswith(SOURCE_DIR + os.sep):
                 bases.append(os.path.dirname(bases[-1]))
+            bases.append(os.path.join(SOURCE_DIR, "python"))
         for base in bases:
             for k in range(len(parts), -1, -1):
                 stem = os.path.join(base, *parts[:k])
