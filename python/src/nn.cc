@@ -102,6 +102,11 @@ void bind_nn(py::module_& m) {
   auto layer = [&]<typename M>(const char* name) {
     return py::class_<M, Module, std::shared_ptr<M>>(nn_module, name);
   };
+  // A loss: forward(input, target), called as loss(input, target).
+  auto loss = [&]<typename M>(const char* name) {
+    auto forward = [](M& self, const Tensor& input, const Tensor& target) { return self.forward(input, target); };
+    return layer.template operator()<M>(name).def("__call__", forward).def("forward", forward);
+  };
   layer.operator()<nn::Linear>("Linear")
       .def(py::init([](int64_t in, int64_t out, bool bias, Device* device, std::optional<DType> dtype) {
              return std::make_shared<nn::Linear>(in, out, bias, options_of(device, dtype));
@@ -170,24 +175,18 @@ void bind_nn(py::module_& m) {
       .def(py::init([](py::handle kernel, py::handle stride, py::handle padding) {
              return std::make_shared<nn::AvgPool2d>(int2_of(kernel), optional_int2(stride), int2_of(padding));
            }), py::arg("kernel_size"), py::arg("stride") = py::none(), py::arg("padding") = 0);
-  layer.operator()<nn::CrossEntropyLoss>("CrossEntropyLoss")
+  loss.operator()<nn::CrossEntropyLoss>("CrossEntropyLoss")
       .def(py::init([](const std::string& reduction, double label_smoothing, int64_t ignore_index) {
              return std::make_shared<nn::CrossEntropyLoss>(reduction_of(reduction), label_smoothing, ignore_index);
            }), py::kw_only(), py::arg("reduction") = "mean", py::arg("label_smoothing") = 0.0,
-           py::arg("ignore_index") = -100)
-      .def("__call__", [](nn::CrossEntropyLoss& l, const Tensor& x, const Tensor& y) { return l.forward(x, y); })
-      .def("forward", [](nn::CrossEntropyLoss& l, const Tensor& x, const Tensor& y) { return l.forward(x, y); });
-  layer.operator()<nn::NLLLoss>("NLLLoss")
+           py::arg("ignore_index") = -100);
+  loss.operator()<nn::NLLLoss>("NLLLoss")
       .def(py::init([](const std::string& reduction, int64_t ignore_index) {
              return std::make_shared<nn::NLLLoss>(reduction_of(reduction), ignore_index);
-           }), py::kw_only(), py::arg("reduction") = "mean", py::arg("ignore_index") = -100)
-      .def("__call__", [](nn::NLLLoss& l, const Tensor& x, const Tensor& y) { return l.forward(x, y); })
-      .def("forward", [](nn::NLLLoss& l, const Tensor& x, const Tensor& y) { return l.forward(x, y); });
-  layer.operator()<nn::MSELoss>("MSELoss")
+           }), py::kw_only(), py::arg("reduction") = "mean", py::arg("ignore_index") = -100);
+  loss.operator()<nn::MSELoss>("MSELoss")
       .def(py::init([](const std::string& reduction) { return std::make_shared<nn::MSELoss>(reduction_of(reduction)); }),
-           py::kw_only(), py::arg("reduction") = "mean")
-      .def("__call__", [](nn::MSELoss& l, const Tensor& x, const Tensor& y) { return l.forward(x, y); })
-      .def("forward", [](nn::MSELoss& l, const Tensor& x, const Tensor& y) { return l.forward(x, y); });
+           py::kw_only(), py::arg("reduction") = "mean");
 
   // ---- podsim.nn.functional ----------------------------------------------------------
   py::module_ f = nn_module.def_submodule("functional", "torch.nn.functional for lazy tensors");
