@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "examples/train/train.h"
-#include "runtime/pjrt/internal.h"
+#include "runtime/lazy/tensor_impl.h"
 
 namespace {
 
@@ -25,7 +25,7 @@ using podsim::examples::TrainOptions;
 using podsim::examples::TrainResult;
 
 void row(const std::string& workload, const std::string& topology, int64_t steps, int64_t batch) {
-  podsim::pjrt::internal::reset_backends_for_testing();
+  podsim::lazy::reset_for_testing();
   TrainOptions options;
   options.device = "sim";
   options.topology = topology;

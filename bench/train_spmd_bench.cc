@@ -22,7 +22,7 @@
 #include "compiler/ir/parser.h"
 #include "compiler/passes/pass.h"
 #include "examples/train/train.h"
-#include "runtime/pjrt/internal.h"
+#include "runtime/lazy/tensor_impl.h"
 #include "topology/pod_config.h"
 
 namespace {
@@ -64,7 +64,7 @@ void partitioner_speed() {
 }
 
 void row(const std::string& topology, const std::string& mesh, bool fsdp, int64_t steps, int64_t batch) {
-  podsim::pjrt::internal::reset_backends_for_testing();
+  podsim::lazy::reset_for_testing();
   unsetenv("PODSIM_DEVICE");
   podsim::examples::TrainOptions options;
   options.device = "sim";
@@ -99,6 +99,6 @@ int main(int argc, char** argv) {
     row(topology, fmt::format("data={},model=4", n / 4), false, 3, batch);
     if (quick) break;
   }
-  podsim::pjrt::internal::reset_backends_for_testing();
+  podsim::lazy::reset_for_testing();
   return 0;
 }

@@ -15,7 +15,7 @@
 #include "runtime/distributed/collectives.h"
 #include "runtime/data/device_loader.h"
 #include "runtime/debug/metrics.h"
-#include "runtime/optim/checkpoint.h"
+#include "runtime/distributed/checkpoint.h"
 #include "runtime/distributed/spmd.h"
 #include "topology/pod_config.h"
 #include "traces/chrome_trace.h"
@@ -407,7 +407,7 @@ TrainResult train(std::vector<Replica>& replicas, std::shared_ptr<const data::Da
   }
   report_simulation(options.profile, out, result);
   if (!options.checkpoint.empty()) {
-    optim::save_checkpoint(*replicas[0].model, replicas[0].optimizer.get(), result.steps,
+    distributed::save_checkpoint(*replicas[0].model, replicas[0].optimizer.get(), result.steps,
                            options.checkpoint);
     out << "checkpoint written to " << options.checkpoint << "\n";
   }

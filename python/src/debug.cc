@@ -6,7 +6,7 @@
 
 #include "python/src/bindings.h"
 #include "runtime/debug/metrics.h"
-#include "runtime/debug/report.h"
+#include "runtime/lazy/debug_report.h"
 
 namespace podsim::python {
 

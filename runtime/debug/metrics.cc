@@ -294,4 +294,47 @@ void clear_metrics() {
   for (auto& [name, m] : r.metrics) m->reset();
 }
 
+namespace {
+
+constexpr std::string_view kProfilerPrefix = "podsim-profiler";
+
+// Thresholds of the analysis (PyTorch/XLA's): more than one compilation per two steps
+// once 10 steps have passed; more than one device-to-host transfer per two steps;
+// single compilations over 300 s and executions over 30 s.
+constexpr int64_t kCompileWarmupSteps = 10;
+constexpr double kCompileSlowNs = 300e9;
+constexpr double kExecuteSlowNs = 30e9;
+
+// The longest sample the summary still knows (its highest percentile).
+double longest(const MetricSummary& summary) {
+  double value = 0;
+  for (const auto& [percent, v] : summary.percentiles) value = std::max(value, v);
+  return value;
+}
+
+}  // namespace
+
+std::string metrics_analysis() {
+  std::string out;
+  int64_t steps = counter_value("MarkStep");
+  MetricSummary compile = metric_summary("CompileTime");
+  MetricSummary transfer = metric_summary("TransferFromDeviceTime");
+  MetricSummary execute = metric_summary("ExecuteTime");
+  if (steps > kCompileWarmupSteps && 2 * compile.total_samples > steps)
+    out += fmt::format("{}: CompileTime too frequent: {} counts during {} steps\n", kProfilerPrefix,
+                       compile.total_samples, steps);
+  if (steps > 0 && 2 * transfer.total_samples > steps)
+    out += fmt::format("{}: TransferFromDeviceTime too frequent: {} counts during {} steps\n",
+                       kProfilerPrefix, transfer.total_samples, steps);
+  if (longest(compile) > kCompileSlowNs)
+    out += fmt::format(
+        "{}: CompileTime too slow: longest instance took {}\n", kProfilerPrefix,
+        format_metric_value(longest(compile), MetricUnit::kNanoseconds));
+  if (longest(execute) > kExecuteSlowNs)
+    out += fmt::format(
+        "{}: ExecuteTime too slow: longest instance took {}\n", kProfilerPrefix,
+        format_metric_value(longest(execute), MetricUnit::kNanoseconds));
+  return out;
+}
+
 }  // namespace podsim::debug

@@ -63,4 +63,9 @@ std::string metrics_report();        // every metric and non-zero counter
 std::string short_metrics_report();  // the key metrics and counters only
 void clear_metrics();                // metrics and counters back to zero
 
+// PyTorch/XLA's auto-analysis of the metrics: one "podsim-profiler: ..." line per symptom
+// (compiling too often or too slowly, reading values too often, slow executions); empty if
+// none. PODSIM_DEBUG=1 prints it (runtime/lazy/debug_report.h).
+std::string metrics_analysis();
+
 }  // namespace podsim::debug

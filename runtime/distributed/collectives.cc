@@ -20,7 +20,6 @@ using lazy::Dims;
 using lazy::NodePtr;
 using lazy::OpSite;
 
-thread_local pjrt::Device* launched = nullptr;
 thread_local int replica = 0;
 thread_local int replicas = 1;
 
@@ -265,7 +264,7 @@ void optimizer_step(optim::Optimizer& optimizer, Loc loc) {
 }
 
 void launch(const std::function<void(int)>& fn, std::vector<pjrt::Device*> devices) {
-  if (launched != nullptr) fail("launch: called from inside a launch (replica {})", replica);
+  if (pjrt::thread_device() != nullptr) fail("launch: called from inside a launch (replica {})", replica);
   std::unique_lock lock(launch_mutex(), std::try_to_lock);
   if (!lock.owns_lock()) fail("launch: another launch is running; one launch at a time");
   if (devices.empty()) devices = podsim::devices();
@@ -281,7 +280,7 @@ void launch(const std::function<void(int)>& fn, std::vector<pjrt::Device*> devic
   threads.reserve(devices.size());
   for (int r = 0; r < world; ++r)
     threads.emplace_back([&, r] {
-      launched = devices[static_cast<size_t>(r)];
+      pjrt::set_thread_device(devices[static_cast<size_t>(r)]);
       replica = r;
       replicas = world;
       std::string why = "its replica returned";
@@ -298,8 +297,9 @@ void launch(const std::function<void(int)>& fn, std::vector<pjrt::Device*> devic
         } catch (...) {
         }
       }
+      pjrt::Device* launched = pjrt::thread_device();
       launched->client().replica_stopped(*launched, why);
-      launched = nullptr;
+      pjrt::set_thread_device(nullptr);
       replica = 0;
       replicas = 1;
     });
@@ -312,7 +312,3 @@ void launch(const std::function<void(int)>& fn, std::vector<pjrt::Device*> devic
 }
 
 }  // namespace podsim::distributed
-
-namespace podsim::lazy {
-pjrt::Device* launched_device() { return distributed::launched; }
-}  // namespace podsim::lazy

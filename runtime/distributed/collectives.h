@@ -92,8 +92,3 @@ void launch(const std::function<void(int replica)>& fn,
             std::vector<pjrt::Device*> devices = {});
 
 }  // namespace podsim::distributed
-
-namespace podsim::lazy {
-// The device of the launch this thread runs in (nullptr outside one).
-pjrt::Device* launched_device();
-}  // namespace podsim::lazy

@@ -9,9 +9,9 @@
 
 #include "compiler/ir/evaluator.h"
 #include "compiler/ir/verifier.h"
-#include "runtime/distributed/collectives.h"
 #include "runtime/pjrt/compile_cache.h"
-#include "runtime/debug/report.h"
+#include "runtime/pjrt/internal.h"
+#include "runtime/lazy/debug_report.h"
 #include "runtime/debug/metrics.h"
 #include "runtime/lazy/tensor_impl.h"
 
@@ -119,7 +119,7 @@ void run_on_device(pjrt::Device& device, const Graph& graph, const std::vector<T
   static debug::Counter& cached = debug::counter("CachedCompile");
   static debug::Counter& uncached = debug::counter("UncachedCompile");
   pjrt::Client& client = device.client();
-  debug::GraphRun run;
+  lazy::GraphRun run;
   run.hash = graph.hash;
   run.cause = std::string(sync_cause_text(cause));
   run.device = device.name();
@@ -142,7 +142,7 @@ void run_on_device(pjrt::Device& device, const Graph& graph, const std::vector<T
       fail("{}: internal error: the lazy graph {} lowers to an invalid module: {}", where(loc),
            graph.hash.hex(), e.what());
     }
-    debug::on_compile(run);
+    lazy::on_compile(run);
     try {
       executable = client.compile(*module);
     } catch (const Error& e) {
@@ -151,7 +151,7 @@ void run_on_device(pjrt::Device& device, const Graph& graph, const std::vector<T
     }
     pjrt::CompileCache::global().insert(graph.hash, client, executable);
     uncached.add();
-    debug::on_post_compile(executable->info());
+    lazy::on_post_compile(executable->info());
   }
 
   std::vector<std::shared_ptr<pjrt::Buffer>> arguments;
@@ -159,8 +159,8 @@ void run_on_device(pjrt::Device& device, const Graph& graph, const std::vector<T
   for (const Node* leaf : graph.parameters)
     arguments.push_back(leaf->leaf == LeafKind::kScalar ? scalar_buffers().get(device, *leaf)
                                                         : leaf->data->buffer);
-  debug::on_execute(run);
-  debug::save_graph(run, graph, module.get());
+  lazy::on_execute(run);
+  lazy::save_graph(run, graph, module.get());
   std::vector<std::shared_ptr<pjrt::Buffer>> outputs;
   try {
     outputs = executable->execute(arguments, device);
@@ -192,6 +192,11 @@ void drop_device_state() {
     last.events.clear();
   }
   drop_generator_states();
+}
+
+void reset_for_testing() {
+  drop_device_state();
+  pjrt::internal::reset_backends_for_testing();
 }
 
 std::string_view sync_cause_text(SyncCause cause) {
@@ -265,9 +270,9 @@ void lazy::mark_step(SyncCause cause, std::source_location loc) {
   static debug::Counter& steps = debug::counter("MarkStep");
   steps.add();
   // Inside a launch, a replica launches its own device's graph only.
-  for (const auto& group : by_device(pending_tensors(launched_device())))
+  for (const auto& group : by_device(pending_tensors(pjrt::thread_device())))
     sync_tensors(group, cause, loc);
-  debug::on_step_end();
+  lazy::on_step_end();
 }
 
 void mark_step(Loc loc) { lazy::mark_step(lazy::SyncCause::kMarkStep, loc); }
@@ -287,7 +292,7 @@ void sync(const std::vector<Tensor>& tensors, Loc loc) {
 void wait_device_ops() {
   // Inside a launch, the replica's own device only: another replica's device may wait
   // for this replica's next launch.
-  pjrt::Device* own = lazy::launched_device();
+  pjrt::Device* own = pjrt::thread_device();
   std::vector<std::shared_ptr<pjrt::Event>> events;
   {
     lazy::LastLaunches& last = lazy::last_launches();

@@ -170,6 +170,9 @@ void mark_step(SyncCause cause, std::source_location loc);
 // Forgets what the runtime keeps per device (device scalars, the last launches, the
 // random generator states), for when clients are destroyed (tests that reset backends).
 void drop_device_state();
+// For tests that change PODSIM_DEVICE and the like: drop_device_state(), then
+// pjrt::internal::reset_backends_for_testing() (runtime/pjrt/internal.h).
+void reset_for_testing();
 void drop_generator_states();  // random.cc
 // Waits for a tensor's data and copies it to the host.
 std::shared_ptr<const ir::Literal> read_literal(const TensorImpl& impl, SyncCause cause,

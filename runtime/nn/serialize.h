@@ -1,7 +1,7 @@
 // Saving and loading named tensors (a module's state_dict, an optimizer's state) as
 // safetensors files, through the host. A save writes a temporary file, fsyncs it and
 // renames it over the target (compiler/ir/safetensors.h), so an interrupted save leaves
-// the previous file intact. Model + optimizer checkpoints: runtime/optim/checkpoint.h.
+// the previous file intact. Model + optimizer checkpoints: runtime/distributed/checkpoint.h.
 #pragma once
 
 #include <string>

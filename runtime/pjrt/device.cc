@@ -13,10 +13,8 @@
 #include "runtime/pjrt/opencl/opencl_backend.h"
 #include "runtime/pjrt/sim/sim_backend.h"
 #include "runtime/pjrt/spmd/spmd_backend.h"
-#include "runtime/distributed/collectives.h"
 #include "runtime/pjrt/compile_cache.h"
 #include "runtime/pjrt/internal.h"
-#include "runtime/lazy/tensor_impl.h"
 
 namespace podsim::pjrt {
 namespace {
@@ -165,13 +163,18 @@ bool spmd_enabled() {
   return r.default_client != nullptr ? r.default_client->kind() == DeviceKind::kSpmd : r.spmd || spmd_from_env();
 }
 
+namespace {
+thread_local Device* launched_device = nullptr;
+}  // namespace
+
+Device* thread_device() { return launched_device; }
+void set_thread_device(Device* device) { launched_device = device; }
+
 namespace internal {
 
 void reset_backends_for_testing() {
-  // Cached executables belong to the clients (they launch through them); so do the
-  // device scalars and last launches the lazy runtime keeps per device.
+  // Cached executables belong to the clients (they launch through them).
   CompileCache::global().clear();
-  lazy::drop_device_state();
   std::vector<std::unique_ptr<Client>> clients;
   {
     Registry& r = registry();
@@ -191,7 +194,7 @@ void reset_backends_for_testing() {
 namespace podsim {
 
 pjrt::Device& device() {
-  if (pjrt::Device* own = lazy::launched_device()) return *own;
+  if (pjrt::Device* own = pjrt::thread_device()) return *own;
   return device(0);
 }
 

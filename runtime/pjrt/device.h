@@ -122,6 +122,11 @@ Client& default_client();
 void use_spmd();
 bool spmd_enabled();
 
+// The device of the launch this thread runs in (runtime/distributed/collectives.h sets it
+// on each replica's thread; nullptr outside a launch).
+Device* thread_device();
+void set_thread_device(Device* device);
+
 }  // namespace podsim::pjrt
 
 namespace podsim {

@@ -15,7 +15,7 @@
 //
 // Environment: PODSIM_DEVICE picks the backend of podsim::device(); PODSIM_EAGER=1
 // runs every op at once; PODSIM_DEBUG=1|2, PODSIM_SAVE_TENSORS_FILE (+ _FMT) and
-// PODSIM_METRICS_FILE turn on the debug reports (see runtime/debug/report.h).
+// PODSIM_METRICS_FILE turn on the debug reports (see runtime/lazy/debug_report.h).
 //
 // A Tensor is a shared handle, like torch.Tensor: copies refer to the same tensor, and
 // in-place ops (+=, copy_) change it for every handle. Handles may be used from several

@@ -14,7 +14,7 @@
 #include <sstream>
 
 #include "examples/train/train.h"
-#include "runtime/pjrt/internal.h"
+#include "runtime/lazy/tensor_impl.h"
 #include "traces/chrome_trace.h"
 
 namespace podsim::examples {
@@ -23,11 +23,11 @@ namespace {
 // Each run makes its backend afresh: the SIM client reads PODSIM_TOPOLOGY, the CPU
 // client PODSIM_CPU_DEVICES, when first made.
 TrainResult run(TrainOptions options, std::ostringstream& log) {
-  pjrt::internal::reset_backends_for_testing();
+  lazy::reset_for_testing();
   unsetenv("PODSIM_TOPOLOGY");
   unsetenv("PODSIM_CPU_DEVICES");
   TrainResult result = train_mlp(options, log);
-  pjrt::internal::reset_backends_for_testing();
+  lazy::reset_for_testing();
   return result;
 }
 

@@ -11,19 +11,19 @@
 #include <sstream>
 
 #include "examples/train/train.h"
-#include "runtime/pjrt/internal.h"
+#include "runtime/lazy/tensor_impl.h"
 
 namespace podsim::examples {
 namespace {
 
 TrainResult run(TrainOptions options, std::ostringstream& log) {
-  pjrt::internal::reset_backends_for_testing();
+  lazy::reset_for_testing();
   unsetenv("PODSIM_TOPOLOGY");
   unsetenv("PODSIM_CPU_DEVICES");
   unsetenv("PODSIM_DEVICE");
   struct Reset {
     ~Reset() {
-      pjrt::internal::reset_backends_for_testing();
+      lazy::reset_for_testing();
       unsetenv("PODSIM_DEVICE");
     }
   } reset;  // also when the run fails

@@ -1,7 +1,7 @@
 // The debug reports: PODSIM_DEBUG=2 analysis blocks per compilation and execution,
 // PODSIM_DEBUG=1 metrics analysis (per step and at exit) with PyTorch/XLA's thresholds,
 // PODSIM_SAVE_TENSORS_FILE dumps in the three formats, PODSIM_METRICS_FILE appends.
-#include "runtime/debug/report.h"
+#include "runtime/lazy/debug_report.h"
 
 #include <gtest/gtest.h>
 
@@ -63,7 +63,7 @@ TEST_F(DebugTest, LevelTwoAnalyzesEveryCompilationAndExecution) {
   int line = __LINE__ + 1;
   mark_step();
   std::string first = testing::internal::GetCapturedStderr();
-  std::optional<debug::GraphRun> run = debug::last_graph_run();
+  std::optional<lazy::GraphRun> run = lazy::last_graph_run();
   ASSERT_TRUE(run);
   EXPECT_TRUE(has(
       first, "Compilation Analysis: Compilation Cause\nCompilation Analysis:   user mark_step\n"))
@@ -165,7 +165,7 @@ TEST_F(DebugTest, SaveTensorsDumpsEveryExecutedGraph) {
     mark_step();
   }
   std::string text = read_file(path);
-  std::optional<debug::GraphRun> run = debug::last_graph_run();
+  std::optional<lazy::GraphRun> run = lazy::last_graph_run();
   ASSERT_TRUE(run);
   EXPECT_TRUE(has(text, "## BEGIN_GRAPH " + run->hash.hex())) << text;
   EXPECT_TRUE(has(text, "cause: user mark_step")) << text;

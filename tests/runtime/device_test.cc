@@ -21,7 +21,7 @@
 #include "compiler/ir/parser.h"
 #include "runtime/pjrt/cpu/cpu_backend.h"
 #include "runtime/pjrt/compile_cache.h"
-#include "runtime/pjrt/internal.h"
+#include "runtime/lazy/tensor_impl.h"
 #include "runtime/debug/metrics.h"
 #include "tests/runtime/scoped_env.h"
 
@@ -139,8 +139,8 @@ std::shared_ptr<Executable> compile_text(Client& client, const std::string& text
 
 class RegistryTest : public ::testing::Test {
  protected:
-  void SetUp() override { internal::reset_backends_for_testing(); }
-  void TearDown() override { internal::reset_backends_for_testing(); }
+  void SetUp() override { lazy::reset_for_testing(); }
+  void TearDown() override { lazy::reset_for_testing(); }
   ScopedEnv device_{"PODSIM_DEVICE", std::nullopt};
   ScopedEnv cpu_devices_{"PODSIM_CPU_DEVICES", std::nullopt};
 };
@@ -220,7 +220,7 @@ TEST_F(RegistryTest, UnknownBackendListsTheValidValues) {
 
 TEST_F(RegistryTest, CpuDeviceCountFromEnvironment) {
   ScopedEnv env("PODSIM_CPU_DEVICES", "4");
-  internal::reset_backends_for_testing();
+  lazy::reset_for_testing();
   ASSERT_EQ(device_count(), 4);
   for (int i = 0; i < 4; ++i) {
     EXPECT_EQ(device(i).ordinal(), i);
@@ -232,13 +232,13 @@ TEST_F(RegistryTest, CpuDeviceCountFromEnvironment) {
 TEST_F(RegistryTest, BadCpuDeviceCountsAreErrors) {
   for (const char* bad : {"0", "abc", "257", "3x", "-2"}) {
     ScopedEnv env("PODSIM_CPU_DEVICES", bad);
-    internal::reset_backends_for_testing();
+    lazy::reset_for_testing();
     EXPECT_THAT(error_of([] { default_client(); }),
                 HasSubstr(std::string("PODSIM_CPU_DEVICES=") + bad))
         << bad;
   }
   ScopedEnv empty("PODSIM_CPU_DEVICES", "");
-  internal::reset_backends_for_testing();
+  lazy::reset_for_testing();
   EXPECT_EQ(device_count(), 1);
 }
 
@@ -259,7 +259,7 @@ TEST_F(RegistryTest, RegisteredBackendsAreCreatedOnceOnFirstUse) {
   EXPECT_THAT(error_of([] { client("NOPE"); }),
               HasSubstr("valid values: CPU, SIM, OPENCL, TESTCPU"));
   ScopedEnv env("PODSIM_DEVICE", "testcpu");
-  internal::reset_backends_for_testing();
+  lazy::reset_for_testing();
   EXPECT_EQ(device_count(), 2);
   EXPECT_EQ(created, 2);
 }

@@ -14,9 +14,9 @@
 #include <filesystem>
 
 #include "runtime/data/device_loader.h"
-#include "runtime/pjrt/internal.h"
+#include "runtime/lazy/tensor_impl.h"
 #include "runtime/nn/layers.h"
-#include "runtime/optim/checkpoint.h"
+#include "runtime/distributed/checkpoint.h"
 #include "runtime/optim/sgd.h"
 #include "runtime/debug/metrics.h"
 #include "compiler/ir/evaluator.h"
@@ -39,11 +39,11 @@ class SpmdTest : public ::testing::TestWithParam<std::string> {
   void SetUp() override {
     ASSERT_TRUE(kEnvironment);
     setenv("PODSIM_DEVICE", GetParam().c_str(), 1);
-    pjrt::internal::reset_backends_for_testing();
+    lazy::reset_for_testing();
     distributed::use_spmd();
   }
   void TearDown() override {
-    pjrt::internal::reset_backends_for_testing();
+    lazy::reset_for_testing();
     unsetenv("PODSIM_DEVICE");
   }
 };
@@ -252,7 +252,7 @@ TEST_P(SpmdTest, ShardedCheckpointsLoadOntoAnotherMesh) {
   saved.forward(x).sum().backward();
   sgd.step();  // momentum buffers: optimizer state to save too
   sgd.zero_grad();
-  optim::save_sharded_checkpoint(saved, &sgd, 7, dir.string());
+  distributed::save_sharded_checkpoint(saved, &sgd, 7, dir.string());
   for (int d = 0; d < 4; ++d) EXPECT_TRUE(std::filesystem::exists(dir / ("device-" + std::to_string(d) + ".safetensors")));
   const std::vector<float> weight = saved.weight().to_vector<float>(), bias = saved.bias().to_vector<float>();
 
@@ -263,7 +263,7 @@ TEST_P(SpmdTest, ShardedCheckpointsLoadOntoAnotherMesh) {
   mark_sharding(loaded.weight(), rows, {"data", std::nullopt});
   optim::SGD other(loaded.parameters(), {.lr = 0.5, .momentum = 0.9});
   EXPECT_NE(loaded.weight().to_vector<float>(), weight);
-  EXPECT_EQ(optim::load_sharded_checkpoint(loaded, &other, dir.string()), 7);
+  EXPECT_EQ(distributed::load_sharded_checkpoint(loaded, &other, dir.string()), 7);
   EXPECT_EQ(loaded.weight().to_vector<float>(), weight);
   EXPECT_EQ(loaded.bias().to_vector<float>(), bias);
   EXPECT_EQ(distributed::sharding_spec(loaded.weight()), "{devices=[4,1]0,1,2,3}");  // split as before the load

@@ -13,7 +13,7 @@
 #include "compiler/ir/evaluator.h"
 #include "compiler/ir/parser.h"
 #include "runtime/pjrt/compile_cache.h"
-#include "runtime/debug/report.h"
+#include "runtime/lazy/debug_report.h"
 #include "runtime/debug/metrics.h"
 #include "runtime/tensor/tensor.h"
 #include "runtime/lazy/tensor_impl.h"
@@ -115,7 +115,7 @@ TEST_F(SyncTest, ItemRunsOnlyTheGraphItNeeds) {
   Tensor b = y.exp();
   int64_t steps = debug::counter_value("MarkStep");
   EXPECT_EQ(a.sum().item().to_double(), 12);
-  std::optional<debug::GraphRun> run = debug::last_graph_run();
+  std::optional<lazy::GraphRun> run = lazy::last_graph_run();
   ASSERT_TRUE(run);
   EXPECT_EQ(run->inputs, 2);   // x and the scalar 2
   EXPECT_EQ(run->outputs, 1);  // the sum only
@@ -126,7 +126,7 @@ TEST_F(SyncTest, ItemRunsOnlyTheGraphItNeeds) {
   mark_step();
   EXPECT_FALSE(a.is_pending());
   EXPECT_FALSE(b.is_pending());
-  EXPECT_EQ(debug::last_graph_run()->outputs, 2);
+  EXPECT_EQ(lazy::last_graph_run()->outputs, 2);
 }
 
 TEST_F(SyncTest, SyncOfSelectedTensorsLeavesTheOthersPending) {

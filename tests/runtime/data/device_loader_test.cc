@@ -8,7 +8,7 @@
 
 #include <numeric>
 
-#include "runtime/debug/report.h"
+#include "runtime/lazy/debug_report.h"
 #include "runtime/debug/metrics.h"
 
 namespace podsim::data {
@@ -50,7 +50,7 @@ TEST(DeviceLoader, EachBatchTakenMarksAStep) {
     // The previous step's update is pending here and was launched by this next().
     EXPECT_FALSE(total.is_pending());
     if (batches > 0) {
-      auto run = debug::last_graph_run();
+      auto run = lazy::last_graph_run();
       ASSERT_TRUE(run.has_value());
       EXPECT_EQ(run->cause, "mark_step in the data loader");
     }

@@ -1,6 +1,6 @@
 // Debug reports of the lazy-tensor runtime, in the spirit of PyTorch/XLA's debug mode:
 //
-// PODSIM_DEBUG=1  the metrics auto-analysis, printed to stderr after each step that
+// PODSIM_DEBUG=1  the metrics auto-analysis (debug::metrics_analysis, runtime/debug/metrics.h), printed to stderr after each step that
 //                 shows a symptom and once at exit:
 //                   podsim-profiler: CompileTime too frequent: N counts during M steps
 //                     (more than one compilation per two steps, after 10 warm-up steps)
@@ -31,19 +31,12 @@
 #include "runtime/pjrt/device.h"
 #include "runtime/pjrt/hash.h"
 
-namespace podsim {
+namespace podsim::lazy {
 
-namespace lazy {
 struct Graph;
-}
-
-namespace debug {
 
 // PODSIM_DEBUG as a number (0 when unset or not a number).
 int debug_level();
-
-// The auto-analysis of the current metrics: one line per symptom, empty if none.
-std::string metrics_analysis();
 
 // What the last graph run on a device was (for tests and tools).
 struct GraphRun {
@@ -66,5 +59,4 @@ void on_execute(const GraphRun& run);
 void save_graph(const GraphRun& run, const lazy::Graph& graph, const ir::Module* module);
 void on_step_end();
 
-}  // namespace debug
-}  // namespace podsim
+}  // namespace podsim::lazy

@@ -1,4 +1,4 @@
-#include "runtime/optim/checkpoint.h"
+#include "runtime/distributed/checkpoint.h"
 
 #include <filesystem>
 #include <fstream>
@@ -12,8 +12,10 @@
 #include "runtime/nn/serialize.h"
 #include "runtime/distributed/spmd.h"
 
-namespace podsim::optim {
+namespace podsim::distributed {
 namespace {
+
+using nn::NamedTensors;
 
 constexpr std::string_view kModel = "model.";
 constexpr std::string_view kOptimizer = "optimizer.";
@@ -22,7 +24,7 @@ constexpr std::string_view kStep = "step";
 constexpr std::string_view kShardedFormat = "podsim-sharded-checkpoint-1";
 
 // The state of a checkpoint: "model.<name>", "optimizer.<name>".
-NamedTensors checkpoint_state(const nn::Module& module, const Optimizer* optimizer) {
+NamedTensors checkpoint_state(const nn::Module& module, const optim::Optimizer* optimizer) {
   NamedTensors all;
   for (auto& [name, tensor] : module.state_dict()) all.emplace_back(std::string(kModel) + name, tensor);
   if (optimizer != nullptr)
@@ -31,7 +33,7 @@ NamedTensors checkpoint_state(const nn::Module& module, const Optimizer* optimiz
 }
 
 // Gives the loaded state to module and optimizer as load_checkpoint does.
-void restore(nn::Module& module, Optimizer* optimizer, const NamedTensors& loaded, const std::string& where) {
+void restore(nn::Module& module, optim::Optimizer* optimizer, const NamedTensors& loaded, const std::string& where) {
   NamedTensors model, optimizer_state;
   for (const auto& [name, tensor] : loaded) {
     std::string_view key = name;
@@ -70,14 +72,14 @@ std::string device_file(int64_t device) { return fmt::format("device-{}.safetens
 
 }  // namespace
 
-void save_checkpoint(const nn::Module& module, const Optimizer* optimizer, int64_t step,
+void save_checkpoint(const nn::Module& module, const optim::Optimizer* optimizer, int64_t step,
                      const std::string& path) {
   NamedTensors all = checkpoint_state(module, optimizer);
   all.emplace_back(std::string(kStep), Tensor::from_vector(std::vector<int64_t>{step}, {}));
   nn::save(all, path);
 }
 
-int64_t load_checkpoint(nn::Module& module, Optimizer* optimizer, const std::string& path) {
+int64_t load_checkpoint(nn::Module& module, optim::Optimizer* optimizer, const std::string& path) {
   NamedTensors state;
   std::optional<int64_t> step;
   for (auto& [name, tensor] : nn::load(path)) {
@@ -96,7 +98,7 @@ int64_t load_checkpoint(nn::Module& module, Optimizer* optimizer, const std::str
   return *step;
 }
 
-void save_sharded_checkpoint(const nn::Module& module, const Optimizer* optimizer, int64_t step,
+void save_sharded_checkpoint(const nn::Module& module, const optim::Optimizer* optimizer, int64_t step,
                              const std::string& dir) {
   mark_step();
   wait_device_ops();
@@ -138,7 +140,7 @@ void save_sharded_checkpoint(const nn::Module& module, const Optimizer* optimize
   std::filesystem::rename(temporary, path);  // the index last: a checkpoint is whole once it exists
 }
 
-int64_t load_sharded_checkpoint(nn::Module& module, Optimizer* optimizer, const std::string& dir) {
+int64_t load_sharded_checkpoint(nn::Module& module, optim::Optimizer* optimizer, const std::string& dir) {
   const std::string where = fmt::format("load_sharded_checkpoint('{}')", dir);
   nlohmann::json index;
   try {
@@ -186,4 +188,4 @@ int64_t load_sharded_checkpoint(nn::Module& module, Optimizer* optimizer, const 
   return index.at("step").get<int64_t>();
 }
 
-}  // namespace podsim::optim
+}  // namespace podsim::distributed

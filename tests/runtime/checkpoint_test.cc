@@ -3,7 +3,7 @@
 // writing) leaves the previous checkpoint intact and no temporary file; an optimizer's
 // state_dict restores its state exactly (training resumed from it equals training
 // without interruption, bit for bit); model + optimizer checkpoints.
-#include "runtime/optim/checkpoint.h"
+#include "runtime/distributed/checkpoint.h"
 
 #include <gtest/gtest.h>
 #include <sys/resource.h>
@@ -264,12 +264,12 @@ TEST_F(CheckpointTest, ModelAndOptimizerCheckpoint) {
   Adam opt(model->parameters(), {.lr = 0.01});
   train_step(*model, opt);
   train_step(*model, opt);
-  save_checkpoint(*model, &opt, 2, path("ckpt.safetensors"));
+  distributed::save_checkpoint(*model, &opt, 2, path("ckpt.safetensors"));
   train_step(*model, opt);
 
   auto restored = make_model();  // different initial weights
   Adam restored_opt(restored->parameters(), {.lr = 0.01});
-  EXPECT_EQ(load_checkpoint(*restored, &restored_opt, path("ckpt.safetensors")), 2);
+  EXPECT_EQ(distributed::load_checkpoint(*restored, &restored_opt, path("ckpt.safetensors")), 2);
   train_step(*restored, restored_opt);
   auto want = model->state_dict();
   auto got = restored->state_dict();
@@ -277,9 +277,9 @@ TEST_F(CheckpointTest, ModelAndOptimizerCheckpoint) {
   for (size_t i = 0; i < got.size(); ++i)
     EXPECT_EQ(got[i].second.to_vector<float>(), want[i].second.to_vector<float>()) << got[i].first;
 
-  save_checkpoint(*model, nullptr, 7, path("model_only.safetensors"));
-  EXPECT_EQ(load_checkpoint(*restored, nullptr, path("model_only.safetensors")), 7);
-  EXPECT_THROW(load_checkpoint(*restored, &restored_opt, path("model_only.safetensors")), Error);
+  distributed::save_checkpoint(*model, nullptr, 7, path("model_only.safetensors"));
+  EXPECT_EQ(distributed::load_checkpoint(*restored, nullptr, path("model_only.safetensors")), 7);
+  EXPECT_THROW(distributed::load_checkpoint(*restored, &restored_opt, path("model_only.safetensors")), Error);
 }
 
 }  // namespace

@@ -10,14 +10,14 @@
 #include "runtime/nn/module.h"
 #include "runtime/optim/optimizer.h"
 
-namespace podsim::optim {
+namespace podsim::distributed {
 
 // optimizer may be null (a model-only checkpoint).
-void save_checkpoint(const nn::Module& module, const Optimizer* optimizer, int64_t step,
+void save_checkpoint(const nn::Module& module, const optim::Optimizer* optimizer, int64_t step,
                      const std::string& path);
 // Loads into module (strict: every key must match) and, if given, optimizer, whose
 // parameters must be the module's in the same groups as when saved. Returns the step.
-int64_t load_checkpoint(nn::Module& module, Optimizer* optimizer, const std::string& path);
+int64_t load_checkpoint(nn::Module& module, optim::Optimizer* optimizer, const std::string& path);
 
 // Sharded checkpoints of SPMD training (runtime/distributed/spmd.h): the directory `dir` gets one
 // safetensors file per device ("device-D.safetensors") with the pieces that device holds
@@ -27,8 +27,8 @@ int64_t load_checkpoint(nn::Module& module, Optimizer* optimizer, const std::str
 // load_checkpoint does, then splits it again as the tensor it replaces was split (or
 // leaves it whole): a checkpoint saved on one mesh loads onto another. Pending values are
 // computed first (mark_step).
-void save_sharded_checkpoint(const nn::Module& module, const Optimizer* optimizer, int64_t step,
+void save_sharded_checkpoint(const nn::Module& module, const optim::Optimizer* optimizer, int64_t step,
                              const std::string& dir);
-int64_t load_sharded_checkpoint(nn::Module& module, Optimizer* optimizer, const std::string& dir);
+int64_t load_sharded_checkpoint(nn::Module& module, optim::Optimizer* optimizer, const std::string& dir);
 
-}  // namespace podsim::optim
+}  // namespace podsim::distributed

@@ -1,4 +1,4 @@
-#include "runtime/debug/report.h"
+#include "runtime/lazy/debug_report.h"
 
 #include <fmt/core.h>
 
@@ -13,21 +13,13 @@
 #include "runtime/lazy/graph.h"
 #include "runtime/debug/metrics.h"
 
-namespace podsim::debug {
+namespace podsim::lazy {
 namespace {
 
 constexpr std::string_view kRule =
     "================================================================================";
 constexpr std::string_view kDashes =
     "--------------------------------------------------------------------------------";
-constexpr std::string_view kProfilerPrefix = "podsim-profiler";
-
-// Thresholds of the analysis (PyTorch/XLA's): more than one compilation per two steps
-// once 10 steps have passed; more than one device-to-host transfer per two steps;
-// single compilations over 300 s and executions over 30 s.
-constexpr int64_t kCompileWarmupSteps = 10;
-constexpr double kCompileSlowNs = 300e9;
-constexpr double kExecuteSlowNs = 30e9;
 
 struct State {
   std::mutex mutex;
@@ -76,16 +68,9 @@ std::string gigabytes(int64_t bytes) {
   return fmt::format("{:.6f} GB ({} bytes)", static_cast<double>(bytes) / 1e9, bytes);
 }
 
-// The longest sample the summary still knows (its highest percentile).
-double longest(const debug::MetricSummary& summary) {
-  double value = 0;
-  for (const auto& [percent, v] : summary.percentiles) value = std::max(value, v);
-  return value;
-}
-
 void print_exit_analysis() {
   if (debug_level() < 1) return;
-  std::string analysis = metrics_analysis();
+  std::string analysis = debug::metrics_analysis();
   State& s = state();
   std::lock_guard guard(s.mutex);
   if (!analysis.empty() && analysis != s.last_printed_analysis) {
@@ -116,29 +101,6 @@ int debug_level() {
   char* end = nullptr;
   long level = std::strtol(value, &end, 10);
   return end != value && *end == '\0' && level > 0 ? static_cast<int>(std::min(level, 9L)) : 0;
-}
-
-std::string metrics_analysis() {
-  std::string out;
-  int64_t steps = debug::counter_value("MarkStep");
-  debug::MetricSummary compile = debug::metric_summary("CompileTime");
-  debug::MetricSummary transfer = debug::metric_summary("TransferFromDeviceTime");
-  debug::MetricSummary execute = debug::metric_summary("ExecuteTime");
-  if (steps > kCompileWarmupSteps && 2 * compile.total_samples > steps)
-    out += fmt::format("{}: CompileTime too frequent: {} counts during {} steps\n", kProfilerPrefix,
-                       compile.total_samples, steps);
-  if (steps > 0 && 2 * transfer.total_samples > steps)
-    out += fmt::format("{}: TransferFromDeviceTime too frequent: {} counts during {} steps\n",
-                       kProfilerPrefix, transfer.total_samples, steps);
-  if (longest(compile) > kCompileSlowNs)
-    out += fmt::format(
-        "{}: CompileTime too slow: longest instance took {}\n", kProfilerPrefix,
-        debug::format_metric_value(longest(compile), debug::MetricUnit::kNanoseconds));
-  if (longest(execute) > kExecuteSlowNs)
-    out += fmt::format(
-        "{}: ExecuteTime too slow: longest instance took {}\n", kProfilerPrefix,
-        debug::format_metric_value(longest(execute), debug::MetricUnit::kNanoseconds));
-  return out;
 }
 
 std::optional<GraphRun> last_graph_run() {
@@ -201,7 +163,7 @@ void on_step_end() {
   if (const char* path = env("PODSIM_METRICS_FILE"))
     append_to(path, debug::metrics_report(), "PODSIM_METRICS_FILE");
   if (debug_level() < 1) return;
-  std::string analysis = metrics_analysis();
+  std::string analysis = debug::metrics_analysis();
   State& s = state();
   std::lock_guard guard(s.mutex);
   if (!s.exit_hook) {
@@ -215,4 +177,4 @@ void on_step_end() {
   }
 }
 
-}  // namespace podsim::debug
+}  // namespace podsim::lazy
