@@ -19,6 +19,11 @@ namespace py = pybind11;
 py::array literal_to_numpy(ir::Literal literal);
 ir::Literal literal_from_numpy(const py::array& array);
 
+// The dtype and device keyword arguments of a factory or layer (None: the default).
+inline TensorOptions options_of(std::optional<DType> dtype, pjrt::Device* device) {
+  return dtype ? TensorOptions(*dtype, device) : TensorOptions(device);
+}
+
 // A Python number as an op's scalar operand: bool (Python's or NumPy's), an integer
 // (anything with __index__) or a float; nullopt for anything else.
 std::optional<Scalar> as_scalar(py::handle value);

@@ -19,10 +19,6 @@ using nn::Module;
 using nn::Reduction;
 using pjrt::Device;
 
-TensorOptions options_of(Device* device, std::optional<DType> dtype) {
-  return dtype ? TensorOptions(*dtype, device) : TensorOptions(device);
-}
-
 Int2 int2_of(py::handle value) {
   if (PyIndex_Check(value.ptr())) return Int2(value.cast<int64_t>());
   auto pair = value.cast<std::vector<int64_t>>();
@@ -109,27 +105,27 @@ void bind_nn(py::module_& m) {
   };
   layer.operator()<nn::Linear>("Linear")
       .def(py::init([](int64_t in, int64_t out, bool bias, Device* device, std::optional<DType> dtype) {
-             return std::make_shared<nn::Linear>(in, out, bias, options_of(device, dtype));
+             return std::make_shared<nn::Linear>(in, out, bias, options_of(dtype, device));
            }), py::arg("in_features"), py::arg("out_features"), py::arg("bias") = true, py::kw_only(),
            py::arg("device") = py::none(), py::arg("dtype") = py::none())
       .def_property_readonly("weight", &nn::Linear::weight)
       .def_property_readonly("bias", [](const nn::Linear& l) { return optional_tensor(l.bias()); });
   layer.operator()<nn::Embedding>("Embedding")
       .def(py::init([](int64_t n, int64_t dim, Device* device, std::optional<DType> dtype) {
-             return std::make_shared<nn::Embedding>(n, dim, options_of(device, dtype));
+             return std::make_shared<nn::Embedding>(n, dim, options_of(dtype, device));
            }), py::arg("num_embeddings"), py::arg("embedding_dim"), py::kw_only(), py::arg("device") = py::none(),
            py::arg("dtype") = py::none())
       .def_property_readonly("weight", &nn::Embedding::weight);
   layer.operator()<nn::LayerNorm>("LayerNorm")
       .def(py::init([](py::handle shape, double eps, bool affine, Device* device, std::optional<DType> dtype) {
-             return std::make_shared<nn::LayerNorm>(shape_of(shape), eps, affine, options_of(device, dtype));
+             return std::make_shared<nn::LayerNorm>(shape_of(shape), eps, affine, options_of(dtype, device));
            }), py::arg("normalized_shape"), py::arg("eps") = 1e-5, py::arg("elementwise_affine") = true, py::kw_only(),
            py::arg("device") = py::none(), py::arg("dtype") = py::none())
       .def_property_readonly("weight", [](const nn::LayerNorm& l) { return optional_tensor(l.weight()); })
       .def_property_readonly("bias", [](const nn::LayerNorm& l) { return optional_tensor(l.bias()); });
   layer.operator()<nn::RMSNorm>("RMSNorm")
       .def(py::init([](py::handle shape, std::optional<double> eps, bool affine, Device* device, std::optional<DType> dtype) {
-             return std::make_shared<nn::RMSNorm>(shape_of(shape), eps, affine, options_of(device, dtype));
+             return std::make_shared<nn::RMSNorm>(shape_of(shape), eps, affine, options_of(dtype, device));
            }), py::arg("normalized_shape"), py::arg("eps") = py::none(), py::arg("elementwise_affine") = true,
            py::kw_only(), py::arg("device") = py::none(), py::arg("dtype") = py::none());
   layer.operator()<nn::Dropout>("Dropout").def(py::init<double>(), py::arg("p") = 0.5);
@@ -147,7 +143,7 @@ void bind_nn(py::module_& m) {
       .def(py::init([](int64_t in, int64_t out, py::handle kernel, py::handle stride, py::handle padding,
                        py::handle dilation, bool bias, Device* device, std::optional<DType> dtype) {
              return std::make_shared<nn::Conv2d>(in, out, int2_of(kernel), int2_of(stride), int2_of(padding),
-                                                 int2_of(dilation), bias, options_of(device, dtype));
+                                                 int2_of(dilation), bias, options_of(dtype, device));
            }), py::arg("in_channels"), py::arg("out_channels"), py::arg("kernel_size"), py::arg("stride") = 1,
            py::arg("padding") = 0, py::arg("dilation") = 1, py::arg("bias") = true, py::kw_only(),
            py::arg("device") = py::none(), py::arg("dtype") = py::none())
@@ -158,7 +154,7 @@ void bind_nn(py::module_& m) {
       .def(py::init([](int64_t dim, int64_t heads, bool bias, bool batch_first, bool causal, Device* device,
                        std::optional<DType> dtype) {
              return std::make_shared<nn::MultiheadAttention>(dim, heads, bias, batch_first, causal,
-                                                             options_of(device, dtype));
+                                                             options_of(dtype, device));
            }), py::arg("embed_dim"), py::arg("num_heads"), py::arg("bias") = true, py::arg("batch_first") = false,
            py::kw_only(), py::arg("causal") = false, py::arg("device") = py::none(), py::arg("dtype") = py::none())
       .def("__call__", [](nn::MultiheadAttention& a, const Tensor& q, const Tensor& k, const Tensor& v,

@@ -75,11 +75,6 @@ std::vector<int64_t> sizes_of(const py::args& args, const char* what) {
 // dim=None (every dimension), an int or a sequence.
 std::vector<int64_t> dims_of(const py::object& dim) { return dim.is_none() ? std::vector<int64_t>{} : int_list(dim, "dim"); }
 
-TensorOptions options_of(std::optional<DType> dtype, Device* device) {
-  if (dtype) return TensorOptions(*dtype, device);
-  return TensorOptions(device);
-}
-
 py::object scalar_to_python(const Scalar& s) {
   switch (s.kind()) {
     case Scalar::Kind::kBool: return py::bool_(s.to_bool());
