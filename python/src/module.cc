@@ -10,6 +10,7 @@
 
 #include "common/error.h"
 #include "python/src/bindings.h"
+#include "runtime/lazy/debug_report.h"
 
 namespace podsim::python {
 namespace {
@@ -37,6 +38,28 @@ std::string with_python_location(const std::string& message) {
   std::string where = python_caller_location();
   if (end == std::string::npos || where.empty()) return message;
   return where + message.substr(end);
+}
+
+// The Python frames of the calling thread, innermost first (for the debug reports, which
+// run with the GIL released; none on a thread that runs no Python).
+std::vector<std::string> python_frames() {
+  std::vector<std::string> out;
+  if (!Py_IsInitialized()) return out;
+  py::gil_scoped_acquire gil;
+  PyFrameObject* frame = PyEval_GetFrame();
+  if (frame != nullptr) Py_INCREF(frame);
+  for (int depth = 0; frame != nullptr && depth < 10; ++depth) {
+    PyCodeObject* code = PyFrame_GetCode(frame);
+    out.push_back(std::string(py::str(reinterpret_cast<PyObject*>(code->co_name))) + " (" +
+                  std::string(py::str(reinterpret_cast<PyObject*>(code->co_filename))) + ":" +
+                  std::to_string(PyFrame_GetLineNumber(frame)) + ")");
+    Py_DECREF(code);
+    PyFrameObject* back = PyFrame_GetBack(frame);  // new reference or null
+    Py_DECREF(frame);
+    frame = back;
+  }
+  Py_XDECREF(frame);
+  return out;
 }
 
 bool is_instance_of_numpy(py::handle value, const char* type) {
@@ -80,6 +103,7 @@ PYBIND11_MODULE(_podsim, m) {
       PyErr_SetString(error.ptr(), with_python_location(e.what()).c_str());
     }
   });
+  podsim::lazy::set_frame_source(python_frames);
   bind_tensor(m);
   bind_execution(m);
   py::module_ debug = m.def_submodule("debug", "Metrics and debug reports (as torch_xla.debug.metrics)");

@@ -245,3 +245,17 @@ def test_waiting_for_the_device_releases_the_gil(dev):
     assert seconds[0] > 0.05, "the graph ran too quickly to tell"
     # Had the call kept the GIL, this thread could not have run while it waited.
     assert spins > 1000, (seconds, spins)
+
+
+def test_debug_reports_name_the_python_frames(dev, monkeypatch, capfd):
+    monkeypatch.setenv("PODSIM_DEBUG", "2")  # read at each step
+    x = podsim.tensor([1.0, 2.0, 3.0], device=dev)
+    y = (x * 7.5).exp().sum()  # a graph no earlier test compiled
+    podsim.mark_step()  # the line the report names
+    line = test_debug_reports_name_the_python_frames.__code__.co_firstlineno + 4
+    podsim.wait_device_ops()
+    err = capfd.readouterr().err
+    assert "Compilation Analysis:   user mark_step" in err
+    assert "Python Frame Triggered Execution:" in err
+    assert f"test_debug_reports_name_the_python_frames (" in err and f"test_tensor.py:{line})" in err
+    assert y.item() == pytest.approx(np.exp(7.5 * np.array([1.0, 2.0, 3.0])).sum(), rel=1e-5)

@@ -52,15 +52,26 @@ void print_block(std::string_view prefix, const std::vector<std::string>& lines)
   std::fflush(stderr);
 }
 
+FrameSource& frame_source() {
+  static FrameSource* source = new FrameSource;
+  return *source;
+}
+
 std::vector<std::string> graph_lines(std::string_view cause_title, const GraphRun& run) {
-  return {std::string(cause_title),
-          "  " + run.cause,
-          "Graph Info:",
-          "  Graph Hash: " + run.hash.hex(),
-          fmt::format("  Number of Graph Inputs: {}", run.inputs),
-          fmt::format("  Number of Graph Outputs: {}", run.outputs),
-          "C++ Frame Triggered Execution:",
-          "  " + frame(run.loc)};
+  std::vector<std::string> lines = {std::string(cause_title),
+                                    "  " + run.cause,
+                                    "Graph Info:",
+                                    "  Graph Hash: " + run.hash.hex(),
+                                    fmt::format("  Number of Graph Inputs: {}", run.inputs),
+                                    fmt::format("  Number of Graph Outputs: {}", run.outputs),
+                                    "C++ Frame Triggered Execution:",
+                                    "  " + frame(run.loc)};
+  if (frame_source()) {
+    std::vector<std::string> frames = frame_source()();
+    if (!frames.empty()) lines.push_back("Python Frame Triggered Execution:");
+    for (const std::string& f : frames) lines.push_back("  " + f);
+  }
+  return lines;
 }
 
 // GB as PyTorch/XLA prints them, with the exact byte count (small graphs round to 0 GB).
@@ -94,6 +105,8 @@ void append_to(const char* path, const std::string& text, const char* variable) 
 }
 
 }  // namespace
+
+void set_frame_source(FrameSource source) { frame_source() = std::move(source); }
 
 int debug_level() {
   const char* value = env("PODSIM_DEBUG");

@@ -23,9 +23,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <source_location>
 #include <string>
+#include <vector>
 
 #include "compiler/ir/module.h"
 #include "runtime/pjrt/device.h"
@@ -37,6 +39,12 @@ struct Graph;
 
 // PODSIM_DEBUG as a number (0 when unset or not a number).
 int debug_level();
+
+// The frames of the language the program is written in above C++ (Python's, set by
+// podsim's Python module), innermost first; the PODSIM_DEBUG=2 blocks print them as
+// PyTorch/XLA prints its "Python Frame Triggered Execution". None by default.
+using FrameSource = std::function<std::vector<std::string>()>;
+void set_frame_source(FrameSource source);
 
 // What the last graph run on a device was (for tests and tools).
 struct GraphRun {
