@@ -148,6 +148,20 @@ void VectorCodegen::emit_op(const ExprNode& n, int dst, const std::vector<int>& 
     f(tmp);
     regs_.give(tmp);
   };
+  // reg's low `width` bits, zero- or sign-extended to the lane's 32.
+  auto zero_extend = [&](int reg, int width) {
+    with_temp([&](int mask) {
+      pb_.vimm(mask, (1u << width) - 1);
+      vop(pb_, Opcode::kVand, DType::kU32, reg, reg, mask);
+    });
+  };
+  auto sign_extend = [&](int reg, int width) {
+    with_temp([&](int by) {
+      pb_.vimm(by, static_cast<uint32_t>(32 - width));
+      vop(pb_, Opcode::kVshl, DType::kU32, reg, reg, by);
+      vop(pb_, Opcode::kVshra, DType::kU32, reg, reg, by);
+    });
+  };
   // dst = probe == value ? then : dst (k: scratch).
   auto where_equals = [&](int probe, float value, int then, int k) {
     pb_.vimm(k, std::bit_cast<uint32_t>(value));
@@ -181,22 +195,73 @@ void VectorCodegen::emit_op(const ExprNode& n, int dst, const std::vector<int>& 
     case ir::Opcode::kShiftLeft:
     case ir::Opcode::kShiftRightLogical:
     case ir::Opcode::kShiftRightArithmetic: {
-      // Narrower integers live extended in 32-bit lanes, where a shift would see the
-      // wrong width.
-      if (t != PrimitiveType::kS32 && t != PrimitiveType::kU32)
-        unsupported(origin, fmt::format("on {} (32-bit integers only)", ir::type_name(t)));
-      Opcode op = n.opcode == ir::Opcode::kShiftLeft           ? Opcode::kVshl
-                  : n.opcode == ir::Opcode::kShiftRightLogical ? Opcode::kVshrl
-                                                               : Opcode::kVshra;
-      return vop(pb_, op, DType::kU32, dst, src[0], src[1]);
+      // Narrower integers live extended in 32-bit lanes: a logical right shift first
+      // drops the extension of a signed value, an arithmetic one first extends an
+      // unsigned value's sign, and the result is extended again from its width. Shift
+      // amounts are unsigned in XLA; a narrow amount of the width or more (a negative one
+      // extends to 2^32 - k) shifts every bit out (or fills with the sign), as in 32 bits.
+      const int width = ir::type_bit_width(t);
+      if (!ir::is_integral(t) || width > 32) unsupported(origin, fmt::format("on {}", ir::type_name(t)));
+      const Opcode op = n.opcode == ir::Opcode::kShiftLeft           ? Opcode::kVshl
+                        : n.opcode == ir::Opcode::kShiftRightLogical ? Opcode::kVshrl
+                                                                     : Opcode::kVshra;
+      if (width == 32) return vop(pb_, op, DType::kU32, dst, src[0], src[1]);
+      const bool is_signed = ir::is_signed_int(t);
+      vop(pb_, Opcode::kVor, DType::kU32, dst, src[0], src[0]);
+      if (op == Opcode::kVshrl && is_signed) zero_extend(dst, width);
+      if (op == Opcode::kVshra && !is_signed) sign_extend(dst, width);
+      vop(pb_, op, DType::kU32, dst, dst, src[1]);
+      return is_signed ? sign_extend(dst, width) : zero_extend(dst, width);
+    }
+    case ir::Opcode::kPopcnt:
+    case ir::Opcode::kClz: {
+      // On the value's own bits (zero-extended from its width): count-leading-zeros is
+      // the width less the population count of the value with every bit below its
+      // highest set bit set too (x |= x >> 1, 2, 4, 8, 16); the count adds bits in pairs,
+      // nibbles and bytes, then sums the bytes with one multiply.
+      const int width = ir::type_bit_width(t);
+      if (!ir::is_integral(t) || width > 32) unsupported(origin, fmt::format("on {}", ir::type_name(t)));
+      const int k = regs_.take(), m = regs_.take();
+      auto shifted = [&](Opcode op, int from, uint32_t by) {  // k = from shifted by `by`
+        pb_.vimm(k, by);
+        vop(pb_, op, DType::kU32, k, from, k);
+      };
+      auto masked = [&](int reg, uint32_t mask) {  // reg &= mask
+        pb_.vimm(m, mask);
+        vop(pb_, Opcode::kVand, DType::kU32, reg, reg, m);
+      };
+      vop(pb_, Opcode::kVor, DType::kU32, dst, src[0], src[0]);
+      if (width < 32) zero_extend(dst, width);
+      if (n.opcode == ir::Opcode::kClz)
+        for (uint32_t by = 1; by < static_cast<uint32_t>(width); by *= 2) {
+          shifted(Opcode::kVshrl, dst, by);
+          vop(pb_, Opcode::kVor, DType::kU32, dst, dst, k);
+        }
+      shifted(Opcode::kVshrl, dst, 1);
+      masked(k, 0x55555555u);
+      vop(pb_, Opcode::kVsub, DType::kU32, dst, dst, k);
+      shifted(Opcode::kVshrl, dst, 2);
+      masked(k, 0x33333333u);
+      masked(dst, 0x33333333u);
+      vop(pb_, Opcode::kVadd, DType::kU32, dst, dst, k);
+      shifted(Opcode::kVshrl, dst, 4);
+      vop(pb_, Opcode::kVadd, DType::kU32, dst, dst, k);
+      masked(dst, 0x0F0F0F0Fu);
+      pb_.vimm(m, 0x01010101u);
+      vop(pb_, Opcode::kVmul, DType::kU32, dst, dst, m);
+      pb_.vimm(m, 24);
+      vop(pb_, Opcode::kVshrl, DType::kU32, dst, dst, m);
+      if (n.opcode == ir::Opcode::kClz) {
+        pb_.vimm(m, static_cast<uint32_t>(width));
+        vop(pb_, Opcode::kVsub, DType::kU32, dst, m, dst);
+      }
+      regs_.give(k);
+      regs_.give(m);
+      return;
     }
     case ir::Opcode::kNot:
       vop(pb_, Opcode::kVnot, DType::kU32, dst, src[0]);
-      if (t == PrimitiveType::kU8 || t == PrimitiveType::kU16)  // keep the lane zero-extended
-        with_temp([&](int mask) {
-          pb_.vimm(mask, t == PrimitiveType::kU8 ? 0xFFu : 0xFFFFu);
-          vop(pb_, Opcode::kVand, DType::kU32, dst, dst, mask);
-        });
+      if (t == PrimitiveType::kU8 || t == PrimitiveType::kU16) zero_extend(dst, ir::type_bit_width(t));  // keep it so
       return;
     case ir::Opcode::kNegate: no_pred(); return vop(pb_, Opcode::kVneg, dt, dst, src[0]);
     case ir::Opcode::kAbs: no_pred(); return vop(pb_, Opcode::kVabs, dt, dst, src[0]);
