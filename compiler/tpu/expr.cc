@@ -294,10 +294,6 @@ int ExprBuilder::elementwise(const Instruction& i, const View& view) {
       }
       unsupported(i, fmt::format("bitcast-convert from {} to {}", ir::type_name(ot), ir::type_name(t)));
     }
-    case Opcode::kCompare:
-      if (i.attrs().comparison_type == ir::ComparisonType::kTotalOrder && ir::is_float(ot))
-        unsupported(i, "TOTALORDER comparison of floats");
-      break;
     default: break;
   }
   int node = e_.add_op(i.opcode(), t, std::move(operands), &i);

@@ -409,6 +409,24 @@ void VectorCodegen::emit_op(const ExprNode& n, int dst, const std::vector<int>& 
         if (ctype == ir::ComparisonType::kSigned && !ir::is_signed_int(ot)) ct = DType::kS32;
         if (ctype == ir::ComparisonType::kUnsigned && !ir::is_unsigned_int(ot)) ct = DType::kU32;
       }
+      if (origin.attrs().comparison_type == ir::ComparisonType::kTotalOrder && ir::is_float(ot)) {
+        // IEEE totalOrder as signed order of the f32 bits with the magnitude bits of
+        // negative values flipped (16-bit floats held as f32 keep their order).
+        const int a = regs_.take(), b = regs_.take();
+        auto key = [&](int to, int from) {  // to = from ^ ((from >>a 31) & 0x7FFFFFFF)
+          pb_.vimm(dst, 31);
+          vop(pb_, Opcode::kVshra, DType::kU32, to, from, dst);
+          pb_.vimm(dst, 0x7FFFFFFFu);
+          vop(pb_, Opcode::kVand, DType::kU32, to, to, dst);
+          vop(pb_, Opcode::kVxor, DType::kU32, to, to, from);
+        };
+        key(a, src[0]);
+        key(b, src[1]);
+        pb_.emit(Opcode::kVcmp, DType::kS32, {dst, a, b, compare_imm(n.direction)});
+        regs_.give(a);
+        regs_.give(b);
+        return;
+      }
       pb_.emit(Opcode::kVcmp, ct, {dst, src[0], src[1], compare_imm(n.direction)});
       return;
     }
