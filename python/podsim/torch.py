@@ -481,6 +481,126 @@ def _convolution_backward(grad, x, weight, bias_sizes, stride, padding, dilation
     return gx, gw, gb
 
 
+# Batch norm: statistics over every dimension but the channels (dim 1); the running
+# statistics are updated in place with the unbiased variance, as torch does.
+def _batch_norm(x, weight, bias, mean, invstd):
+    shape = [1, x.shape[1]] + [1] * (x.dim() - 2)
+    out = (x - mean.reshape(*shape)) * invstd.reshape(*shape)
+    if weight is not None:
+        out = out * weight.reshape(*shape)
+    if bias is not None:
+        out = out + bias.reshape(*shape)
+    return out
+
+
+def _batch_statistics(x, eps):
+    dims = [d for d in range(x.dim()) if d != 1]
+    mean = x.mean(dims)
+    var = ((x - mean.reshape(*([1, x.shape[1]] + [1] * (x.dim() - 2)))) ** 2).mean(dims)
+    return mean, var, (var + eps).rsqrt()
+
+
+@_kernel(aten.native_batch_norm)
+@_unwrapped
+def _native_batch_norm(x, weight, bias, running_mean, running_var, training, momentum, eps):
+    if not training:
+        invstd = (running_var + eps).rsqrt()
+        empty = podsim.zeros(0, dtype=x.dtype, device=x.device)
+        return _batch_norm(x, weight, bias, running_mean, invstd), empty, empty
+    mean, var, invstd = _batch_statistics(x, eps)
+    if running_mean is not None:
+        count = x.numel() // x.shape[1]
+        with podsim.no_grad():
+            running_mean.copy_(running_mean * (1 - momentum) + mean * momentum)
+            running_var.copy_(running_var * (1 - momentum) + var * (momentum * count / max(count - 1, 1)))
+    return _batch_norm(x, weight, bias, mean, invstd), mean, invstd
+
+
+@_kernel(aten.native_batch_norm_backward)
+@_unwrapped
+def _native_batch_norm_backward(grad, x, weight, running_mean, running_var, save_mean, save_invstd, training, eps,
+                                mask):
+    def forward(x, weight):
+        if training:
+            mean, _, invstd = _batch_statistics(x, eps)
+        else:
+            mean, invstd = running_mean, (running_var + eps).rsqrt()
+        return _batch_norm(x, weight, None, mean, invstd)
+
+    gx, gw = _grads(forward, [x, weight], grad, [mask[0], mask[1] and weight is not None])
+    gb = grad.sum([d for d in range(grad.dim()) if d != 1]) if mask[2] else None
+    return gx, gw, gb
+
+
+# Pooling (2-D, NCHW; floor mode). Max pooling's indices are each window's first
+# maximum as a flat index into its input plane, as torch gives them.
+def _pool_args(kernel, stride, padding, dilation=(1, 1), ceil_mode=False):
+    if ceil_mode or tuple(dilation) not in ((1, 1), (1,)):
+        raise NotImplementedError("podsim's pooling: ceil_mode=False and dilation 1 only")
+    kernel = tuple(kernel) * (2 // len(kernel))
+    stride = tuple(stride or kernel) * (2 // len(stride or kernel))
+    padding = tuple(padding) * (2 // len(padding))
+    return kernel, stride, padding
+
+
+@_kernel(aten.max_pool2d_with_indices)
+@_unwrapped
+def _max_pool2d_with_indices(x, kernel, stride=(), padding=(0,), dilation=(1,), ceil_mode=False):
+    (kh, kw), (sh, sw), (ph, pw) = _pool_args(kernel, stride, padding, dilation, ceil_mode)
+    out = podsim.nn.functional.max_pool2d(x, (kh, kw), (sh, sw), (ph, pw))
+    h, w = x.shape[-2], x.shape[-1]
+    ho, wo = out.shape[-2], out.shape[-1]
+    padded = x
+    if ph or pw:  # -inf around, so that padding is never a maximum
+        lead = list(x.shape[:-2])
+        fill = lambda *shape: podsim.full(lead + list(shape), float("-inf"), dtype=x.dtype, device=x.device)
+        padded = podsim.cat([fill(ph, w), x, fill(ph, w)], dim=-2) if ph else x
+        padded = podsim.cat([fill(h + 2 * ph, pw), padded, fill(h + 2 * ph, pw)], dim=-1) if pw else padded
+    windows = [padded.slice(-2, i, i + sh * (ho - 1) + 1, sh).slice(-1, j, j + sw * (wo - 1) + 1, sw)
+               for i in range(kh) for j in range(kw)]
+    k = podsim.stack(windows, dim=-1).argmax(-1)  # the first maximum's place in its window
+    offsets = podsim.tensor([i * w + j for i in range(kh) for j in range(kw)], device=x.device)
+    corner = (podsim.arange(ho, device=x.device).reshape(ho, 1) * sh - ph) * w + \
+        podsim.arange(wo, device=x.device).reshape(1, wo) * sw - pw
+    return out, corner + offsets.index_select(0, k.flatten()).reshape(*k.shape)
+
+
+@_kernel(aten.max_pool2d_with_indices_backward)
+@_unwrapped
+def _max_pool2d_with_indices_backward(grad, x, kernel, stride, padding, dilation, ceil_mode, indices):
+    kernel, stride, padding = _pool_args(kernel, stride, padding, dilation, ceil_mode)
+    return _grads(lambda v: podsim.nn.functional.max_pool2d(v, kernel, stride, padding), [x], grad)[0]
+
+
+def _avg_args(kernel, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    if not count_include_pad or divisor_override is not None:
+        raise NotImplementedError("podsim's avg_pool2d: count_include_pad=True, no divisor_override")
+    return _pool_args(kernel, stride, padding, ceil_mode=ceil_mode)
+
+
+_kernel(aten.avg_pool2d)(_unwrapped(
+    lambda x, kernel, stride=(), padding=(0,), ceil_mode=False, count_include_pad=True, divisor_override=None:
+        podsim.nn.functional.avg_pool2d(x, *_avg_args(kernel, stride, padding, ceil_mode, count_include_pad,
+                                                      divisor_override))))
+_kernel(aten.avg_pool2d_backward)(_unwrapped(
+    lambda grad, x, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override: _grads(
+        lambda v: podsim.nn.functional.avg_pool2d(v, *_avg_args(kernel, stride, padding, ceil_mode,
+                                                                count_include_pad, divisor_override)),
+        [x], grad)[0]))
+
+
+@_kernel(aten._adaptive_avg_pool2d)
+@_unwrapped
+def _adaptive_avg_pool2d(x, size):
+    if tuple(size) != (1, 1):
+        raise NotImplementedError("podsim's adaptive_avg_pool2d: output size 1x1 only")
+    return x.mean([-2, -1], keepdim=True)
+
+
+_kernel(aten._adaptive_avg_pool2d_backward)(_unwrapped(
+    lambda grad, x: (grad / (x.shape[-2] * x.shape[-1])).expand(*x.shape)))
+
+
 # Losses.
 _REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}
 

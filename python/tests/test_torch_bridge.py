@@ -149,3 +149,44 @@ def test_an_op_without_a_kernel_names_it_and_falls_back_when_asked():
     assert isinstance(out, pt.PodsimTensor)
     np.testing.assert_array_equal(out.cpu().numpy(), np.cumsum(np.arange(5.0)))
     assert podsim.debug.counter_value("aten::cumsum") == before + 1
+
+
+class SmallCnn(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.features = torch.nn.Sequential(
+            torch.nn.Conv2d(1, 4, 3, padding=1), torch.nn.BatchNorm2d(4), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+            torch.nn.Conv2d(4, 8, 3), torch.nn.ReLU(), torch.nn.AvgPool2d(1), torch.nn.AdaptiveAvgPool2d(1))
+        self.head = torch.nn.Linear(8, 3)
+
+    def forward(self, x):
+        return self.head(self.features(x).flatten(1))
+
+
+@pytest.mark.skipif(SIM, reason="the TPU target does not lower convolution yet")
+def test_cnn_with_batch_norm_and_pooling_matches_torch():
+    torch.manual_seed(3)
+    model = SmallCnn()
+    batches = [(torch.randn(8, 1, 8, 8), torch.randint(0, 3, (8,))) for _ in range(20)]
+    check(model, batches, lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9))
+    # The running statistics follow torch's too (train() above updated them in place).
+    ref = copy.deepcopy(model)
+    ours = copy.deepcopy(model).to(DEVICE)
+    x = batches[0][0]
+    ref(x), ours(x.to(DEVICE))
+    np.testing.assert_allclose(ours.features[1].running_var.cpu().numpy(), ref.features[1].running_var.numpy(),
+                               rtol=1e-5)
+    ref.eval(), ours.eval()
+    np.testing.assert_allclose(ours(x.to(DEVICE)).detach().cpu().numpy(), ref(x).detach().numpy(), rtol=1e-4,
+                               atol=1e-5)
+
+
+@pytest.mark.skipif(SIM, reason="the TPU target does not lower reduce-window (pooling) yet")
+def test_max_pool_indices_match_torch():
+    x = torch.randn(2, 3, 7, 9)
+    x[0, 0, :2, :2] = 5.0  # a tie: the first maximum wins
+    for kernel, stride, padding in [(2, 2, 0), (3, 2, 1), ((2, 3), (1, 2), (1, 0))]:
+        ref_out, ref_idx = torch.nn.functional.max_pool2d(x, kernel, stride, padding, return_indices=True)
+        out, idx = torch.nn.functional.max_pool2d(x.to(DEVICE), kernel, stride, padding, return_indices=True)
+        np.testing.assert_array_equal(out.cpu().numpy(), ref_out.numpy())
+        np.testing.assert_array_equal(idx.cpu().numpy(), ref_idx.numpy())
