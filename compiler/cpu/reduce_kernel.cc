@@ -11,7 +11,7 @@
 
 #include "common/error.h"
 #include "compiler/cpu/simd.h"
-#include "compiler/ir/evaluator_internal.h"
+#include "compiler/ir/eval/internal.h"
 #include "compiler/ir/native_types.h"
 
 namespace podsim::cpu {

@@ -14,8 +14,8 @@
 #include <thread>
 #include <unordered_map>
 
-#include "compiler/ir/evaluator_collectives.h"
-#include "compiler/ir/evaluator_elementwise.h"
+#include "compiler/ir/eval/collectives.h"
+#include "compiler/ir/eval/elementwise.h"
 
 namespace podsim::ir {
 namespace {

@@ -11,7 +11,7 @@
 #include <fstream>
 
 #include "common/error.h"
-#include "compiler/ir/parser_internal.h"
+#include "compiler/ir/parser/internal.h"
 
 namespace podsim::ir {
 namespace parser {

@@ -13,7 +13,7 @@
 
 #include "common/error.h"
 #include "compiler/ir/shape_inference.h"
-#include "compiler/ir/shape_inference_internal.h"
+#include "compiler/ir/infer/internal.h"
 #include "compiler/ir/sharding.h"
 
 namespace podsim::ir {

@@ -310,7 +310,7 @@ std::optional<KernelSource> reduce_window_kernel(const Instruction& rw, KernelSo
   return k;
 }
 
-// rng-bit-generator, bit for bit the evaluator's (see compiler/ir/evaluator_rng.cc for
+// rng-bit-generator, bit for bit the evaluator's (see compiler/ir/eval/rng.cc for
 // how elements map to generator outputs): one work-item per Threefry output pair (or
 // 64-bit element) or per Philox block; work-item 0 also writes the new state.
 constexpr std::string_view kRngHelpers = R"(#ifndef PODSIM_RNG_HELPERS

@@ -14,7 +14,7 @@
 #include <string>
 #include <type_traits>
 
-#include "compiler/ir/evaluator_internal.h"
+#include "compiler/ir/eval/internal.h"
 #include "compiler/ir/native_types.h"
 
 namespace podsim::ir::eval {

@@ -12,7 +12,7 @@
 #include <fmt/format.h>
 
 #include "common/tanh.h"
-#include "compiler/ir/evaluator_elementwise.h"
+#include "compiler/ir/eval/elementwise.h"
 #include "compiler/ir/native_types.h"
 
 namespace podsim::ir::eval {

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "compiler/ir/evaluator_internal.h"
+#include "compiler/ir/eval/internal.h"
 #include "compiler/ir/native_types.h"
 
 namespace podsim::ir::eval {

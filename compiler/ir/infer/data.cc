@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "common/error.h"
-#include "compiler/ir/shape_inference_internal.h"
+#include "compiler/ir/infer/internal.h"
 
 namespace podsim::ir::infer {
 namespace {

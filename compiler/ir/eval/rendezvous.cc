@@ -1,8 +1,8 @@
 // The rendezvous of evaluate_spmd's device threads (see evaluator_collectives.h).
 #include <fmt/format.h>
 
-#include "compiler/ir/evaluator_collectives.h"
-#include "compiler/ir/evaluator_elementwise.h"
+#include "compiler/ir/eval/collectives.h"
+#include "compiler/ir/eval/elementwise.h"
 
 namespace podsim::ir::eval {
 

@@ -8,7 +8,7 @@
 #include <limits>
 #include <string>
 
-#include "compiler/ir/evaluator_internal.h"
+#include "compiler/ir/eval/internal.h"
 #include "compiler/ir/native_types.h"
 
 namespace podsim::ir::eval {

@@ -20,7 +20,7 @@
 #include <bit>
 #include <cstring>
 
-#include "compiler/ir/evaluator_elementwise.h"
+#include "compiler/ir/eval/elementwise.h"
 #include "compiler/ir/rng_layout.h"
 
 namespace podsim::ir::eval {

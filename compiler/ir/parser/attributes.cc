@@ -4,7 +4,7 @@
 #include <cctype>
 #include <initializer_list>
 
-#include "compiler/ir/parser_internal.h"
+#include "compiler/ir/parser/internal.h"
 
 namespace podsim::ir::parser {
 namespace {

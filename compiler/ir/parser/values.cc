@@ -2,7 +2,7 @@
 // convolution dim_labels, shardings, replica groups, metadata and opaque blocks.
 #include <charconv>
 
-#include "compiler/ir/parser_internal.h"
+#include "compiler/ir/parser/internal.h"
 
 namespace podsim::ir::parser {
 namespace {

@@ -7,8 +7,8 @@
 #include <fmt/format.h>
 
 #include "compiler/ir/collective_groups.h"
-#include "compiler/ir/evaluator_collectives.h"
-#include "compiler/ir/evaluator_elementwise.h"
+#include "compiler/ir/eval/collectives.h"
+#include "compiler/ir/eval/elementwise.h"
 #include "compiler/ir/module.h"
 
 namespace podsim::ir::eval {

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "compiler/ir/evaluator_internal.h"
+#include "compiler/ir/eval/internal.h"
 
 namespace podsim::ir::eval {
 

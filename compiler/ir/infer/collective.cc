@@ -6,7 +6,7 @@
 #include <set>
 
 #include "common/error.h"
-#include "compiler/ir/shape_inference_internal.h"
+#include "compiler/ir/infer/internal.h"
 
 namespace podsim::ir::infer {
 namespace {

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "compiler/ir/evaluator_internal.h"
+#include "compiler/ir/eval/internal.h"
 
 namespace podsim::ir::eval {
 
