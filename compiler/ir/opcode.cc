@@ -9,13 +9,16 @@ namespace {
 struct OpcodeInfo {
   std::string_view name;
   int arity;
+  uint8_t traits;
 };
 
 constexpr std::array<OpcodeInfo, kOpcodeCount> kOpcodes = {{
-#define PODSIM_OPCODE(e, s, a) {s, a},
+#define PODSIM_OPCODE(e, s, a, t) {s, a, static_cast<uint8_t>(t)},
 #include "compiler/ir/opcodes.def"
 #undef PODSIM_OPCODE
 }};
+
+bool has_trait(Opcode op, OpcodeTraits trait) { return (kOpcodes[static_cast<size_t>(op)].traits & trait) != 0; }
 
 }  // namespace
 
@@ -36,24 +39,10 @@ std::optional<Opcode> opcode_from_name(std::string_view name) {
 
 int opcode_arity(Opcode op) { return kOpcodes[static_cast<size_t>(op)].arity; }
 
-bool is_elementwise(Opcode op) { return op >= Opcode::kAdd && op <= Opcode::kSelect; }
-
-bool is_collective(Opcode op) {
-  switch (op) {
-    case Opcode::kAllReduce:
-    case Opcode::kAllGather:
-    case Opcode::kReduceScatter:
-    case Opcode::kAllToAll:
-    case Opcode::kCollectivePermute:
-    case Opcode::kCollectiveBroadcast:
-    case Opcode::kAllReduceStart:
-    case Opcode::kAllGatherStart:
-    case Opcode::kCollectivePermuteStart:
-      return true;
-    default:
-      return false;
-  }
-}
+bool is_elementwise(Opcode op) { return has_trait(op, kOpElementwise); }
+bool is_collective(Opcode op) { return has_trait(op, kOpCollective); }
+bool has_side_effect(Opcode op) { return has_trait(op, kOpSideEffect); }
+bool is_async_done(Opcode op) { return has_trait(op, kOpAsyncDone); }
 
 Opcode collective_kind(Opcode op) {
   switch (op) {
@@ -62,11 +51,6 @@ Opcode collective_kind(Opcode op) {
     case Opcode::kCollectivePermuteStart: return Opcode::kCollectivePermute;
     default: return op;
   }
-}
-
-bool is_async_done(Opcode op) {
-  return op == Opcode::kAllReduceDone || op == Opcode::kAllGatherDone ||
-         op == Opcode::kCollectivePermuteDone || op == Opcode::kAsyncDone;
 }
 
 }  // namespace podsim::ir

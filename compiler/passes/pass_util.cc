@@ -83,7 +83,7 @@ namespace {
 
 bool has_own_side_effect(const Instruction& i) {
   if (i.opcode() == Opcode::kCustomCall) return i.attrs().custom_call_has_side_effect;
-  return ir::is_collective(i.opcode()) || ir::is_async_done(i.opcode());
+  return ir::has_side_effect(i.opcode());
 }
 
 }  // namespace

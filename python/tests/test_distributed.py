@@ -76,9 +76,13 @@ def test_data_parallel_training_matches_one_device_on_the_whole_batch():
         opt.zero_grad()
         podsim.mark_step()
 
+    # Seeding is process-wide: build the replicas one after another before the launch (as
+    # podsim train does), not on their threads, where the draws would interleave.
+    replicas_models = [make(podsim.device(rank)) for rank in range(N)]
+
     def replica(rank):
         device = podsim.device()
-        model, opt = make(device)
+        model, opt = replicas_models[rank]
         part = slice(rank * 8, rank * 8 + 8)
         for _ in range(3):
             step(model, opt, podsim.tensor(xs[part], device=device), podsim.tensor(ys[part], device=device), True)
