@@ -7,6 +7,9 @@
 #include <pybind11/pybind11.h>
 
 #include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "runtime/tensor/tensor.h"
 
@@ -23,6 +26,14 @@ ir::Literal literal_from_numpy(const py::array& array);
 inline TensorOptions options_of(std::optional<DType> dtype, pjrt::Device* device) {
   return dtype ? TensorOptions(*dtype, device) : TensorOptions(device);
 }
+
+// An int or a sequence of ints (`what` names the argument in the TypeError otherwise).
+std::vector<int64_t> int_list(py::handle value, const char* what);
+
+// State dicts (nn modules', optimizers'): named tensors in order <-> a Python dict.
+using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
+py::dict to_dict(const NamedTensors& named);
+NamedTensors from_dict(const py::dict& state);
 
 // A Python number as an op's scalar operand: bool (Python's or NumPy's), an integer
 // (anything with __index__) or a float; nullopt for anything else.

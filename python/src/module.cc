@@ -7,6 +7,7 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "common/error.h"
 #include "python/src/bindings.h"
@@ -21,13 +22,18 @@ constexpr std::string_view bindings_dir() {
   return file.substr(0, file.rfind('/') + 1);
 }
 
-std::string python_caller_location() {
-  PyFrameObject* frame = PyEval_GetFrame();  // borrowed
-  if (frame == nullptr) return {};
+// "file:line" of a frame, and its function's name.
+std::pair<std::string, std::string> where_and_what(PyFrameObject* frame) {
   PyCodeObject* code = PyFrame_GetCode(frame);  // new reference
   std::string file = py::str(reinterpret_cast<PyObject*>(code->co_filename));
+  std::string name = py::str(reinterpret_cast<PyObject*>(code->co_name));
   Py_DECREF(code);
-  return file + ":" + std::to_string(PyFrame_GetLineNumber(frame));
+  return {file + ":" + std::to_string(PyFrame_GetLineNumber(frame)), name};
+}
+
+std::string python_caller_location() {
+  PyFrameObject* frame = PyEval_GetFrame();  // borrowed
+  return frame != nullptr ? where_and_what(frame).first : std::string();
 }
 
 std::string with_python_location(const std::string& message) {
@@ -49,11 +55,8 @@ std::vector<std::string> python_frames() {
   PyFrameObject* frame = PyEval_GetFrame();
   if (frame != nullptr) Py_INCREF(frame);
   for (int depth = 0; frame != nullptr && depth < 10; ++depth) {
-    PyCodeObject* code = PyFrame_GetCode(frame);
-    out.push_back(std::string(py::str(reinterpret_cast<PyObject*>(code->co_name))) + " (" +
-                  std::string(py::str(reinterpret_cast<PyObject*>(code->co_filename))) + ":" +
-                  std::to_string(PyFrame_GetLineNumber(frame)) + ")");
-    Py_DECREF(code);
+    auto [where, what] = where_and_what(frame);
+    out.push_back(what + " (" + where + ")");
     PyFrameObject* back = PyFrame_GetBack(frame);  // new reference or null
     Py_DECREF(frame);
     frame = back;

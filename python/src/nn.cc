@@ -20,8 +20,8 @@ using nn::Reduction;
 using pjrt::Device;
 
 Int2 int2_of(py::handle value) {
-  if (PyIndex_Check(value.ptr())) return Int2(value.cast<int64_t>());
-  auto pair = value.cast<std::vector<int64_t>>();
+  const std::vector<int64_t> pair = int_list(value, "a size");
+  if (pair.size() == 1) return Int2(pair[0]);
   if (pair.size() != 2) throw py::value_error("expected an int or a pair of ints");
   return Int2(pair[0], pair[1]);
 }
@@ -36,24 +36,7 @@ Reduction reduction_of(const std::string& name) {
   throw py::value_error("reduction is 'mean', 'sum' or 'none', not '" + name + "'");
 }
 
-std::vector<int64_t> shape_of(py::handle value) {
-  if (PyIndex_Check(value.ptr())) return {value.cast<int64_t>()};
-  return value.cast<std::vector<int64_t>>();
-}
-
 Tensor or_undefined(const std::optional<Tensor>& t) { return t.value_or(Tensor()); }
-
-py::dict as_dict(const nn::NamedTensors& named) {
-  py::dict out;
-  for (const auto& [name, tensor] : named) out[py::str(name)] = tensor;
-  return out;
-}
-
-nn::NamedTensors from_dict(const py::dict& state) {
-  nn::NamedTensors out;
-  for (auto [name, tensor] : state) out.emplace_back(name.cast<std::string>(), tensor.cast<Tensor>());
-  return out;
-}
 
 py::object optional_tensor(const Tensor& t) { return t.defined() ? py::cast(t) : py::none(); }
 
@@ -79,7 +62,7 @@ void bind_nn(py::module_& m) {
            }, py::arg("prefix") = "", py::arg("recurse") = true)
       .def("buffers", [](const Module& self, bool recurse) { return self.buffers(recurse); }, py::arg("recurse") = true)
       .def("named_children", &Module::named_children)
-      .def("state_dict", [](const Module& self) { return as_dict(self.state_dict()); })
+      .def("state_dict", [](const Module& self) { return to_dict(self.state_dict()); })
       .def("load_state_dict", [](Module& self, const py::dict& state, bool strict) {
              nn::LoadResult r = self.load_state_dict(from_dict(state), strict);
              return py::make_tuple(r.missing_keys, r.unexpected_keys);
@@ -118,14 +101,14 @@ void bind_nn(py::module_& m) {
       .def_property_readonly("weight", &nn::Embedding::weight);
   layer.operator()<nn::LayerNorm>("LayerNorm")
       .def(py::init([](py::handle shape, double eps, bool affine, Device* device, std::optional<DType> dtype) {
-             return std::make_shared<nn::LayerNorm>(shape_of(shape), eps, affine, options_of(dtype, device));
+             return std::make_shared<nn::LayerNorm>(int_list(shape, "normalized_shape"), eps, affine, options_of(dtype, device));
            }), py::arg("normalized_shape"), py::arg("eps") = 1e-5, py::arg("elementwise_affine") = true, py::kw_only(),
            py::arg("device") = py::none(), py::arg("dtype") = py::none())
       .def_property_readonly("weight", [](const nn::LayerNorm& l) { return optional_tensor(l.weight()); })
       .def_property_readonly("bias", [](const nn::LayerNorm& l) { return optional_tensor(l.bias()); });
   layer.operator()<nn::RMSNorm>("RMSNorm")
       .def(py::init([](py::handle shape, std::optional<double> eps, bool affine, Device* device, std::optional<DType> dtype) {
-             return std::make_shared<nn::RMSNorm>(shape_of(shape), eps, affine, options_of(dtype, device));
+             return std::make_shared<nn::RMSNorm>(int_list(shape, "normalized_shape"), eps, affine, options_of(dtype, device));
            }), py::arg("normalized_shape"), py::arg("eps") = py::none(), py::arg("elementwise_affine") = true,
            py::kw_only(), py::arg("device") = py::none(), py::arg("dtype") = py::none());
   layer.operator()<nn::Dropout>("Dropout").def(py::init<double>(), py::arg("p") = 0.5);
@@ -193,7 +176,7 @@ void bind_nn(py::module_& m) {
   f.def("one_hot", [](const Tensor& i, int64_t n) { return nn::functional::one_hot(i, n); }, py::arg("tensor"),
         py::arg("num_classes"));
   f.def("layer_norm", [](const Tensor& x, py::handle shape, std::optional<Tensor> w, std::optional<Tensor> b, double eps) {
-          return nn::functional::layer_norm(x, shape_of(shape), or_undefined(w), or_undefined(b), eps);
+          return nn::functional::layer_norm(x, int_list(shape, "normalized_shape"), or_undefined(w), or_undefined(b), eps);
         }, py::arg("input"), py::arg("normalized_shape"), py::arg("weight") = py::none(), py::arg("bias") = py::none(),
         py::arg("eps") = 1e-5);
   f.def("dropout", [](const Tensor& x, double p, bool training) { return nn::functional::dropout(x, p, training); },

@@ -80,12 +80,6 @@ struct GroupView {
   }
 };
 
-py::dict as_dict(const optim::NamedTensors& named) {
-  py::dict out;
-  for (const auto& [name, tensor] : named) out[py::str(name)] = tensor;
-  return out;
-}
-
 }  // namespace
 
 void bind_optim(py::module_& m) {
@@ -113,12 +107,8 @@ void bind_optim(py::module_& m) {
         return out;
       })
       .def("add_param_group", [](Optimizer& self, const py::dict& group) { self.add_param_group(groups_of(py::make_tuple(group))[0]); })
-      .def("state_dict", [](const Optimizer& self) { return as_dict(self.state_dict()); })
-      .def("load_state_dict", [](Optimizer& self, const py::dict& state) {
-        optim::NamedTensors named;
-        for (auto [k, v] : state) named.emplace_back(k.cast<std::string>(), v.cast<Tensor>());
-        self.load_state_dict(named);
-      })
+      .def("state_dict", [](const Optimizer& self) { return to_dict(self.state_dict()); })
+      .def("load_state_dict", [](Optimizer& self, const py::dict& state) { self.load_state_dict(from_dict(state)); })
       .def("__repr__", [](const Optimizer& self) { return self.name() + "(lr=" + std::to_string(self.lr()) + ")"; });
 
   py::class_<optim::SGD, Optimizer, std::shared_ptr<optim::SGD>>(o, "SGD")

@@ -54,18 +54,6 @@ py::object numpy_module() { return py::module_::import("numpy"); }
 
 // ---- arguments ---------------------------------------------------------------------
 
-std::vector<int64_t> int_list(py::handle value, const char* what) {
-  if (PyIndex_Check(value.ptr())) return {value.cast<int64_t>()};
-  if (!py::isinstance<py::sequence>(value) || py::isinstance<py::str>(value))
-    throw py::type_error(std::string(what) + " must be an int or a sequence of ints");
-  std::vector<int64_t> out;
-  for (py::handle item : value) {
-    if (!PyIndex_Check(item.ptr())) throw py::type_error(std::string(what) + " must be an int or a sequence of ints");
-    out.push_back(item.cast<int64_t>());
-  }
-  return out;
-}
-
 // reshape(2, 3) or reshape((2, 3)).
 std::vector<int64_t> sizes_of(const py::args& args, const char* what) {
   if (args.size() == 1 && !PyIndex_Check(args[0].ptr())) return int_list(args[0], what);
@@ -222,6 +210,30 @@ Tensor to(const Tensor& self, const py::args& args, const py::kwargs& kwargs) {
 }
 
 }  // namespace
+
+std::vector<int64_t> int_list(py::handle value, const char* what) {
+  if (PyIndex_Check(value.ptr())) return {value.cast<int64_t>()};
+  if (!py::isinstance<py::sequence>(value) || py::isinstance<py::str>(value))
+    throw py::type_error(std::string(what) + " must be an int or a sequence of ints");
+  std::vector<int64_t> out;
+  for (py::handle item : value) {
+    if (!PyIndex_Check(item.ptr())) throw py::type_error(std::string(what) + " must be an int or a sequence of ints");
+    out.push_back(item.cast<int64_t>());
+  }
+  return out;
+}
+
+py::dict to_dict(const NamedTensors& named) {
+  py::dict out;
+  for (const auto& [name, tensor] : named) out[py::str(name)] = tensor;
+  return out;
+}
+
+NamedTensors from_dict(const py::dict& state) {
+  NamedTensors out;
+  for (auto [name, tensor] : state) out.emplace_back(name.cast<std::string>(), tensor.cast<Tensor>());
+  return out;
+}
 
 py::array literal_to_numpy(ir::Literal literal) {
   const DTypeName& entry = dtype_entry(literal.type());
