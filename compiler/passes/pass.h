@@ -66,6 +66,13 @@ ir::Shape narrow_64bit_shape(ir::Shape shape);
 // Elementwise conversion as the IR's convert does (wrapping, rounding to nearest even).
 ir::Literal convert_literal(const ir::Literal& literal, ir::PrimitiveType type);
 
+// Convolution, reduce-window and select-and-scatter as pads, strided slices, a dot (im2col)
+// and their called computations inlined over arrays, for targets that lower none of them
+// (the TPU target). Exact with respect to the reference evaluator, the convolution up
+// to its dot's precision (bf16 and f16 results accumulate in f32). Ops it cannot write
+// so stay as they are (window_expander.cc says which). Not in the default pipeline.
+std::unique_ptr<Pass> make_window_expander();
+
 // Every async collective (all-reduce-start / -done, ...) becomes its synchronous
 // collective, for targets that run collectives in one piece. Not in the default
 // pipeline: the TPU target keeps the pairs.

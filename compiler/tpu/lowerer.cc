@@ -603,12 +603,14 @@ isa::Executable compile(const ir::Module& module, const Target& target, const Op
     fail("TPU compile: {} replicas x {} partitions need a pod", target.replicas, target.partitions);
   }
   // Async collectives run as their collectives, in one piece; tuple all-to-alls as the
-  // array form.
+  // array form; window ops as slices, pads and dots (passes::make_window_expander).
   bool rewrite = false;
   for (const auto& c : module.computations())
     for (const auto& i : c->instructions())
       rewrite |= ir::collective_kind(i->opcode()) != i->opcode() || i->opcode() == ir::Opcode::kAsyncStart ||
-                 (i->opcode() == ir::Opcode::kAllToAll && i->attrs().dimensions.empty());
+                 (i->opcode() == ir::Opcode::kAllToAll && i->attrs().dimensions.empty()) ||
+                 i->opcode() == ir::Opcode::kConvolution || i->opcode() == ir::Opcode::kReduceWindow ||
+                 i->opcode() == ir::Opcode::kSelectAndScatter;
   std::unique_ptr<ir::Module> prepared;
   if (options.passes || rewrite) {
     prepared = ir::parse_module(ir::print_module(module), module.name());
@@ -621,6 +623,7 @@ isa::Executable compile(const ir::Module& module, const Target& target, const Op
           if (auto it = pos.find(i->name()); it != pos.end()) i->set_pos(it->second);
       }
     passes::make_async_collectives_to_sync()->run(*prepared);
+    passes::make_window_expander()->run(*prepared);
     split_tuple_all_to_alls(*prepared);
     if (options.passes) {
       passes::make_narrow_64bit_types()->run(*prepared);

@@ -69,15 +69,15 @@ inline std::vector<ir::Shape> flat_shapes(const ir::Shape& s) {
   return out;
 }
 
-// The module with every f32 dot operand rounded to bf16 first (convert to bf16 and back):
-// what DEFAULT precision computes on the MXU, for the evaluator to reproduce up to the
-// order of f32 sums.
+// The module with every f32 dot and convolution operand rounded to bf16 first (convert
+// to bf16 and back): what DEFAULT precision computes on the MXU, for the evaluator to
+// reproduce up to the order of f32 sums.
 inline std::unique_ptr<ir::Module> with_bf16_dot_operands(const std::string& hlo) {
   auto module = ir::parse_module(hlo);
   for (const auto& computation : module->computations()) {
     std::vector<ir::Instruction*> dots;
     for (const auto& i : computation->instructions())
-      if (i->opcode() == ir::Opcode::kDot) dots.push_back(i.get());
+      if (i->opcode() == ir::Opcode::kDot || i->opcode() == ir::Opcode::kConvolution) dots.push_back(i.get());
     for (ir::Instruction* dot : dots)
       for (int64_t k = 0; k < 2; ++k) {
         ir::Instruction* op = dot->operand(k);

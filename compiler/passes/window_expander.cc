@@ -1,0 +1,451 @@
+// Convolution, reduce-window and select-and-scatter written as the ops a target without
+// window hardware lowers: pads, strided slices, one dot, and the called computations
+// inlined over whole arrays (make_window_expander in pass.h).
+//
+// Each is exact with respect to the reference evaluator (compiler/ir/eval):
+// - convolution: the input moved to [batch, spatial..., feature], padded (base dilation
+//   as interior padding), one strided slice per kernel position concatenated along the
+//   features (im2col: row p * C + c of the patch matrix holds position p, feature c),
+//   and one dot with the kernel as a [positions x features, output features] matrix.
+//   Feature groups and batch groups become a batch dimension of the dot. bf16 and f16
+//   results are accumulated in f32 and rounded once, as the MXU does; the dot keeps the
+//   convolution's operand_precision.
+// - reduce-window: the accumulator starts at the init value and takes the window's
+//   strided slices in row-major window order, as the evaluator's loop does; where
+//   padding or base dilation puts holes in windows, a mask keeps them out (the evaluator
+//   does not visit them, whatever the init value).
+// - select-and-scatter: per window position in row-major order, the selected value and
+//   position (the first real element, replaced by each later one the select computation
+//   does not keep); then each position's selected sources, spread back onto the padded
+//   operand by interior padding, are combined by the scatter computation in reverse
+//   row-major position order: for one operand element, that is the evaluator's order of
+//   the windows that select it.
+// Called computations are inlined when every instruction in them is elementwise (a
+// parameter, a scalar constant, an elementwise op); ops with other bodies, variadic
+// reduce-windows, integer convolutions and windows of more than kMaxPositions positions
+// stay as they are, for the target to lower or refuse.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <functional>
+#include <memory>
+#include <numeric>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "compiler/ir/shape_inference.h"
+#include "compiler/passes/pass.h"
+#include "compiler/passes/pass_util.h"
+
+namespace podsim::passes {
+namespace {
+
+using ir::Instruction;
+using ir::Opcode;
+using ir::PrimitiveType;
+using ir::Shape;
+
+// Windows with more positions than this stay (a slice and an op per position).
+constexpr int64_t kMaxPositions = 64;
+
+// Adds instructions for `origin` to its computation, each attributed to it (metadata)
+// and named after it.
+class Builder {
+ public:
+  explicit Builder(Instruction& origin) : origin_(origin), c_(*origin.parent()) {}
+
+  // An instruction whose shape shape inference gives (the attributes set by `set`).
+  Instruction* add(Opcode op, std::vector<Instruction*> operands,
+                   const std::function<void(ir::Attributes&)>& set = {}) {
+    Instruction* i = make(op, Shape(), std::move(operands));
+    if (set) set(i->attrs());
+    i->mutable_shape() = ir::infer_shape(*i);
+    return i;
+  }
+  Instruction* add_shaped(Opcode op, Shape shape, std::vector<Instruction*> operands) {
+    return make(op, std::move(shape), std::move(operands));
+  }
+
+  Instruction* scalar(PrimitiveType type, double value) {
+    ir::Literal l(Shape::scalar(type));
+    l.set_from_double(0, value);
+    Instruction* i = make(Opcode::kConstant, l.shape(), {});
+    i->attrs().literal = std::move(l);
+    return i;
+  }
+  Instruction* pred(bool value) {
+    ir::Literal l(Shape::scalar(PrimitiveType::kPred));
+    l.set_from_int64(0, value ? 1 : 0);
+    Instruction* i = make(Opcode::kConstant, l.shape(), {});
+    i->attrs().literal = std::move(l);
+    return i;
+  }
+  Instruction* broadcast(Instruction* scalar, const std::vector<int64_t>& dims) {
+    Instruction* b = make(Opcode::kBroadcast, Shape(scalar->shape().type(), dims), {scalar});
+    b->attrs().dimensions = {};
+    return b;
+  }
+  Instruction* reshape(Instruction* x, const std::vector<int64_t>& dims) {
+    if (x->shape().dims() == dims) return x;
+    return make(Opcode::kReshape, Shape(x->shape().type(), dims), {x});
+  }
+  Instruction* convert(Instruction* x, PrimitiveType type) {
+    if (x->shape().type() == type) return x;
+    return make(Opcode::kConvert, Shape(type, x->shape().dims()), {x});
+  }
+  Instruction* transpose(Instruction* x, std::vector<int64_t> permutation) {
+    std::vector<int64_t> identity(permutation.size());
+    std::iota(identity.begin(), identity.end(), 0);
+    if (permutation == identity) return x;
+    return add(Opcode::kTranspose, {x}, [&](ir::Attributes& a) { a.dimensions = std::move(permutation); });
+  }
+  Instruction* pad(Instruction* x, Instruction* value, std::vector<ir::PadDim> padding) {
+    if (std::all_of(padding.begin(), padding.end(), [](const ir::PadDim& p) { return p == ir::PadDim{}; }))
+      return x;
+    return add(Opcode::kPad, {x, value}, [&](ir::Attributes& a) { a.padding = std::move(padding); });
+  }
+  Instruction* slice(Instruction* x, std::vector<ir::SliceDim> dims) {
+    return add(Opcode::kSlice, {x}, [&](ir::Attributes& a) { a.slice = std::move(dims); });
+  }
+  Instruction* concatenate(std::vector<Instruction*> xs, int64_t dim) {
+    if (xs.size() == 1) return xs[0];
+    return add(Opcode::kConcatenate, std::move(xs), [&](ir::Attributes& a) { a.dimensions = {dim}; });
+  }
+  Instruction* elementwise(Opcode op, std::vector<Instruction*> operands) { return add(op, std::move(operands)); }
+  Instruction* compare_eq(Instruction* a, Instruction* b) {
+    return add(Opcode::kCompare, {a, b}, [](ir::Attributes& at) { at.direction = ir::ComparisonDirection::kEq; });
+  }
+
+  // The computation applied elementwise to arrays of `dims` (its parameters bound to
+  // `args`, scalar constants broadcast); nullptr when an instruction in it is not
+  // elementwise or it returns a tuple.
+  Instruction* inline_elementwise(const ir::Computation& computation, const std::vector<Instruction*>& args,
+                                  const std::vector<int64_t>& dims) {
+    std::unordered_map<const Instruction*, Instruction*> value;
+    for (const auto& owned : computation.instructions()) {
+      const Instruction& i = *owned;
+      if (!i.shape().is_array()) return nullptr;
+      if (i.opcode() == Opcode::kParameter) {
+        value[&i] = args.at(static_cast<size_t>(i.attrs().parameter_number));
+      } else if (i.opcode() == Opcode::kConstant && i.shape().is_scalar()) {
+        Instruction* c = make(Opcode::kConstant, i.shape(), {});
+        c->attrs().literal = *i.attrs().literal;
+        value[&i] = broadcast(c, dims);
+      } else if (ir::is_elementwise(i.opcode()) && i.called().empty()) {
+        std::vector<Instruction*> operands;
+        for (const Instruction* o : i.operands()) operands.push_back(value.at(o));
+        std::unique_ptr<Instruction> copy = i.clone(c_.unique_name(origin_.name()), std::move(operands));
+        copy->mutable_shape() = Shape(i.shape().type(), dims);
+        value[&i] = attribute(c_.add(std::move(copy)));
+      } else {
+        return nullptr;
+      }
+    }
+    return value.at(computation.root());
+  }
+
+ private:
+  Instruction* make(Opcode op, Shape shape, std::vector<Instruction*> operands) {
+    auto i = std::make_unique<Instruction>(c_.unique_name(origin_.name()), op, std::move(shape));
+    i->set_operands(std::move(operands));
+    return attribute(c_.add(std::move(i)));
+  }
+  Instruction* attribute(Instruction* i) {
+    i->metadata() = origin_.metadata();
+    if (i->metadata().op_name.empty()) i->metadata().op_name = origin_.name();
+    return i;
+  }
+
+  Instruction& origin_;
+  ir::Computation& c_;
+};
+
+// Whether a computation can be inlined elementwise (see Builder::inline_elementwise).
+bool elementwise_body(const ir::Computation& computation) {
+  for (const auto& i : computation.instructions()) {
+    if (!i->shape().is_array() || !i->called().empty()) return false;
+    const bool ok = i->opcode() == Opcode::kParameter || (i->opcode() == Opcode::kConstant && i->shape().is_scalar()) ||
+                    ir::is_elementwise(i->opcode());
+    if (!ok) return false;
+  }
+  return true;
+}
+
+int64_t product(const std::vector<int64_t>& v) {
+  return std::accumulate(v.begin(), v.end(), int64_t{1}, std::multiplies<>());
+}
+
+// Calls f(position) for every window position in row-major order.
+void for_each_position(const std::vector<int64_t>& sizes, const std::function<void(const std::vector<int64_t>&)>& f) {
+  std::vector<int64_t> p(sizes.size(), 0);
+  for (int64_t n = product(sizes); n-- > 0;) {
+    f(p);
+    for (size_t d = sizes.size(); d-- > 0;) {
+      if (++p[d] < sizes[d]) break;
+      p[d] = 0;
+    }
+  }
+}
+
+// The strided slice of a padded array that window position p reads for every window:
+// along d from p[d] x dilation[d], `out[d]` elements `stride[d]` apart; `lead` and
+// `trail` whole dimensions before and after the windowed ones.
+std::vector<ir::SliceDim> window_slice(const Shape& padded, size_t lead, const std::vector<int64_t>& p,
+                                       const std::vector<int64_t>& dilation, const std::vector<int64_t>& stride,
+                                       const std::vector<int64_t>& out) {
+  std::vector<ir::SliceDim> s;
+  for (int64_t d = 0; d < padded.rank(); ++d) s.push_back({0, padded.dim(d), 1});
+  for (size_t d = 0; d < p.size(); ++d) {
+    const int64_t start = p[d] * dilation[d];
+    s[lead + d] = {start, start + (out[d] - 1) * stride[d] + 1, stride[d]};
+  }
+  return s;
+}
+
+bool mxu_type(PrimitiveType t) {
+  return t == PrimitiveType::kF32 || t == PrimitiveType::kBF16 || t == PrimitiveType::kF16;
+}
+
+Instruction* expand_convolution(Instruction& conv) {
+  Instruction* lhs = conv.operand(0);
+  Instruction* rhs = conv.operand(1);
+  const PrimitiveType out_type = conv.shape().type();
+  if (!mxu_type(lhs->shape().type()) || !mxu_type(rhs->shape().type()) || !mxu_type(out_type)) return nullptr;
+  const ir::ConvDimNumbers& cd = conv.attrs().conv_dims;
+  const size_t spatial = cd.input_spatial.size();
+  const int64_t groups = conv.attrs().feature_group_count, batch_groups = conv.attrs().batch_group_count;
+  std::vector<int64_t> kernel(spatial), stride(spatial, 1), dilation(spatial, 1), out(spatial);
+  std::vector<ir::PadDim> padding(spatial + 2);
+  std::vector<bool> reversed(spatial, false);
+  for (size_t s = 0; s < spatial; ++s) {
+    kernel[s] = rhs->shape().dim(cd.kernel_spatial[s]);
+    out[s] = conv.shape().dim(cd.output_spatial[s]);
+    if (conv.attrs().window) {
+      const ir::WindowDim& w = conv.attrs().window->dims.at(s);
+      stride[s] = w.stride;
+      dilation[s] = w.rhs_dilation;
+      padding[1 + s] = {w.pad_low, w.pad_high, w.lhs_dilation - 1};
+      reversed[s] = w.reversal;
+    }
+  }
+  const int64_t positions = product(kernel);
+  if (positions > kMaxPositions || conv.shape().num_elements() == 0 || lhs->shape().num_elements() == 0 ||
+      rhs->shape().num_elements() == 0)
+    return nullptr;
+
+  Builder b(conv);
+  // Operands the MXU takes: f16 is widened (exactly) to f32.
+  if (lhs->shape().type() == PrimitiveType::kF16) lhs = b.convert(lhs, PrimitiveType::kF32);
+  if (rhs->shape().type() == PrimitiveType::kF16) rhs = b.convert(rhs, PrimitiveType::kF32);
+  // The input as [batch, spatial..., feature], padded and base-dilated.
+  std::vector<int64_t> order{cd.input_batch};
+  order.insert(order.end(), cd.input_spatial.begin(), cd.input_spatial.end());
+  order.push_back(cd.input_feature);
+  Instruction* input = b.pad(b.transpose(lhs, order), b.scalar(lhs->shape().type(), 0), padding);
+  const int64_t batch = input->shape().dim(0), features = input->shape().dim(static_cast<int64_t>(spatial) + 1);
+  // im2col: per kernel position, the slice its windows read (feature groups apart).
+  std::vector<int64_t> patch_dims{batch};
+  patch_dims.insert(patch_dims.end(), out.begin(), out.end());
+  if (groups > 1) patch_dims.push_back(groups);
+  patch_dims.push_back(features / groups);
+  std::vector<Instruction*> patches;
+  for_each_position(kernel, [&](const std::vector<int64_t>& p) {
+    patches.push_back(b.reshape(b.slice(input, window_slice(input->shape(), 1, p, dilation, stride, out)), patch_dims));
+  });
+  Instruction* patch = b.concatenate(std::move(patches), static_cast<int64_t>(patch_dims.size()) - 1);
+  const int64_t width = positions * patch_dims.back();  // the dot's contraction
+  if (batch_groups > 1) {
+    std::vector<int64_t> dims{batch_groups, batch / batch_groups};
+    dims.insert(dims.end(), out.begin(), out.end());
+    dims.push_back(width);
+    patch = b.reshape(patch, dims);
+  }
+  // The kernel as [positions x input features, output features] (grouped: the groups
+  // split the output features).
+  std::vector<int64_t> korder(cd.kernel_spatial.begin(), cd.kernel_spatial.end());
+  korder.push_back(cd.kernel_input_feature);
+  korder.push_back(cd.kernel_output_feature);
+  Instruction* k = b.transpose(rhs, korder);
+  std::vector<int64_t> flipped;
+  for (size_t s = 0; s < spatial; ++s)
+    if (reversed[s] && kernel[s] > 1) flipped.push_back(static_cast<int64_t>(s));
+  if (!flipped.empty()) k = b.add(Opcode::kReverse, {k}, [&](ir::Attributes& a) { a.dimensions = flipped; });
+  const int64_t out_features = rhs->shape().dim(cd.kernel_output_feature), split = std::max(groups, batch_groups);
+  k = split > 1 ? b.reshape(k, {width, split, out_features / split}) : b.reshape(k, {width, out_features});
+
+  const int64_t rank = patch->shape().rank();
+  Instruction* dot = b.add(Opcode::kDot, {patch, k}, [&](ir::Attributes& a) {
+    a.dot_dims.lhs_contracting = {rank - 1};
+    a.dot_dims.rhs_contracting = {0};
+    if (groups > 1) a.dot_dims.lhs_batch = {rank - 2};
+    if (batch_groups > 1) a.dot_dims.lhs_batch = {0};
+    if (split > 1) a.dot_dims.rhs_batch = {1};
+    a.operand_precision = conv.attrs().operand_precision;
+  });
+  dot->mutable_shape().set_type(PrimitiveType::kF32);
+  Instruction* result = dot;
+  if (split > 1) {
+    // [split, batch, out..., features / split] -> [batch, out..., split x features / split]
+    std::vector<int64_t> perm;
+    for (int64_t d = 1; d <= static_cast<int64_t>(spatial) + 1; ++d) perm.push_back(d);
+    perm.push_back(0);
+    perm.push_back(static_cast<int64_t>(spatial) + 2);
+    result = b.transpose(result, perm);
+    std::vector<int64_t> dims(result->shape().dims().begin(), result->shape().dims().end() - 2);
+    dims.push_back(out_features);
+    result = b.reshape(result, dims);
+  }
+  result = b.convert(result, out_type);
+  // [batch, spatial..., feature] -> the output's order.
+  std::vector<int64_t> perm(spatial + 2);
+  perm[static_cast<size_t>(cd.output_batch)] = 0;
+  perm[static_cast<size_t>(cd.output_feature)] = static_cast<int64_t>(spatial) + 1;
+  for (size_t s = 0; s < spatial; ++s) perm[static_cast<size_t>(cd.output_spatial[s])] = static_cast<int64_t>(s) + 1;
+  return b.transpose(result, perm);
+}
+
+Instruction* expand_reduce_window(Instruction& rw) {
+  if (rw.operand_count() != 2 || !rw.shape().is_array() || !elementwise_body(*rw.called(0))) return nullptr;
+  Instruction* x = rw.operand(0);
+  Instruction* init = rw.operand(1);
+  const ir::Window& w = *rw.attrs().window;
+  std::vector<int64_t> sizes, stride, dilation;
+  std::vector<ir::PadDim> padding;
+  bool holes = false;
+  for (const ir::WindowDim& d : w.dims) {
+    sizes.push_back(d.size);
+    stride.push_back(d.stride);
+    dilation.push_back(d.rhs_dilation);
+    padding.push_back({d.pad_low, d.pad_high, d.lhs_dilation - 1});
+    holes = holes || d.pad_low > 0 || d.pad_high > 0 || d.lhs_dilation > 1;
+  }
+  const std::vector<int64_t>& out = rw.shape().dims();
+  Builder b(rw);
+  Instruction* acc = b.broadcast(init, out);
+  if (rw.shape().num_elements() == 0 || x->shape().num_elements() == 0) return acc;
+  if (product(sizes) > kMaxPositions) return nullptr;
+  Instruction* padded = b.pad(x, init, padding);
+  Instruction* real = holes ? b.pad(b.broadcast(b.pred(true), x->shape().dims()), b.pred(false), padding) : nullptr;
+  for_each_position(sizes, [&](const std::vector<int64_t>& p) {
+    Instruction* v = b.slice(padded, window_slice(padded->shape(), 0, p, dilation, stride, out));
+    Instruction* next = b.inline_elementwise(*rw.called(0), {acc, v}, out);
+    if (real) {
+      Instruction* inside = b.slice(real, window_slice(real->shape(), 0, p, dilation, stride, out));
+      next = b.elementwise(Opcode::kSelect, {inside, next, acc});
+    }
+    acc = next;
+  });
+  return acc;
+}
+
+Instruction* expand_select_and_scatter(Instruction& sas) {
+  if (!elementwise_body(*sas.called(0)) || !elementwise_body(*sas.called(1))) return nullptr;
+  Instruction* x = sas.operand(0);
+  Instruction* source = sas.operand(1);
+  Instruction* init = sas.operand(2);
+  const ir::Window& w = *sas.attrs().window;
+  std::vector<int64_t> sizes, stride, ones;
+  std::vector<ir::PadDim> padding;
+  bool padded_any = false;
+  for (const ir::WindowDim& d : w.dims) {
+    if (d.pad_low < 0 || d.pad_high < 0) return nullptr;
+    sizes.push_back(d.size);
+    stride.push_back(d.stride);
+    ones.push_back(1);
+    padding.push_back({d.pad_low, d.pad_high, 0});
+    padded_any = padded_any || d.pad_low > 0 || d.pad_high > 0;
+  }
+  const std::vector<int64_t>& dims = x->shape().dims();
+  const std::vector<int64_t>& out = source->shape().dims();
+  Builder b(sas);
+  if (sas.shape().num_elements() == 0 || source->shape().num_elements() == 0) return b.broadcast(init, dims);
+  if (product(sizes) > kMaxPositions) return nullptr;
+  Instruction* padded = b.pad(x, init, padding);
+  Instruction* real = padded_any ? b.pad(b.broadcast(b.pred(true), dims), b.pred(false), padding) : nullptr;
+
+  // Selection: per window, the value and the position chosen so far, and whether any
+  // real element was seen.
+  Instruction *best = nullptr, *chosen = nullptr, *seen = nullptr;
+  int64_t n = 0;
+  for_each_position(sizes, [&](const std::vector<int64_t>& p) {
+    Instruction* v = b.slice(padded, window_slice(padded->shape(), 0, p, ones, stride, out));
+    Instruction* inside = real ? b.slice(real, window_slice(real->shape(), 0, p, ones, stride, out)) : nullptr;
+    Instruction* here = b.broadcast(b.scalar(PrimitiveType::kS32, static_cast<double>(n++)), out);
+    if (!best) {
+      best = v, chosen = here, seen = inside;
+      return;
+    }
+    Instruction* keep = b.inline_elementwise(*sas.called(0), {best, v}, out);
+    Instruction* take = b.elementwise(Opcode::kNot, {keep});
+    if (real) {
+      take = b.elementwise(Opcode::kOr, {b.elementwise(Opcode::kNot, {seen}), take});
+      take = b.elementwise(Opcode::kAnd, {inside, take});
+      seen = b.elementwise(Opcode::kOr, {seen, inside});
+    }
+    best = b.elementwise(Opcode::kSelect, {take, v, best});
+    chosen = b.elementwise(Opcode::kSelect, {take, here, chosen});
+  });
+
+  // Scatter: each position's selected sources, placed where that position's windows
+  // read the padded operand, in reverse row-major position order.
+  std::vector<std::vector<int64_t>> all;
+  for_each_position(sizes, [&](const std::vector<int64_t>& p) { all.push_back(p); });
+  Instruction* result = b.broadcast(init, padded->shape().dims());
+  for (int64_t k = static_cast<int64_t>(all.size()); k-- > 0;) {
+    const std::vector<int64_t>& p = all[static_cast<size_t>(k)];
+    Instruction* mine = b.compare_eq(chosen, b.broadcast(b.scalar(PrimitiveType::kS32, static_cast<double>(k)), out));
+    if (seen) mine = b.elementwise(Opcode::kAnd, {mine, seen});
+    std::vector<ir::PadDim> spread;
+    for (size_t d = 0; d < p.size(); ++d) {
+      const int64_t last = p[d] + (out[d] - 1) * stride[d];
+      spread.push_back({p[d], padded->shape().dim(static_cast<int64_t>(d)) - last - 1, stride[d] - 1});
+    }
+    Instruction* where = b.pad(mine, b.pred(false), spread);
+    Instruction* value = b.pad(source, init, spread);
+    Instruction* combined = b.inline_elementwise(*sas.called(1), {result, value}, padded->shape().dims());
+    result = b.elementwise(Opcode::kSelect, {where, combined, result});
+  }
+  if (!padded_any) return result;
+  std::vector<ir::SliceDim> inner;
+  for (size_t d = 0; d < dims.size(); ++d) inner.push_back({padding[d].low, padding[d].low + dims[d], 1});
+  return b.slice(result, inner);
+}
+
+class WindowExpander final : public Pass {
+ public:
+  std::string_view name() const override { return "window-expander"; }
+  bool run(ir::Module& module) override {
+    bool changed = false;
+    for (ir::Computation* c : internal::non_fusion_computations(module)) {
+      internal::Replacements replacements;
+      std::vector<Instruction*> targets;
+      for (const auto& i : c->instructions())
+        if (i->opcode() == Opcode::kConvolution || i->opcode() == Opcode::kReduceWindow ||
+            i->opcode() == Opcode::kSelectAndScatter)
+          targets.push_back(i.get());
+      for (Instruction* i : targets) {
+        if (!i->control_predecessors().empty()) continue;
+        Instruction* expanded = i->opcode() == Opcode::kConvolution    ? expand_convolution(*i)
+                                : i->opcode() == Opcode::kReduceWindow ? expand_reduce_window(*i)
+                                                                       : expand_select_and_scatter(*i);
+        if (!expanded) continue;
+        if (i->shape().has_layout()) expanded->mutable_shape().set_layout(i->shape().layout());
+        replacements.add(i, expanded);
+      }
+      if (replacements.empty()) continue;
+      replacements.apply(*c);
+      c->sort_topologically();
+      internal::remove_dead_instructions(*c, internal::SideEffects(module));
+      changed = true;
+    }
+    return changed;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> make_window_expander() { return std::make_unique<WindowExpander>(); }
+
+}  // namespace podsim::passes
