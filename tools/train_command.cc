@@ -1,4 +1,4 @@
-// podsim train mlp|transformer: the training workloads of examples/train on the host
+// podsim train mlp|cnn|transformer: the training workloads of examples/train on the host
 // CPU, a simulated chip or a simulated pod (data parallel, a replica per chip; or SPMD
 // over a mesh with --mesh / --fsdp), with a progress line per few steps.
 #include <fmt/core.h>
@@ -16,10 +16,11 @@ Command add_train_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "train", "Train an example model on lazy tensors (CPU, a simulated chip or pod)");
   cmd->add_option("workload", *workload,
-                  "mlp: a perceptron on scikit-learn's handwritten digits; transformer: a small "
+                  "mlp: a perceptron on scikit-learn's handwritten digits; cnn: a small convolutional "
+                  "network (batch norm, pooling) on the same digits; transformer: a small "
                   "character-level GPT")
       ->required()
-      ->check(CLI::IsMember({"mlp", "transformer"}));
+      ->check(CLI::IsMember({"mlp", "cnn", "transformer"}));
   cmd->add_option("--device", options->device,
                   "cpu (the host CPU backend), sim (a simulated chip or pod) or opencl (the first "
                   "OpenCL device: a GPU where there is one; PODSIM_OPENCL_DEVICE picks another)")
@@ -35,12 +36,12 @@ Command add_train_command(CLI::App& app) {
   cmd->add_option("--replicas", options->replicas,
                   "For --device cpu: data-parallel replicas, one CPU device each (default 1)")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--steps", options->steps, "Training steps (default: mlp 300, transformer 200)")
+  cmd->add_option("--steps", options->steps, "Training steps (default: mlp and cnn 300, transformer 200)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--batch", options->batch,
-                  "Global batch size, split over the replicas (default: mlp 64, transformer 16)")
+                  "Global batch size, split over the replicas (default: mlp and cnn 64, transformer 16)")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--lr", options->lr, "Peak learning rate (default: mlp 1e-2, transformer 3e-3)")
+  cmd->add_option("--lr", options->lr, "Peak learning rate (default: mlp and cnn 1e-2, transformer 3e-3)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--seed", options->seed, "Seed of initialization, split and shuffling")
       ->capture_default_str();
@@ -69,6 +70,8 @@ Command add_train_command(CLI::App& app) {
   return {cmd, [options, workload] {
             if (*workload == "mlp")
               examples::train_mlp(*options, std::cout);
+            else if (*workload == "cnn")
+              examples::train_cnn(*options, std::cout);
             else
               examples::train_transformer(*options, std::cout);
             return 0;

@@ -5,6 +5,7 @@
 // simulated pod, or per CPU device). Each prints a progress line (step, loss, steps/s)
 // and returns what it measured.
 //   mlp          a multilayer perceptron on scikit-learn's handwritten digits
+//   cnn          a small convolutional network (batch norm, pooling) on the same digits
 //   transformer  a small character-level GPT on a text corpus from a Debian package
 #pragma once
 
@@ -71,6 +72,7 @@ struct TrainResult {
 std::vector<pjrt::Device*> training_devices(const TrainOptions& options);
 
 TrainResult train_mlp(const TrainOptions& options, std::ostream& out);
+TrainResult train_cnn(const TrainOptions& options, std::ostream& out);
 TrainResult train_transformer(const TrainOptions& options, std::ostream& out);
 
 }  // namespace podsim::examples

@@ -12,7 +12,7 @@ from collections import OrderedDict
 from . import _podsim
 from ._podsim import Tensor, no_grad
 from ._podsim.nn import (  # noqa: F401 (re-exported)
-    AvgPool2d, Conv2d, CrossEntropyLoss, Dropout, Embedding, Flatten, GELU, LayerNorm, Linear, MaxPool2d,
+    AvgPool2d, BatchNorm2d, Conv2d, CrossEntropyLoss, Dropout, Embedding, Flatten, GELU, LayerNorm, Linear, MaxPool2d,
     MSELoss, MultiheadAttention, NLLLoss, ReLU, RMSNorm, SiLU, Softmax, Tanh, functional, utils)
 
 _CModule = _podsim.nn._CModule

@@ -106,6 +106,15 @@ void bind_nn(py::module_& m) {
            py::arg("device") = py::none(), py::arg("dtype") = py::none())
       .def_property_readonly("weight", [](const nn::LayerNorm& l) { return optional_tensor(l.weight()); })
       .def_property_readonly("bias", [](const nn::LayerNorm& l) { return optional_tensor(l.bias()); });
+  layer.operator()<nn::BatchNorm2d>("BatchNorm2d")
+      .def(py::init([](int64_t features, double eps, double momentum, Device* device, std::optional<DType> dtype) {
+             return std::make_shared<nn::BatchNorm2d>(features, eps, momentum, options_of(dtype, device));
+           }), py::arg("num_features"), py::arg("eps") = 1e-5, py::arg("momentum") = 0.1, py::kw_only(),
+           py::arg("device") = py::none(), py::arg("dtype") = py::none())
+      .def_property_readonly("weight", &nn::BatchNorm2d::weight)
+      .def_property_readonly("bias", &nn::BatchNorm2d::bias)
+      .def_property_readonly("running_mean", &nn::BatchNorm2d::running_mean)
+      .def_property_readonly("running_var", &nn::BatchNorm2d::running_var);
   layer.operator()<nn::RMSNorm>("RMSNorm")
       .def(py::init([](py::handle shape, std::optional<double> eps, bool affine, Device* device, std::optional<DType> dtype) {
              return std::make_shared<nn::RMSNorm>(int_list(shape, "normalized_shape"), eps, affine, options_of(dtype, device));

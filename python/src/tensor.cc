@@ -247,7 +247,8 @@ py::array literal_to_numpy(ir::Literal literal) {
 }
 
 ir::Literal literal_from_numpy(const py::array& source) {
-  py::array array = numpy_module().attr("ascontiguousarray")(source);
+  // (np.ascontiguousarray would make a 0-d array 1-d.)
+  py::array array = numpy_module().attr("require")(source, py::none(), "C");
   const DType dtype = dtype_of_numpy(array.dtype());
   ir::Literal literal(ir::Shape(dtype, std::vector<int64_t>(array.shape(), array.shape() + array.ndim())));
   if (static_cast<size_t>(array.nbytes()) != literal.bytes().size())

@@ -97,6 +97,37 @@ def test_training_matches_torch_step_by_step(make):
         np.testing.assert_allclose(model.state_dict()[name].numpy(), value.numpy(), rtol=1e-4, atol=1e-5, err_msg=name)
 
 
+def test_cnn_with_batch_norm_matches_torch_step_by_step():
+    def layers(lib):
+        return [lib.Conv2d(1, 4, 3, padding=1), lib.BatchNorm2d(4), lib.ReLU(), lib.MaxPool2d(2), lib.Flatten(),
+                lib.Linear(16, 3)]
+    torch.manual_seed(1)
+    reference = torch.nn.Sequential(*layers(torch.nn))
+    model = nn.Sequential(*layers(nn))
+    assert list(model.state_dict()) == list(reference.state_dict())
+    model.load_state_dict(to_podsim(reference.state_dict()))
+    model.to(podsim.device())
+    ours, theirs = optim.SGD(model.parameters(), lr=0.1), torch.optim.SGD(reference.parameters(), lr=0.1)
+    dev = podsim.device()
+    for step in range(8):
+        x, y = torch.randn(6, 1, 4, 4), torch.randint(0, 3, (6,))
+        loss_ref = torch.nn.functional.cross_entropy(reference(x), y)
+        theirs.zero_grad()
+        loss_ref.backward()
+        theirs.step()
+        loss = nn.functional.cross_entropy(model(podsim.tensor(x.numpy(), device=dev)), podsim.tensor(y.numpy(), device=dev))
+        ours.zero_grad()
+        loss.backward()
+        ours.step()
+        podsim.mark_step()
+        assert abs(loss.item() - loss_ref.item()) < 1e-4 * max(1, abs(loss_ref.item())), step
+    for name, value in reference.state_dict().items():  # the running statistics included
+        np.testing.assert_allclose(model.state_dict()[name].numpy(), value.numpy(), rtol=1e-4, atol=1e-5, err_msg=name)
+    x = torch.randn(2, 1, 4, 4)
+    np.testing.assert_allclose(model.eval()(podsim.tensor(x.numpy(), device=dev)).numpy(),
+                               reference.eval()(x).detach().numpy(), rtol=1e-4, atol=1e-5)
+
+
 def test_param_groups_and_schedules():
     w = podsim.zeros(3, requires_grad=True)
     b = podsim.zeros(1, requires_grad=True)

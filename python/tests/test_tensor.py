@@ -40,6 +40,7 @@ def test_tensor_follows_torch_defaults_for_python_data():
     assert podsim.tensor([[1, 2], [3, 4]]).dtype == podsim.int64
     assert podsim.tensor([True, False]).dtype == podsim.bool
     assert podsim.tensor(np.zeros(2, np.float64)).dtype == podsim.float64
+    assert podsim.tensor(3.5).shape == () and podsim.from_numpy(np.array(7)).shape == ()  # 0-d stays 0-d
     assert podsim.tensor([1, 2], dtype=podsim.bfloat16).dtype == podsim.bfloat16
     with pytest.raises(TypeError, match="bfloat16"):
         podsim.tensor([1.0], dtype=podsim.bfloat16).numpy()

@@ -94,7 +94,6 @@ def test_transformer_encoder_layer_matches_torch_on_cpu():
     check(model, batches, lambda p: torch.optim.AdamW(p, lr=1e-2), skip=without_key_bias)
 
 
-@pytest.mark.skipif(SIM, reason="the TPU target does not lower convolution yet")
 def test_conv2d():
     torch.manual_seed(2)
     conv = torch.nn.Conv2d(3, 4, 3, padding=1)
@@ -105,11 +104,13 @@ def test_conv2d():
     out = ours(xd)
     ref.square().sum().backward()
     out.square().sum().backward()
-    tol = dict(rtol=LOSS_RTOL, atol=WEIGHT_ATOL)
-    np.testing.assert_allclose(out.detach().cpu().numpy(), ref.detach().numpy(), **tol)
-    np.testing.assert_allclose(xd.grad.cpu().numpy(), x.grad.numpy(), **tol)
-    np.testing.assert_allclose(ours.weight.grad.cpu().numpy(), conv.weight.grad.numpy(), rtol=LOSS_RTOL, atol=1e-2)
-    np.testing.assert_allclose(ours.bias.grad.cpu().numpy(), conv.bias.grad.numpy(), rtol=LOSS_RTOL, atol=1e-2)
+    for got, want in [(out, ref), (xd.grad, x.grad), (ours.weight.grad, conv.weight.grad),
+                      (ours.bias.grad, conv.bias.grad)]:
+        want = want.detach().numpy()
+        # On SIM, a sum of bf16-rounded products is off by about 2^-8 of the sum of the
+        # terms' magnitudes, not of the result: relative to the largest element.
+        atol = 1e-2 * np.abs(want).max() if SIM else 1e-4
+        np.testing.assert_allclose(got.detach().cpu().numpy(), want, rtol=LOSS_RTOL, atol=atol)
 
 
 def test_dropout():
@@ -163,7 +164,6 @@ class SmallCnn(torch.nn.Module):
         return self.head(self.features(x).flatten(1))
 
 
-@pytest.mark.skipif(SIM, reason="the TPU target does not lower convolution yet")
 def test_cnn_with_batch_norm_and_pooling_matches_torch():
     torch.manual_seed(3)
     model = SmallCnn()
@@ -175,13 +175,12 @@ def test_cnn_with_batch_norm_and_pooling_matches_torch():
     x = batches[0][0]
     ref(x), ours(x.to(DEVICE))
     np.testing.assert_allclose(ours.features[1].running_var.cpu().numpy(), ref.features[1].running_var.numpy(),
-                               rtol=1e-5)
+                               rtol=LOSS_RTOL if SIM else 1e-5)
     ref.eval(), ours.eval()
-    np.testing.assert_allclose(ours(x.to(DEVICE)).detach().cpu().numpy(), ref(x).detach().numpy(), rtol=1e-4,
-                               atol=1e-5)
+    np.testing.assert_allclose(ours(x.to(DEVICE)).detach().cpu().numpy(), ref(x).detach().numpy(),
+                               rtol=LOSS_RTOL if SIM else 1e-4, atol=WEIGHT_ATOL if SIM else 1e-5)
 
 
-@pytest.mark.skipif(SIM, reason="the TPU target does not lower reduce-window (pooling) yet")
 def test_max_pool_indices_match_torch():
     x = torch.randn(2, 3, 7, 9)
     x[0, 0, :2, :2] = 5.0  # a tie: the first maximum wins

@@ -1,7 +1,9 @@
 #include "runtime/nn/layers.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "common/error.h"
@@ -66,6 +68,44 @@ LayerNorm::LayerNorm(std::vector<int64_t> normalized_shape, double eps, bool ele
 
 Tensor LayerNorm::forward(const Tensor& input) {
   return functional::layer_norm(input, normalized_shape_, weight_, bias_, eps_);
+}
+
+BatchNorm2d::BatchNorm2d(int64_t num_features, double eps, double momentum, TensorOptions options)
+    : Module("BatchNorm2d"), num_features_(num_features), eps_(eps), momentum_(momentum) {
+  check_sizes("BatchNorm2d", {num_features});
+  const TensorOptions f = float_options(options);
+  weight_ = ones({num_features}, f);
+  bias_ = zeros({num_features}, f);
+  running_mean_ = zeros({num_features}, f);
+  running_var_ = ones({num_features}, f);
+  num_batches_tracked_ = zeros({}, TensorOptions(kInt64, options.device()));
+  register_parameter("weight", &weight_);
+  register_parameter("bias", &bias_);
+  register_buffer("running_mean", &running_mean_);
+  register_buffer("running_var", &running_var_);
+  register_buffer("num_batches_tracked", &num_batches_tracked_);
+}
+
+Tensor BatchNorm2d::forward(const Tensor& input) {
+  if (input.dim() != 4 || input.size(1) != num_features_)
+    throw Error(fmt::format("BatchNorm2d({}): expected an input of shape (N, {}, H, W), got [{}]", num_features_,
+                            num_features_, fmt::join(input.shape(), ",")));
+  auto channels = [&](const Tensor& t) { return t.reshape({1, num_features_, 1, 1}); };
+  Tensor mean, var;
+  if (is_training()) {
+    mean = input.mean({0, 2, 3});
+    const Tensor centered = input - channels(mean);
+    var = (centered * centered).mean({0, 2, 3});
+    const double n = static_cast<double>(input.numel() / num_features_);
+    NoGradGuard no_grad;
+    running_mean_ = running_mean_ * (1 - momentum_) + mean.detach() * momentum_;
+    running_var_ = running_var_ * (1 - momentum_) + var.detach() * (momentum_ * n / std::max(n - 1, 1.0));
+    num_batches_tracked_ = num_batches_tracked_ + 1;
+  } else {
+    mean = running_mean_;
+    var = running_var_;
+  }
+  return (input - channels(mean)) * channels(rsqrt(var + eps_) * weight_) + channels(bias_);
 }
 
 RMSNorm::RMSNorm(std::vector<int64_t> normalized_shape, std::optional<double> eps,

@@ -51,6 +51,28 @@ class LayerNorm : public Module {
   Tensor weight_, bias_;
 };
 
+// torch.nn.BatchNorm2d over NCHW inputs: in training, each channel is normalized by
+// the batch's mean and (biased) variance over N, H and W, and the buffers running_mean
+// and running_var follow them with `momentum` (the variance unbiased, n / (n - 1));
+// num_batches_tracked counts those steps. In eval, the running statistics normalize.
+// weight ones, bias zeros, running_mean zeros, running_var ones (torch's names and
+// initial values, so state dicts move between the two).
+class BatchNorm2d : public Module {
+ public:
+  explicit BatchNorm2d(int64_t num_features, double eps = 1e-5, double momentum = 0.1,
+                       TensorOptions options = {});
+  Tensor forward(const Tensor& input) override;
+  const Tensor& weight() const { return weight_; }
+  const Tensor& bias() const { return bias_; }
+  const Tensor& running_mean() const { return running_mean_; }
+  const Tensor& running_var() const { return running_var_; }
+
+ private:
+  int64_t num_features_;
+  double eps_, momentum_;
+  Tensor weight_, bias_, running_mean_, running_var_, num_batches_tracked_;
+};
+
 // torch.nn.RMSNorm: weight ones; eps defaults to the input dtype's machine epsilon.
 class RMSNorm : public Module {
  public:

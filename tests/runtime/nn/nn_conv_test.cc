@@ -1,4 +1,4 @@
-// Conv2d, MaxPool2d, AvgPool2d and a small CNN against PyTorch 1.13 (nn_oracle.py conv):
+// Conv2d, MaxPool2d, AvgPool2d, BatchNorm2d and small CNNs against PyTorch 1.13 (nn_oracle.py conv):
 // outputs and gradients with torch's parameters. Covers stride, padding, dilation,
 // rectangular kernels, inputs the windows do not tile (the kernel gradient then needs
 // negative padding), both max-pool backward forms (reshape mask for kernel == stride,
@@ -64,6 +64,29 @@ TEST_F(ConvTest, SmallCnn) {
                  std::make_shared<MaxPool2d>(2), std::make_shared<Flatten>(),
                  std::make_shared<Linear>(64, 5, true, dev())};
   check("cnn", cnn);
+}
+
+TEST_F(ConvTest, BatchNorm2d) {
+  BatchNorm2d bn(3, 1e-5, 0.1, dev());
+  check("batch_norm", bn);
+  // The running statistics as torch's forward left them (a second forward ran in check
+  // for the gradients: compare after one).
+  BatchNorm2d once(3, 1e-5, 0.1, dev());
+  once.load_state_dict(oracle_->state("batch_norm"));
+  once(oracle_->inputs("batch_norm", &dev()).at(0));
+  for (const auto& [name, buffer] : once.named_buffers())
+    testing::expect_close(buffer, oracle_->literal("batch_norm.after." + name), kTol, name);
+  BatchNorm2d frozen(3, 1e-5, 0.1, dev());
+  frozen.eval();
+  check("batch_norm_eval", frozen);
+  EXPECT_THROW(bn(zeros({2, 4, 3, 3}, dev())), Error);  // channel mismatch
+}
+
+TEST_F(ConvTest, SmallCnnWithBatchNorm) {
+  Sequential cnn{std::make_shared<Conv2d>(1, 4, 3, 1, 1, 1, true, dev()), std::make_shared<BatchNorm2d>(4, 1e-5, 0.1, dev()),
+                 std::make_shared<ReLU>(), std::make_shared<MaxPool2d>(2), std::make_shared<Flatten>(),
+                 std::make_shared<Linear>(64, 5, true, dev())};
+  check("cnn_batch_norm", cnn);
 }
 
 TEST_F(ConvTest, Errors) {

@@ -98,7 +98,19 @@ def conv_cases():
          [torch.randn(2, 2, 7, 7)]),
         ("cnn", lambda: nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
                                       nn.Flatten(), nn.Linear(64, 5)), [torch.randn(2, 1, 8, 8)]),
+        ("batch_norm", lambda: nn.BatchNorm2d(3), [torch.randn(4, 3, 5, 5) * 2 + 1]),
+        ("batch_norm_eval", batch_norm_eval, [torch.randn(2, 3, 4, 4)]),
+        ("cnn_batch_norm", lambda: nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(),
+                                                 nn.MaxPool2d(2), nn.Flatten(), nn.Linear(64, 5)),
+         [torch.randn(3, 1, 8, 8)]),
     ]
+
+
+def batch_norm_eval():
+    bn = nn.BatchNorm2d(3)
+    bn.running_mean.normal_()
+    bn.running_var.uniform_(0.5, 2.0)
+    return bn.eval()
 
 
 def causal_float_mask(length):
@@ -249,14 +261,19 @@ def run_case(name, make_module, inputs, out, extras):
             x = x.clone().requires_grad_(True)
         xs.append(x)
     for pname, p in module.state_dict().items():
-        out[f"{name}.param.{pname}"] = p
+        out[f"{name}.param.{pname}"] = p.clone()  # buffers change in place in the forward
     y = module(*xs)
+    for bname, b in module.named_buffers():  # as the forward left them (running statistics)
+        out[f"{name}.after.{bname}"] = b.clone()
     cotangent = torch.randn(y.shape)
     out[f"{name}.out"] = y.detach()
     out[f"{name}.cotangent"] = cotangent
     (y * cotangent).sum().backward()
     params = dict(module.named_parameters())
+    buffers = dict(module.named_buffers())
     for pname in module.state_dict():
+        if pname in buffers:
+            continue
         key = pname if pname in params else "attn." + pname
         out[f"{name}.grad.{pname}"] = params[key].grad
     for i, x in enumerate(xs):
