@@ -68,9 +68,10 @@ ir::Literal convert_literal(const ir::Literal& literal, ir::PrimitiveType type);
 
 // Convolution, reduce-window and select-and-scatter as pads, strided slices, a dot (im2col)
 // and their called computations inlined over arrays, for targets that lower none of them
-// (the TPU target). Exact with respect to the reference evaluator, the convolution up
-// to its dot's precision (bf16 and f16 results accumulate in f32). Ops it cannot write
-// so stay as they are (window_expander.cc says which). Not in the default pipeline.
+// (the TPU target). Exact with respect to the reference evaluator (convolutions: bf16
+// and f16 results accumulate in f32; padding zeros meet infinite kernel values, see
+// window_expander.cc). Ops it cannot write so stay as they are (window_expander.cc says
+// which). Not in the default pipeline.
 std::unique_ptr<Pass> make_window_expander();
 
 // Every async collective (all-reduce-start / -done, ...) becomes its synchronous

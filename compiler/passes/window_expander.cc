@@ -9,7 +9,9 @@
 //   and one dot with the kernel as a [positions x features, output features] matrix.
 //   Feature groups and batch groups become a batch dimension of the dot. bf16 and f16
 //   results are accumulated in f32 and rounded once, as the MXU does; the dot keeps the
-//   convolution's operand_precision.
+//   convolution's operand_precision. The one difference: a padding (or base-dilation)
+//   zero times an infinite or NaN kernel value is NaN here, as on hardware that pads,
+//   where the evaluator skips the term.
 // - reduce-window: the accumulator starts at the init value and takes the window's
 //   strided slices in row-major window order, as the evaluator's loop does; where
 //   padding or base dilation puts holes in windows, a mask keeps them out (the evaluator
@@ -63,9 +65,6 @@ class Builder {
     if (set) set(i->attrs());
     i->mutable_shape() = ir::infer_shape(*i);
     return i;
-  }
-  Instruction* add_shaped(Opcode op, Shape shape, std::vector<Instruction*> operands) {
-    return make(op, std::move(shape), std::move(operands));
   }
 
   Instruction* scalar(PrimitiveType type, double value) {
