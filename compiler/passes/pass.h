@@ -74,6 +74,11 @@ ir::Literal convert_literal(const ir::Literal& literal, ir::PrimitiveType type);
 // which). Not in the default pipeline.
 std::unique_ptr<Pass> make_window_expander();
 
+// Dots a bf16 matrix unit does not take as they are: integer dots as a broadcast
+// multiply and a sum (exact), f32 dots at HIGH / HIGHEST precision as 3 / 6 bf16 passes
+// summed in f32, as TPUs do (dot_expander.cc). Not in the default pipeline.
+std::unique_ptr<Pass> make_dot_expander();
+
 // Every async collective (all-reduce-start / -done, ...) becomes its synchronous
 // collective, for targets that run collectives in one piece. Not in the default
 // pipeline: the TPU target keeps the pairs.

@@ -1,10 +1,12 @@
 #include "compiler/passes/pass_util.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 
 #include "common/error.h"
+#include "compiler/ir/shape_inference.h"
 
 namespace podsim::passes::internal {
 
@@ -13,6 +15,8 @@ using ir::Instruction;
 using ir::Literal;
 using ir::Module;
 using ir::Opcode;
+using ir::PrimitiveType;
+using ir::Shape;
 
 std::unordered_set<const Computation*> fusion_computations(const Module& module) {
   std::unordered_set<const Computation*> fused;
@@ -264,6 +268,121 @@ bool is_reducer_identity(const Instruction& init, const ir::Computation& reducer
     default:
       return false;
   }
+}
+
+Instruction* Builder::make(Opcode op, Shape shape, std::vector<Instruction*> operands) {
+  auto i = std::make_unique<Instruction>(c_.unique_name(origin_.name()), op, std::move(shape));
+  i->set_operands(std::move(operands));
+  i->metadata() = origin_.metadata();
+  if (i->metadata().op_name.empty()) i->metadata().op_name = origin_.name();
+  return c_.add(std::move(i));
+}
+
+Instruction* Builder::add(Opcode op, std::vector<Instruction*> operands,
+                          const std::function<void(ir::Attributes&)>& set) {
+  // (A tuple placeholder: a dot's or convolution's inference takes an array's type as
+  // the declared accumulation type.)
+  Instruction* i = make(op, Shape::tuple({}), std::move(operands));
+  if (set) set(i->attrs());
+  i->mutable_shape() = ir::infer_shape(*i);
+  return i;
+}
+
+Instruction* Builder::add(Opcode op, Shape shape, std::vector<Instruction*> operands) {
+  return make(op, std::move(shape), std::move(operands));
+}
+
+Instruction* Builder::scalar(PrimitiveType type, double value) {
+  ir::Literal l(Shape::scalar(type));
+  l.set_from_double(0, value);
+  Instruction* i = make(Opcode::kConstant, l.shape(), {});
+  i->attrs().literal = std::move(l);
+  return i;
+}
+
+Instruction* Builder::pred(bool value) {
+  ir::Literal l(Shape::scalar(PrimitiveType::kPred));
+  l.set_from_int64(0, value ? 1 : 0);
+  Instruction* i = make(Opcode::kConstant, l.shape(), {});
+  i->attrs().literal = std::move(l);
+  return i;
+}
+
+Instruction* Builder::broadcast(Instruction* scalar, const std::vector<int64_t>& dims) {
+  return broadcast_in(scalar, Shape(scalar->shape().type(), dims), {});
+}
+
+Instruction* Builder::broadcast_in(Instruction* x, const Shape& shape, std::vector<int64_t> dims) {
+  Instruction* b = make(Opcode::kBroadcast, Shape(x->shape().type(), shape.dims()), {x});
+  b->attrs().dimensions = std::move(dims);
+  return b;
+}
+
+Instruction* Builder::reshape(Instruction* x, const std::vector<int64_t>& dims) {
+  if (x->shape().dims() == dims) return x;
+  return make(Opcode::kReshape, Shape(x->shape().type(), dims), {x});
+}
+
+Instruction* Builder::convert(Instruction* x, PrimitiveType type) {
+  if (x->shape().type() == type) return x;
+  return make(Opcode::kConvert, Shape(type, x->shape().dims()), {x});
+}
+
+Instruction* Builder::transpose(Instruction* x, std::vector<int64_t> permutation) {
+  bool identity = true;
+  for (size_t d = 0; d < permutation.size(); ++d) identity = identity && permutation[d] == static_cast<int64_t>(d);
+  if (identity) return x;
+  return add(Opcode::kTranspose, {x}, [&](ir::Attributes& a) { a.dimensions = std::move(permutation); });
+}
+
+Instruction* Builder::pad(Instruction* x, Instruction* value, std::vector<ir::PadDim> padding) {
+  if (std::all_of(padding.begin(), padding.end(), [](const ir::PadDim& p) { return p == ir::PadDim{}; })) return x;
+  return add(Opcode::kPad, {x, value}, [&](ir::Attributes& a) { a.padding = std::move(padding); });
+}
+
+Instruction* Builder::concatenate(std::vector<Instruction*> xs, int64_t dim) {
+  if (xs.size() == 1) return xs[0];
+  return add(Opcode::kConcatenate, std::move(xs), [&](ir::Attributes& a) { a.dimensions = {dim}; });
+}
+
+Instruction* Builder::slice(Instruction* x, std::vector<ir::SliceDim> dims) {
+  return add(Opcode::kSlice, {x}, [&](ir::Attributes& a) { a.slice = std::move(dims); });
+}
+
+Instruction* Builder::compare(Instruction* a, Instruction* b, ir::ComparisonDirection direction) {
+  return add(Opcode::kCompare, {a, b}, [&](ir::Attributes& at) { at.direction = direction; });
+}
+
+Instruction* Builder::inline_elementwise(const ir::Computation& computation, const std::vector<Instruction*>& args,
+                                         const std::vector<int64_t>& dims) {
+  if (!elementwise_body(computation)) return nullptr;
+  std::unordered_map<const Instruction*, Instruction*> value;
+  for (const auto& owned : computation.instructions()) {
+    const Instruction& i = *owned;
+    if (i.opcode() == Opcode::kParameter) {
+      value[&i] = args.at(static_cast<size_t>(i.attrs().parameter_number));
+    } else if (i.opcode() == Opcode::kConstant) {
+      Instruction* c = make(Opcode::kConstant, i.shape(), {});
+      c->attrs().literal = *i.attrs().literal;
+      value[&i] = broadcast(c, dims);
+    } else {
+      std::vector<Instruction*> operands;
+      for (const Instruction* o : i.operands()) operands.push_back(value.at(o));
+      value[&i] = make(i.opcode(), Shape(i.shape().type(), dims), std::move(operands));
+      value[&i]->attrs() = i.attrs();
+    }
+  }
+  return value.at(computation.root());
+}
+
+bool elementwise_body(const ir::Computation& computation) {
+  for (const auto& i : computation.instructions()) {
+    if (!i->shape().is_array() || !i->called().empty()) return false;
+    if (!(i->opcode() == Opcode::kParameter || (i->opcode() == Opcode::kConstant && i->shape().is_scalar()) ||
+          ir::is_elementwise(i->opcode())))
+      return false;
+  }
+  return true;
 }
 
 }  // namespace podsim::passes::internal

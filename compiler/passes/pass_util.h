@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
@@ -86,5 +87,46 @@ std::optional<ir::Opcode> simple_reducer(const ir::Computation& computation);
 // Whether `init` is the identity of the binary reducer (simple_reducer): add / or / xor
 // 0, multiply 1, and all ones, maximum the lowest value, minimum the highest.
 bool is_reducer_identity(const ir::Instruction& init, const ir::Computation& reducer);
+
+// Adds instructions for `origin` to its computation (at the end: sort the computation
+// topologically afterwards), each attributed to it (its metadata; its name as op_name
+// where it has none) and named after it: the rewrites that replace one instruction by
+// several (the window and dot expanders).
+class Builder {
+ public:
+  explicit Builder(ir::Instruction& origin) : origin_(origin), c_(*origin.parent()) {}
+
+  // An instruction whose shape shape inference gives (the attributes set by `set`).
+  ir::Instruction* add(ir::Opcode op, std::vector<ir::Instruction*> operands,
+                       const std::function<void(ir::Attributes&)>& set = {});
+  // One of `shape`, given (reshape, convert, broadcast, ...).
+  ir::Instruction* add(ir::Opcode op, ir::Shape shape, std::vector<ir::Instruction*> operands);
+  ir::Instruction* scalar(ir::PrimitiveType type, double value);
+  ir::Instruction* pred(bool value);
+  ir::Instruction* broadcast(ir::Instruction* scalar, const std::vector<int64_t>& dims);
+  // x's dimensions placed at `dims` of a result of `shape` (XLA's broadcast).
+  ir::Instruction* broadcast_in(ir::Instruction* x, const ir::Shape& shape, std::vector<int64_t> dims);
+  // These return x itself when they would not change it.
+  ir::Instruction* reshape(ir::Instruction* x, const std::vector<int64_t>& dims);
+  ir::Instruction* convert(ir::Instruction* x, ir::PrimitiveType type);
+  ir::Instruction* transpose(ir::Instruction* x, std::vector<int64_t> permutation);
+  ir::Instruction* pad(ir::Instruction* x, ir::Instruction* value, std::vector<ir::PadDim> padding);
+  ir::Instruction* concatenate(std::vector<ir::Instruction*> xs, int64_t dim);
+  ir::Instruction* slice(ir::Instruction* x, std::vector<ir::SliceDim> dims);
+  ir::Instruction* compare(ir::Instruction* a, ir::Instruction* b, ir::ComparisonDirection direction);
+  // computation applied elementwise to arrays of `dims` (its parameters bound to args,
+  // scalar constants broadcast); nullptr when an instruction in it is not elementwise.
+  ir::Instruction* inline_elementwise(const ir::Computation& computation, const std::vector<ir::Instruction*>& args,
+                                      const std::vector<int64_t>& dims);
+
+ private:
+  ir::Instruction* make(ir::Opcode op, ir::Shape shape, std::vector<ir::Instruction*> operands);
+
+  ir::Instruction& origin_;
+  ir::Computation& c_;
+};
+
+// Whether Builder::inline_elementwise can inline the computation.
+bool elementwise_body(const ir::Computation& computation);
 
 }  // namespace podsim::passes::internal

@@ -24,20 +24,16 @@
 //   the windows that select it.
 // Called computations are inlined when every instruction in them is elementwise (a
 // parameter, a scalar constant, an elementwise op); ops with other bodies, variadic
-// reduce-windows, integer convolutions and windows of more than kMaxPositions positions
-// stay as they are, for the target to lower or refuse.
-#include <fmt/format.h>
-
+// reduce-windows, convolutions of mixed float and integer types and windows of more
+// than kMaxPositions positions stay as they are, for the target to lower or refuse. Integer convolutions become
+// integer dots (make_dot_expander writes those for a bf16 matrix unit).
 #include <algorithm>
 #include <functional>
 #include <memory>
 #include <numeric>
-#include <optional>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
-#include "compiler/ir/shape_inference.h"
 #include "compiler/passes/pass.h"
 #include "compiler/passes/pass_util.h"
 
@@ -48,129 +44,10 @@ using ir::Instruction;
 using ir::Opcode;
 using ir::PrimitiveType;
 using ir::Shape;
+using internal::Builder;
 
 // Windows with more positions than this stay (a slice and an op per position).
 constexpr int64_t kMaxPositions = 64;
-
-// Adds instructions for `origin` to its computation, each attributed to it (metadata)
-// and named after it.
-class Builder {
- public:
-  explicit Builder(Instruction& origin) : origin_(origin), c_(*origin.parent()) {}
-
-  // An instruction whose shape shape inference gives (the attributes set by `set`).
-  Instruction* add(Opcode op, std::vector<Instruction*> operands,
-                   const std::function<void(ir::Attributes&)>& set = {}) {
-    Instruction* i = make(op, Shape(), std::move(operands));
-    if (set) set(i->attrs());
-    i->mutable_shape() = ir::infer_shape(*i);
-    return i;
-  }
-
-  Instruction* scalar(PrimitiveType type, double value) {
-    ir::Literal l(Shape::scalar(type));
-    l.set_from_double(0, value);
-    Instruction* i = make(Opcode::kConstant, l.shape(), {});
-    i->attrs().literal = std::move(l);
-    return i;
-  }
-  Instruction* pred(bool value) {
-    ir::Literal l(Shape::scalar(PrimitiveType::kPred));
-    l.set_from_int64(0, value ? 1 : 0);
-    Instruction* i = make(Opcode::kConstant, l.shape(), {});
-    i->attrs().literal = std::move(l);
-    return i;
-  }
-  Instruction* broadcast(Instruction* scalar, const std::vector<int64_t>& dims) {
-    Instruction* b = make(Opcode::kBroadcast, Shape(scalar->shape().type(), dims), {scalar});
-    b->attrs().dimensions = {};
-    return b;
-  }
-  Instruction* reshape(Instruction* x, const std::vector<int64_t>& dims) {
-    if (x->shape().dims() == dims) return x;
-    return make(Opcode::kReshape, Shape(x->shape().type(), dims), {x});
-  }
-  Instruction* convert(Instruction* x, PrimitiveType type) {
-    if (x->shape().type() == type) return x;
-    return make(Opcode::kConvert, Shape(type, x->shape().dims()), {x});
-  }
-  Instruction* transpose(Instruction* x, std::vector<int64_t> permutation) {
-    std::vector<int64_t> identity(permutation.size());
-    std::iota(identity.begin(), identity.end(), 0);
-    if (permutation == identity) return x;
-    return add(Opcode::kTranspose, {x}, [&](ir::Attributes& a) { a.dimensions = std::move(permutation); });
-  }
-  Instruction* pad(Instruction* x, Instruction* value, std::vector<ir::PadDim> padding) {
-    if (std::all_of(padding.begin(), padding.end(), [](const ir::PadDim& p) { return p == ir::PadDim{}; }))
-      return x;
-    return add(Opcode::kPad, {x, value}, [&](ir::Attributes& a) { a.padding = std::move(padding); });
-  }
-  Instruction* slice(Instruction* x, std::vector<ir::SliceDim> dims) {
-    return add(Opcode::kSlice, {x}, [&](ir::Attributes& a) { a.slice = std::move(dims); });
-  }
-  Instruction* concatenate(std::vector<Instruction*> xs, int64_t dim) {
-    if (xs.size() == 1) return xs[0];
-    return add(Opcode::kConcatenate, std::move(xs), [&](ir::Attributes& a) { a.dimensions = {dim}; });
-  }
-  Instruction* elementwise(Opcode op, std::vector<Instruction*> operands) { return add(op, std::move(operands)); }
-  Instruction* compare_eq(Instruction* a, Instruction* b) {
-    return add(Opcode::kCompare, {a, b}, [](ir::Attributes& at) { at.direction = ir::ComparisonDirection::kEq; });
-  }
-
-  // The computation applied elementwise to arrays of `dims` (its parameters bound to
-  // `args`, scalar constants broadcast); nullptr when an instruction in it is not
-  // elementwise or it returns a tuple.
-  Instruction* inline_elementwise(const ir::Computation& computation, const std::vector<Instruction*>& args,
-                                  const std::vector<int64_t>& dims) {
-    std::unordered_map<const Instruction*, Instruction*> value;
-    for (const auto& owned : computation.instructions()) {
-      const Instruction& i = *owned;
-      if (!i.shape().is_array()) return nullptr;
-      if (i.opcode() == Opcode::kParameter) {
-        value[&i] = args.at(static_cast<size_t>(i.attrs().parameter_number));
-      } else if (i.opcode() == Opcode::kConstant && i.shape().is_scalar()) {
-        Instruction* c = make(Opcode::kConstant, i.shape(), {});
-        c->attrs().literal = *i.attrs().literal;
-        value[&i] = broadcast(c, dims);
-      } else if (ir::is_elementwise(i.opcode()) && i.called().empty()) {
-        std::vector<Instruction*> operands;
-        for (const Instruction* o : i.operands()) operands.push_back(value.at(o));
-        std::unique_ptr<Instruction> copy = i.clone(c_.unique_name(origin_.name()), std::move(operands));
-        copy->mutable_shape() = Shape(i.shape().type(), dims);
-        value[&i] = attribute(c_.add(std::move(copy)));
-      } else {
-        return nullptr;
-      }
-    }
-    return value.at(computation.root());
-  }
-
- private:
-  Instruction* make(Opcode op, Shape shape, std::vector<Instruction*> operands) {
-    auto i = std::make_unique<Instruction>(c_.unique_name(origin_.name()), op, std::move(shape));
-    i->set_operands(std::move(operands));
-    return attribute(c_.add(std::move(i)));
-  }
-  Instruction* attribute(Instruction* i) {
-    i->metadata() = origin_.metadata();
-    if (i->metadata().op_name.empty()) i->metadata().op_name = origin_.name();
-    return i;
-  }
-
-  Instruction& origin_;
-  ir::Computation& c_;
-};
-
-// Whether a computation can be inlined elementwise (see Builder::inline_elementwise).
-bool elementwise_body(const ir::Computation& computation) {
-  for (const auto& i : computation.instructions()) {
-    if (!i->shape().is_array() || !i->called().empty()) return false;
-    const bool ok = i->opcode() == Opcode::kParameter || (i->opcode() == Opcode::kConstant && i->shape().is_scalar()) ||
-                    ir::is_elementwise(i->opcode());
-    if (!ok) return false;
-  }
-  return true;
-}
 
 int64_t product(const std::vector<int64_t>& v) {
   return std::accumulate(v.begin(), v.end(), int64_t{1}, std::multiplies<>());
@@ -211,7 +88,10 @@ Instruction* expand_convolution(Instruction& conv) {
   Instruction* lhs = conv.operand(0);
   Instruction* rhs = conv.operand(1);
   const PrimitiveType out_type = conv.shape().type();
-  if (!mxu_type(lhs->shape().type()) || !mxu_type(rhs->shape().type()) || !mxu_type(out_type)) return nullptr;
+  const bool integral = ir::is_integral(lhs->shape().type()) && ir::is_integral(rhs->shape().type()) &&
+                        ir::is_integral(out_type);
+  if (!integral && (!mxu_type(lhs->shape().type()) || !mxu_type(rhs->shape().type()) || !mxu_type(out_type)))
+    return nullptr;
   const ir::ConvDimNumbers& cd = conv.attrs().conv_dims;
   const size_t spatial = cd.input_spatial.size();
   const int64_t groups = conv.attrs().feature_group_count, batch_groups = conv.attrs().batch_group_count;
@@ -283,7 +163,7 @@ Instruction* expand_convolution(Instruction& conv) {
     if (split > 1) a.dot_dims.rhs_batch = {1};
     a.operand_precision = conv.attrs().operand_precision;
   });
-  dot->mutable_shape().set_type(PrimitiveType::kF32);
+  dot->mutable_shape().set_type(integral ? out_type : PrimitiveType::kF32);
   Instruction* result = dot;
   if (split > 1) {
     // [split, batch, out..., features / split] -> [batch, out..., split x features / split]
@@ -306,7 +186,7 @@ Instruction* expand_convolution(Instruction& conv) {
 }
 
 Instruction* expand_reduce_window(Instruction& rw) {
-  if (rw.operand_count() != 2 || !rw.shape().is_array() || !elementwise_body(*rw.called(0))) return nullptr;
+  if (rw.operand_count() != 2 || !rw.shape().is_array() || !internal::elementwise_body(*rw.called(0))) return nullptr;
   Instruction* x = rw.operand(0);
   Instruction* init = rw.operand(1);
   const ir::Window& w = *rw.attrs().window;
@@ -332,7 +212,7 @@ Instruction* expand_reduce_window(Instruction& rw) {
     Instruction* next = b.inline_elementwise(*rw.called(0), {acc, v}, out);
     if (real) {
       Instruction* inside = b.slice(real, window_slice(real->shape(), 0, p, dilation, stride, out));
-      next = b.elementwise(Opcode::kSelect, {inside, next, acc});
+      next = b.add(Opcode::kSelect, {inside, next, acc});
     }
     acc = next;
   });
@@ -340,7 +220,7 @@ Instruction* expand_reduce_window(Instruction& rw) {
 }
 
 Instruction* expand_select_and_scatter(Instruction& sas) {
-  if (!elementwise_body(*sas.called(0)) || !elementwise_body(*sas.called(1))) return nullptr;
+  if (!internal::elementwise_body(*sas.called(0)) || !internal::elementwise_body(*sas.called(1))) return nullptr;
   Instruction* x = sas.operand(0);
   Instruction* source = sas.operand(1);
   Instruction* init = sas.operand(2);
@@ -377,14 +257,14 @@ Instruction* expand_select_and_scatter(Instruction& sas) {
       return;
     }
     Instruction* keep = b.inline_elementwise(*sas.called(0), {best, v}, out);
-    Instruction* take = b.elementwise(Opcode::kNot, {keep});
+    Instruction* take = b.add(Opcode::kNot, {keep});
     if (real) {
-      take = b.elementwise(Opcode::kOr, {b.elementwise(Opcode::kNot, {seen}), take});
-      take = b.elementwise(Opcode::kAnd, {inside, take});
-      seen = b.elementwise(Opcode::kOr, {seen, inside});
+      take = b.add(Opcode::kOr, {b.add(Opcode::kNot, {seen}), take});
+      take = b.add(Opcode::kAnd, {inside, take});
+      seen = b.add(Opcode::kOr, {seen, inside});
     }
-    best = b.elementwise(Opcode::kSelect, {take, v, best});
-    chosen = b.elementwise(Opcode::kSelect, {take, here, chosen});
+    best = b.add(Opcode::kSelect, {take, v, best});
+    chosen = b.add(Opcode::kSelect, {take, here, chosen});
   });
 
   // Scatter: each position's selected sources, placed where that position's windows
@@ -394,8 +274,9 @@ Instruction* expand_select_and_scatter(Instruction& sas) {
   Instruction* result = b.broadcast(init, padded->shape().dims());
   for (int64_t k = static_cast<int64_t>(all.size()); k-- > 0;) {
     const std::vector<int64_t>& p = all[static_cast<size_t>(k)];
-    Instruction* mine = b.compare_eq(chosen, b.broadcast(b.scalar(PrimitiveType::kS32, static_cast<double>(k)), out));
-    if (seen) mine = b.elementwise(Opcode::kAnd, {mine, seen});
+    Instruction* position = b.broadcast(b.scalar(PrimitiveType::kS32, static_cast<double>(k)), out);
+    Instruction* mine = b.compare(chosen, position, ir::ComparisonDirection::kEq);
+    if (seen) mine = b.add(Opcode::kAnd, {mine, seen});
     std::vector<ir::PadDim> spread;
     for (size_t d = 0; d < p.size(); ++d) {
       const int64_t last = p[d] + (out[d] - 1) * stride[d];
@@ -404,7 +285,7 @@ Instruction* expand_select_and_scatter(Instruction& sas) {
     Instruction* where = b.pad(mine, b.pred(false), spread);
     Instruction* value = b.pad(source, init, spread);
     Instruction* combined = b.inline_elementwise(*sas.called(1), {result, value}, padded->shape().dims());
-    result = b.elementwise(Opcode::kSelect, {where, combined, result});
+    result = b.add(Opcode::kSelect, {where, combined, result});
   }
   if (!padded_any) return result;
   std::vector<ir::SliceDim> inner;

@@ -603,14 +603,19 @@ isa::Executable compile(const ir::Module& module, const Target& target, const Op
     fail("TPU compile: {} replicas x {} partitions need a pod", target.replicas, target.partitions);
   }
   // Async collectives run as their collectives, in one piece; tuple all-to-alls as the
-  // array form; window ops as slices, pads and dots (passes::make_window_expander).
+  // array form; window ops as slices, pads and dots, and dots the MXU does not take as
+  // they are as vector ops or several passes (passes::make_window_expander, _dot_expander).
   bool rewrite = false;
   for (const auto& c : module.computations())
     for (const auto& i : c->instructions())
       rewrite |= ir::collective_kind(i->opcode()) != i->opcode() || i->opcode() == ir::Opcode::kAsyncStart ||
                  (i->opcode() == ir::Opcode::kAllToAll && i->attrs().dimensions.empty()) ||
                  i->opcode() == ir::Opcode::kConvolution || i->opcode() == ir::Opcode::kReduceWindow ||
-                 i->opcode() == ir::Opcode::kSelectAndScatter;
+                 i->opcode() == ir::Opcode::kSelectAndScatter ||
+                 (i->opcode() == ir::Opcode::kDot &&
+                  (ir::is_integral(i->shape().type()) ||
+                   std::any_of(i->attrs().operand_precision.begin(), i->attrs().operand_precision.end(),
+                               [](ir::Precision p) { return p != ir::Precision::kDefault; })));
   std::unique_ptr<ir::Module> prepared;
   if (options.passes || rewrite) {
     prepared = ir::parse_module(ir::print_module(module), module.name());
@@ -624,6 +629,7 @@ isa::Executable compile(const ir::Module& module, const Target& target, const Op
       }
     passes::make_async_collectives_to_sync()->run(*prepared);
     passes::make_window_expander()->run(*prepared);
+    passes::make_dot_expander()->run(*prepared);
     split_tuple_all_to_alls(*prepared);
     if (options.passes) {
       passes::make_narrow_64bit_types()->run(*prepared);

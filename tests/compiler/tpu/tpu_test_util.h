@@ -69,9 +69,10 @@ inline std::vector<ir::Shape> flat_shapes(const ir::Shape& s) {
   return out;
 }
 
-// The module with every f32 dot and convolution operand rounded to bf16 first (convert
-// to bf16 and back): what DEFAULT precision computes on the MXU, for the evaluator to
-// reproduce up to the order of f32 sums.
+// The module with every f32 operand of the dots and convolutions at DEFAULT precision
+// rounded to bf16 first (convert to bf16 and back): what one MXU pass computes, for the
+// evaluator to reproduce up to the order of f32 sums (a dot with either operand at HIGH
+// or HIGHEST takes several passes, on both operands).
 inline std::unique_ptr<ir::Module> with_bf16_dot_operands(const std::string& hlo) {
   auto module = ir::parse_module(hlo);
   for (const auto& computation : module->computations()) {
@@ -81,7 +82,10 @@ inline std::unique_ptr<ir::Module> with_bf16_dot_operands(const std::string& hlo
     for (ir::Instruction* dot : dots)
       for (int64_t k = 0; k < 2; ++k) {
         ir::Instruction* op = dot->operand(k);
-        if (op->shape().type() != ir::PrimitiveType::kF32) continue;
+        const auto& precision = dot->attrs().operand_precision;
+        const bool precise = std::any_of(precision.begin(), precision.end(),
+                                         [](ir::Precision p) { return p != ir::Precision::kDefault; });
+        if (op->shape().type() != ir::PrimitiveType::kF32 || precise) continue;
         ir::Shape bf16_shape(ir::PrimitiveType::kBF16, op->shape().dims());
         auto down = std::make_unique<ir::Instruction>(computation->unique_name("round"), ir::Opcode::kConvert, bf16_shape);
         down->add_operand(op);
