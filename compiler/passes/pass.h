@@ -68,7 +68,8 @@ ir::Literal convert_literal(const ir::Literal& literal, ir::PrimitiveType type);
 
 // Convolution, reduce-window and select-and-scatter as pads, strided slices, a dot (im2col)
 // and their called computations inlined over arrays, for targets that lower none of them
-// (the TPU target). Exact with respect to the reference evaluator (convolutions: bf16
+// (the TPU target); reduces of at most 16 elements a result along a narrow innermost
+// dimension the same way, as windows. Exact with respect to the reference evaluator (convolutions: bf16
 // and f16 results accumulate in f32; padding zeros meet infinite kernel values, see
 // window_expander.cc). Ops it cannot write so stay as they are (window_expander.cc says
 // which). Not in the default pipeline.

@@ -1,6 +1,7 @@
-// Convolution, reduce-window and select-and-scatter written as the ops a target without
-// window hardware lowers: pads, strided slices, one dot, and the called computations
-// inlined over whole arrays (make_window_expander in pass.h).
+// Convolution, reduce-window and select-and-scatter (and reduces of a few elements along
+// a narrow innermost dimension, a window over the reduced dimensions) written as the ops
+// a target without window hardware lowers: pads, strided slices, one dot, and the called
+// computations inlined over whole arrays (make_window_expander in pass.h).
 //
 // Each is exact with respect to the reference evaluator (compiler/ir/eval):
 // - convolution: the input moved to [batch, spatial..., feature], padded (base dilation
@@ -48,6 +49,9 @@ using internal::Builder;
 
 // Windows with more positions than this stay (a slice and an op per position).
 constexpr int64_t kMaxPositions = 64;
+// Reduces of at most this many elements per result, along an innermost dimension at
+// most this wide, are written as windows (expand_narrow_reduce).
+constexpr int64_t kMaxNarrowReduce = 16;
 
 int64_t product(const std::vector<int64_t>& v) {
   return std::accumulate(v.begin(), v.end(), int64_t{1}, std::multiplies<>());
@@ -293,6 +297,36 @@ Instruction* expand_select_and_scatter(Instruction& sas) {
   return b.slice(result, inner);
 }
 
+// A reduce of a few elements per result whose innermost dimension is a narrow reduced
+// one (max pooling written as a reshape and a reduce, an argmax over a window's
+// positions): the reducer applied to one slice per reduced index, in the evaluator's
+// row-major order, as for a window that covers the reduced dimensions. (A vector unit
+// reduces along 128 lanes; two of them used per row is the slow case.)
+Instruction* expand_narrow_reduce(Instruction& reduce) {
+  if (reduce.operand_count() != 2 || !reduce.shape().is_array() || !internal::elementwise_body(*reduce.called(0)))
+    return nullptr;
+  Instruction* x = reduce.operand(0);
+  const std::vector<int64_t>& dims = x->shape().dims();
+  std::vector<int64_t> reduced = reduce.attrs().dimensions;
+  std::sort(reduced.begin(), reduced.end());
+  std::vector<int64_t> sizes;
+  for (int64_t d : reduced) sizes.push_back(dims[static_cast<size_t>(d)]);
+  const int64_t innermost = static_cast<int64_t>(dims.size()) - 1;
+  if (reduced.empty() || reduced.back() != innermost || dims.back() > kMaxNarrowReduce ||
+      product(sizes) > kMaxNarrowReduce || product(sizes) == 0 || x->shape().num_elements() == 0)
+    return nullptr;
+  Builder b(reduce);
+  const std::vector<int64_t>& out = reduce.shape().dims();
+  Instruction* acc = b.broadcast(reduce.operand(1), out);
+  for_each_position(sizes, [&](const std::vector<int64_t>& p) {
+    std::vector<ir::SliceDim> cut;
+    for (int64_t d : dims) cut.push_back({0, d, 1});
+    for (size_t k = 0; k < reduced.size(); ++k) cut[static_cast<size_t>(reduced[k])] = {p[k], p[k] + 1, 1};
+    acc = b.inline_elementwise(*reduce.called(0), {acc, b.reshape(b.slice(x, cut), out)}, out);
+  });
+  return acc;
+}
+
 class WindowExpander final : public Pass {
  public:
   std::string_view name() const override { return "window-expander"; }
@@ -303,12 +337,13 @@ class WindowExpander final : public Pass {
       std::vector<Instruction*> targets;
       for (const auto& i : c->instructions())
         if (i->opcode() == Opcode::kConvolution || i->opcode() == Opcode::kReduceWindow ||
-            i->opcode() == Opcode::kSelectAndScatter)
+            i->opcode() == Opcode::kSelectAndScatter || i->opcode() == Opcode::kReduce)
           targets.push_back(i.get());
       for (Instruction* i : targets) {
         if (!i->control_predecessors().empty()) continue;
         Instruction* expanded = i->opcode() == Opcode::kConvolution    ? expand_convolution(*i)
                                 : i->opcode() == Opcode::kReduceWindow ? expand_reduce_window(*i)
+                                : i->opcode() == Opcode::kReduce       ? expand_narrow_reduce(*i)
                                                                        : expand_select_and_scatter(*i);
         if (!expanded) continue;
         if (i->shape().has_layout()) expanded->mutable_shape().set_layout(i->shape().layout());

@@ -611,7 +611,7 @@ isa::Executable compile(const ir::Module& module, const Target& target, const Op
       rewrite |= ir::collective_kind(i->opcode()) != i->opcode() || i->opcode() == ir::Opcode::kAsyncStart ||
                  (i->opcode() == ir::Opcode::kAllToAll && i->attrs().dimensions.empty()) ||
                  i->opcode() == ir::Opcode::kConvolution || i->opcode() == ir::Opcode::kReduceWindow ||
-                 i->opcode() == ir::Opcode::kSelectAndScatter ||
+                 i->opcode() == ir::Opcode::kSelectAndScatter || i->opcode() == ir::Opcode::kReduce ||
                  (i->opcode() == ir::Opcode::kDot &&
                   (ir::is_integral(i->shape().type()) ||
                    std::any_of(i->attrs().operand_precision.begin(), i->attrs().operand_precision.end(),

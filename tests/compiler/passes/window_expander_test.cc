@@ -179,6 +179,62 @@ ENTRY e {
   expect_expanded(*m);
 }
 
+TEST(WindowExpander, NarrowReducesBecomeWindows) {
+  // Max pooling as a reshape and a reduce; a sum over 4 positions (f32: the order shows);
+  // an integer min over the last dimension.
+  for (const char* text : {R"(HloModule m
+max {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT m = f32[] maximum(a, b)
+}
+ENTRY e {
+  x = f32[3,2,4,2,4,2] parameter(0)
+  ninf = f32[] constant(-inf)
+  ROOT r = f32[3,2,4,4] reduce(x, ninf), dimensions={3,5}, to_apply=max
+})",
+                           R"(HloModule m
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY e {
+  x = f32[3,5,4] parameter(0)
+  one = f32[] constant(1)
+  ROOT r = f32[5] reduce(x, one), dimensions={0,2}, to_apply=add
+})"}) {
+    auto m = check_pass(text, make_window_expander());
+    EXPECT_EQ(count(*m, Opcode::kReduce), 0) << ir::print_module(*m);
+  }
+  // Wide or long reductions stay for the vector unit's lanes.
+  for (const char* text : {R"(HloModule m
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY e {
+  x = f32[4,128] parameter(0)
+  z = f32[] constant(0)
+  ROOT r = f32[4] reduce(x, z), dimensions={1}, to_apply=add
+})",
+                           R"(HloModule m
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY e {
+  x = f32[64,4] parameter(0)
+  z = f32[] constant(0)
+  ROOT r = f32[4] reduce(x, z), dimensions={0}, to_apply=add
+})"}) {
+    auto module = ir::parse_module(text);
+    EXPECT_FALSE(make_window_expander()->run(*module));
+  }
+}
+
 TEST(WindowExpander, SelectAndScatterWithOverlappingWindowsAndTies) {
   // Overlapping windows (stride 1 < size 3) select some elements several times: the
   // scatter order decides the f32 sums.
