@@ -75,6 +75,10 @@ ir::Literal convert_literal(const ir::Literal& literal, ir::PrimitiveType type);
 // which). Not in the default pipeline.
 std::unique_ptr<Pass> make_window_expander();
 
+// map with an elementwise computation as that computation's ops over the arrays (XLA's
+// MapInliner); exact. Not in the default pipeline: the TPU target runs it.
+std::unique_ptr<Pass> make_map_inliner();
+
 // Dots a bf16 matrix unit does not take as they are: integer dots as a broadcast
 // multiply and a sum (exact), f32 dots at HIGH / HIGHEST precision as 3 / 6 bf16 passes
 // summed in f32, as TPUs do (dot_expander.cc). Not in the default pipeline.

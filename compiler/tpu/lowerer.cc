@@ -603,8 +603,9 @@ isa::Executable compile(const ir::Module& module, const Target& target, const Op
     fail("TPU compile: {} replicas x {} partitions need a pod", target.replicas, target.partitions);
   }
   // Async collectives run as their collectives, in one piece; tuple all-to-alls as the
-  // array form; window ops as slices, pads and dots, and dots the MXU does not take as
-  // they are as vector ops or several passes (passes::make_window_expander, _dot_expander).
+  // array form; maps inlined; window ops as slices, pads and dots, and dots the MXU does
+  // not take as they are as vector ops or several passes (passes::make_map_inliner,
+  // make_window_expander, make_dot_expander).
   bool rewrite = false;
   for (const auto& c : module.computations())
     for (const auto& i : c->instructions())
@@ -612,6 +613,7 @@ isa::Executable compile(const ir::Module& module, const Target& target, const Op
                  (i->opcode() == ir::Opcode::kAllToAll && i->attrs().dimensions.empty()) ||
                  i->opcode() == ir::Opcode::kConvolution || i->opcode() == ir::Opcode::kReduceWindow ||
                  i->opcode() == ir::Opcode::kSelectAndScatter || i->opcode() == ir::Opcode::kReduce ||
+                 i->opcode() == ir::Opcode::kMap ||
                  (i->opcode() == ir::Opcode::kDot &&
                   (ir::is_integral(i->shape().type()) ||
                    std::any_of(i->attrs().operand_precision.begin(), i->attrs().operand_precision.end(),
@@ -628,6 +630,7 @@ isa::Executable compile(const ir::Module& module, const Target& target, const Op
           if (auto it = pos.find(i->name()); it != pos.end()) i->set_pos(it->second);
       }
     passes::make_async_collectives_to_sync()->run(*prepared);
+    passes::make_map_inliner()->run(*prepared);
     passes::make_window_expander()->run(*prepared);
     passes::make_dot_expander()->run(*prepared);
     split_tuple_all_to_alls(*prepared);

@@ -1,5 +1,6 @@
-// The window expander: convolution, reduce-window and select-and-scatter become pads,
-// slices, a dot and elementwise ops, and the expanded module computes what the original
+// The window expander: convolution, reduce-window, select-and-scatter and narrow reduces
+// become pads, slices, a dot and elementwise ops (and the map inliner, which shares its
+// inlining: maps become their ops), and the expanded module computes what the original
 // computes on the reference evaluator, bit for bit (convolutions on finite inputs: a
 // padding zero times an infinite kernel value is NaN after expansion, where the
 // evaluator skips the term).
@@ -233,6 +234,25 @@ ENTRY e {
     auto module = ir::parse_module(text);
     EXPECT_FALSE(make_window_expander()->run(*module));
   }
+}
+
+TEST(MapInliner, ElementwiseMapsBecomeTheirOps) {
+  auto m = check_pass(R"(HloModule m
+scale {
+  q1 = s32[] parameter(0)
+  q2 = f32[] parameter(1)
+  half = f32[] constant(0.5)
+  f = f32[] convert(q1)
+  p = f32[] multiply(f, q2)
+  ROOT r = f32[] add(p, half)
+}
+ENTRY e {
+  a = s32[3,4] parameter(0)
+  b = f32[3,4] parameter(1)
+  ROOT m = f32[3,4] map(a, b), dimensions={0,1}, to_apply=scale
+})",
+                      make_map_inliner());
+  EXPECT_EQ(count(*m, Opcode::kMap), 0) << ir::print_module(*m);
 }
 
 TEST(WindowExpander, SelectAndScatterWithOverlappingWindowsAndTies) {
