@@ -146,29 +146,12 @@ class DotExpander final : public Pass {
  public:
   std::string_view name() const override { return "dot-expander"; }
   bool run(ir::Module& module) override {
-    bool changed = false;
-    for (ir::Computation* c : internal::non_fusion_computations(module)) {
-      internal::Replacements replacements;
-      std::vector<Instruction*> dots;
-      for (const auto& i : c->instructions())
-        if (i->opcode() == Opcode::kDot && i->control_predecessors().empty()) dots.push_back(i.get());
-      for (Instruction* dot : dots) {
-        Instruction* expanded = nullptr;
-        if (ir::is_integral(dot->shape().type()))
-          expanded = expand_integer_dot(*dot, module);
-        else if (const int passes = precise_passes(*dot))
-          expanded = expand_precise_dot(*dot, passes);
-        if (!expanded) continue;
-        if (dot->shape().has_layout()) expanded->mutable_shape().set_layout(dot->shape().layout());
-        replacements.add(dot, expanded);
-      }
-      if (replacements.empty()) continue;
-      replacements.apply(*c);
-      c->sort_topologically();
-      internal::remove_dead_instructions(*c, internal::SideEffects(module));
-      changed = true;
-    }
-    return changed;
+    return internal::expand_instructions(module, [&](Instruction& i) -> Instruction* {
+      if (i.opcode() != Opcode::kDot) return nullptr;
+      if (ir::is_integral(i.shape().type())) return expand_integer_dot(i, module);
+      const int passes = precise_passes(i);
+      return passes ? expand_precise_dot(i, passes) : nullptr;
+    });
   }
 };
 

@@ -375,6 +375,28 @@ Instruction* Builder::inline_elementwise(const ir::Computation& computation, con
   return value.at(computation.root());
 }
 
+bool expand_instructions(ir::Module& module, const std::function<Instruction*(Instruction&)>& expand) {
+  bool changed = false;
+  for (Computation* c : non_fusion_computations(module)) {
+    Replacements replacements;
+    std::vector<Instruction*> candidates;  // (expand adds instructions to c)
+    for (const auto& i : c->instructions())
+      if (i->control_predecessors().empty()) candidates.push_back(i.get());
+    for (Instruction* i : candidates) {
+      Instruction* expanded = expand(*i);
+      if (!expanded) continue;
+      if (i->shape().has_layout()) expanded->mutable_shape().set_layout(i->shape().layout());
+      replacements.add(i, expanded);
+    }
+    if (replacements.empty()) continue;
+    replacements.apply(*c);
+    c->sort_topologically();
+    remove_dead_instructions(*c, SideEffects(module));
+    changed = true;
+  }
+  return changed;
+}
+
 bool elementwise_body(const ir::Computation& computation) {
   for (const auto& i : computation.instructions()) {
     if (!i->shape().is_array() || !i->called().empty()) return false;

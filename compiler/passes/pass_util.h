@@ -126,6 +126,12 @@ class Builder {
   ir::Computation& c_;
 };
 
+// Replaces, in every computation that is not a fusion body, each instruction without
+// control edges for which `expand` returns another (built with a Builder) by that one,
+// which takes its layout; then sorts the computation and removes what became dead.
+// Whether anything was replaced.
+bool expand_instructions(ir::Module& module, const std::function<ir::Instruction*(ir::Instruction&)>& expand);
+
 // Whether Builder::inline_elementwise can inline the computation.
 bool elementwise_body(const ir::Computation& computation);
 

@@ -331,31 +331,15 @@ class WindowExpander final : public Pass {
  public:
   std::string_view name() const override { return "window-expander"; }
   bool run(ir::Module& module) override {
-    bool changed = false;
-    for (ir::Computation* c : internal::non_fusion_computations(module)) {
-      internal::Replacements replacements;
-      std::vector<Instruction*> targets;
-      for (const auto& i : c->instructions())
-        if (i->opcode() == Opcode::kConvolution || i->opcode() == Opcode::kReduceWindow ||
-            i->opcode() == Opcode::kSelectAndScatter || i->opcode() == Opcode::kReduce)
-          targets.push_back(i.get());
-      for (Instruction* i : targets) {
-        if (!i->control_predecessors().empty()) continue;
-        Instruction* expanded = i->opcode() == Opcode::kConvolution    ? expand_convolution(*i)
-                                : i->opcode() == Opcode::kReduceWindow ? expand_reduce_window(*i)
-                                : i->opcode() == Opcode::kReduce       ? expand_narrow_reduce(*i)
-                                                                       : expand_select_and_scatter(*i);
-        if (!expanded) continue;
-        if (i->shape().has_layout()) expanded->mutable_shape().set_layout(i->shape().layout());
-        replacements.add(i, expanded);
+    return internal::expand_instructions(module, [](Instruction& i) -> Instruction* {
+      switch (i.opcode()) {
+        case Opcode::kConvolution: return expand_convolution(i);
+        case Opcode::kReduceWindow: return expand_reduce_window(i);
+        case Opcode::kSelectAndScatter: return expand_select_and_scatter(i);
+        case Opcode::kReduce: return expand_narrow_reduce(i);
+        default: return nullptr;
       }
-      if (replacements.empty()) continue;
-      replacements.apply(*c);
-      c->sort_topologically();
-      internal::remove_dead_instructions(*c, internal::SideEffects(module));
-      changed = true;
-    }
-    return changed;
+    });
   }
 };
 
