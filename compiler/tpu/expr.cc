@@ -292,6 +292,16 @@ int ExprBuilder::elementwise(const Instruction& i, const View& view) {
         // Between integers of one width a bitcast is a wrapping convert.
         return e_.add_op(Opcode::kConvert, t, std::move(operands), &i);
       }
+      // bf16 lanes hold the value widened to f32, its bits << 16; 16-bit integers are
+      // extended in their lanes: shifts by 16 over the whole lane move between the two.
+      auto int16 = [](PrimitiveType x) { return x == PrimitiveType::kU16 || x == PrimitiveType::kS16; };
+      const int sixteen = e_.add_constant(PrimitiveType::kU32, 16);
+      if (ot == PrimitiveType::kBF16 && int16(t))
+        return e_.add_op(t == PrimitiveType::kS16 ? Opcode::kShiftRightArithmetic : Opcode::kShiftRightLogical,
+                         t == PrimitiveType::kS16 ? PrimitiveType::kS32 : PrimitiveType::kU32,
+                         {operands[0], sixteen}, &i);
+      if (int16(ot) && t == PrimitiveType::kBF16)
+        return e_.add_op(Opcode::kShiftLeft, PrimitiveType::kU32, {operands[0], sixteen}, &i);
       unsupported(i, fmt::format("bitcast-convert from {} to {}", ir::type_name(ot), ir::type_name(t)));
     }
     default: break;

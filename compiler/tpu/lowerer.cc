@@ -440,6 +440,16 @@ Value Lowerer::lower(const Instruction& i, Scope& s) {
       v.shape = i.shape();
       return v;
     }
+    case Opcode::kBitcastConvert:
+      // Between widths (a minor dimension added or removed): the same bytes, row-major
+      // and little-endian as the evaluator reads them, under the new shape. One width:
+      // a vector op (expr.cc).
+      if (ir::type_byte_size(i.shape().type()) != ir::type_byte_size(i.operand(0)->shape().type())) {
+        Value v = value_of(*i.operand(0), s);
+        v.shape = i.shape();
+        return v;
+      }
+      return lower_elementwise(*this, i, s);
     case Opcode::kOptimizationBarrier: return value_of(*i.operand(0), s);
     case Opcode::kBroadcast:
     case Opcode::kTranspose:
