@@ -70,8 +70,8 @@ void for_each_position(const std::vector<int64_t>& sizes, const std::function<vo
 }
 
 // The strided slice of a padded array that window position p reads for every window:
-// along d from p[d] x dilation[d], `out[d]` elements `stride[d]` apart; `lead` and
-// `trail` whole dimensions before and after the windowed ones.
+// along d from p[d] x dilation[d], `out[d]` elements `stride[d]` apart, after `lead`
+// whole dimensions (any after the windowed ones are whole too).
 std::vector<ir::SliceDim> window_slice(const Shape& padded, size_t lead, const std::vector<int64_t>& p,
                                        const std::vector<int64_t>& dilation, const std::vector<int64_t>& stride,
                                        const std::vector<int64_t>& out) {
@@ -83,6 +83,23 @@ std::vector<ir::SliceDim> window_slice(const Shape& padded, size_t lead, const s
   }
   return s;
 }
+
+// A window's sizes, strides, window dilations and padding (base dilation as interior
+// padding), and whether windows have holes (padding or base dilation).
+struct WindowParts {
+  explicit WindowParts(const ir::Window& w) {
+    for (const ir::WindowDim& d : w.dims) {
+      sizes.push_back(d.size);
+      stride.push_back(d.stride);
+      dilation.push_back(d.rhs_dilation);
+      padding.push_back({d.pad_low, d.pad_high, d.lhs_dilation - 1});
+      holes = holes || d.pad_low > 0 || d.pad_high > 0 || d.lhs_dilation > 1;
+    }
+  }
+  std::vector<int64_t> sizes, stride, dilation;
+  std::vector<ir::PadDim> padding;
+  bool holes = false;
+};
 
 bool mxu_type(PrimitiveType t) {
   return t == PrimitiveType::kF32 || t == PrimitiveType::kBF16 || t == PrimitiveType::kF16;
@@ -193,29 +210,21 @@ Instruction* expand_reduce_window(Instruction& rw) {
   if (rw.operand_count() != 2 || !rw.shape().is_array() || !internal::elementwise_body(*rw.called(0))) return nullptr;
   Instruction* x = rw.operand(0);
   Instruction* init = rw.operand(1);
-  const ir::Window& w = *rw.attrs().window;
-  std::vector<int64_t> sizes, stride, dilation;
-  std::vector<ir::PadDim> padding;
-  bool holes = false;
-  for (const ir::WindowDim& d : w.dims) {
-    sizes.push_back(d.size);
-    stride.push_back(d.stride);
-    dilation.push_back(d.rhs_dilation);
-    padding.push_back({d.pad_low, d.pad_high, d.lhs_dilation - 1});
-    holes = holes || d.pad_low > 0 || d.pad_high > 0 || d.lhs_dilation > 1;
-  }
+  const WindowParts w(*rw.attrs().window);
+  const std::vector<int64_t>& sizes = w.sizes;
+  const std::vector<ir::PadDim>& padding = w.padding;
   const std::vector<int64_t>& out = rw.shape().dims();
   Builder b(rw);
   Instruction* acc = b.broadcast(init, out);
   if (rw.shape().num_elements() == 0 || x->shape().num_elements() == 0) return acc;
   if (product(sizes) > kMaxPositions) return nullptr;
   Instruction* padded = b.pad(x, init, padding);
-  Instruction* real = holes ? b.pad(b.broadcast(b.pred(true), x->shape().dims()), b.pred(false), padding) : nullptr;
+  Instruction* real = w.holes ? b.pad(b.broadcast(b.pred(true), x->shape().dims()), b.pred(false), padding) : nullptr;
   for_each_position(sizes, [&](const std::vector<int64_t>& p) {
-    Instruction* v = b.slice(padded, window_slice(padded->shape(), 0, p, dilation, stride, out));
+    Instruction* v = b.slice(padded, window_slice(padded->shape(), 0, p, w.dilation, w.stride, out));
     Instruction* next = b.inline_elementwise(*rw.called(0), {acc, v}, out);
     if (real) {
-      Instruction* inside = b.slice(real, window_slice(real->shape(), 0, p, dilation, stride, out));
+      Instruction* inside = b.slice(real, window_slice(real->shape(), 0, p, w.dilation, w.stride, out));
       next = b.add(Opcode::kSelect, {inside, next, acc});
     }
     acc = next;
@@ -228,18 +237,13 @@ Instruction* expand_select_and_scatter(Instruction& sas) {
   Instruction* x = sas.operand(0);
   Instruction* source = sas.operand(1);
   Instruction* init = sas.operand(2);
-  const ir::Window& w = *sas.attrs().window;
-  std::vector<int64_t> sizes, stride, ones;
-  std::vector<ir::PadDim> padding;
-  bool padded_any = false;
-  for (const ir::WindowDim& d : w.dims) {
-    if (d.pad_low < 0 || d.pad_high < 0) return nullptr;
-    sizes.push_back(d.size);
-    stride.push_back(d.stride);
-    ones.push_back(1);
-    padding.push_back({d.pad_low, d.pad_high, 0});
-    padded_any = padded_any || d.pad_low > 0 || d.pad_high > 0;
-  }
+  const WindowParts w(*sas.attrs().window);  // (no dilation here: the verifier checked)
+  const std::vector<int64_t>& sizes = w.sizes;
+  const std::vector<int64_t>& stride = w.stride;
+  const std::vector<ir::PadDim>& padding = w.padding;
+  const bool padded_any = w.holes;
+  for (const ir::PadDim& d : padding)
+    if (d.low < 0 || d.high < 0) return nullptr;
   const std::vector<int64_t>& dims = x->shape().dims();
   const std::vector<int64_t>& out = source->shape().dims();
   Builder b(sas);
@@ -253,8 +257,8 @@ Instruction* expand_select_and_scatter(Instruction& sas) {
   Instruction *best = nullptr, *chosen = nullptr, *seen = nullptr;
   int64_t n = 0;
   for_each_position(sizes, [&](const std::vector<int64_t>& p) {
-    Instruction* v = b.slice(padded, window_slice(padded->shape(), 0, p, ones, stride, out));
-    Instruction* inside = real ? b.slice(real, window_slice(real->shape(), 0, p, ones, stride, out)) : nullptr;
+    Instruction* v = b.slice(padded, window_slice(padded->shape(), 0, p, w.dilation, stride, out));
+    Instruction* inside = real ? b.slice(real, window_slice(real->shape(), 0, p, w.dilation, stride, out)) : nullptr;
     Instruction* here = b.broadcast(b.scalar(PrimitiveType::kS32, static_cast<double>(n++)), out);
     if (!best) {
       best = v, chosen = here, seen = inside;
