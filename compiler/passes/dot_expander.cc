@@ -4,6 +4,8 @@
 //   contracting dimensions by a reduce, on the vector unit. Exact (integer sums wrap, in
 //   any order, as the evaluator's do). Dots whose product array would pass
 //   kMaxProductElements stay as they are.
+// - f16 dots: as f32 dots of the operands widened (exact), the MXU's bf16 rounding then
+//   as for f32 (TPUs have no f16 matrix unit); the result rounded back.
 // - f32 dots at HIGH or HIGHEST precision: each operand split into bf16 pieces
 //   (hi = bf16(x), mid = bf16(x - hi), lo = bf16(x - hi - mid); a piece is 0 where an
 //   earlier one is not finite), and the products of pieces that matter summed in f32,
@@ -142,6 +144,20 @@ int precise_passes(const Instruction& dot) {
   return passes;
 }
 
+// An f16 dot as the f32 dot of its operands widened (exactly), at the same precision
+// (then in several passes where that asks for them), its result rounded to the type.
+Instruction* f16_as_f32(Instruction& dot) {
+  Builder b(dot);
+  Instruction* wide = b.add(Opcode::kDot,
+                            {b.convert(dot.operand(0), PrimitiveType::kF32), b.convert(dot.operand(1), PrimitiveType::kF32)},
+                            [&](ir::Attributes& a) {
+                              a.dot_dims = dot.attrs().dot_dims;
+                              a.operand_precision = dot.attrs().operand_precision;
+                            });
+  const int passes = precise_passes(*wide);
+  return b.convert(passes ? expand_precise_dot(*wide, passes) : wide, dot.shape().type());
+}
+
 class DotExpander final : public Pass {
  public:
   std::string_view name() const override { return "dot-expander"; }
@@ -149,6 +165,7 @@ class DotExpander final : public Pass {
     return internal::expand_instructions(module, [&](Instruction& i) -> Instruction* {
       if (i.opcode() != Opcode::kDot) return nullptr;
       if (ir::is_integral(i.shape().type())) return expand_integer_dot(i, module);
+      if (i.operand(0)->shape().type() == PrimitiveType::kF16) return f16_as_f32(i);
       const int passes = precise_passes(i);
       return passes ? expand_precise_dot(i, passes) : nullptr;
     });

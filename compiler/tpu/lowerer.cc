@@ -625,7 +625,7 @@ isa::Executable compile(const ir::Module& module, const Target& target, const Op
                  i->opcode() == ir::Opcode::kSelectAndScatter || i->opcode() == ir::Opcode::kReduce ||
                  i->opcode() == ir::Opcode::kMap ||
                  (i->opcode() == ir::Opcode::kDot &&
-                  (ir::is_integral(i->shape().type()) ||
+                  (ir::is_integral(i->shape().type()) || i->operand(0)->shape().type() == ir::PrimitiveType::kF16 ||
                    std::any_of(i->attrs().operand_precision.begin(), i->attrs().operand_precision.end(),
                                [](ir::Precision p) { return p != ir::Precision::kDefault; })));
   std::unique_ptr<ir::Module> prepared;

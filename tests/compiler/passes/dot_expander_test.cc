@@ -1,5 +1,5 @@
 // The dot expander: integer dots become a broadcast multiply and a sum, exact against
-// the evaluator (wrapping sums included); f32 dots at HIGH / HIGHEST become 3 / 6 dots of
+// the evaluator (wrapping sums included); f16 dots f32 dots of the widened operands; f32 dots at HIGH / HIGHEST become 3 / 6 dots of
 // bf16 pieces whose sum is within the bf16_3x / f32 error of the evaluator's f32 dot;
 // DEFAULT float dots stay.
 #include <gtest/gtest.h>
@@ -35,6 +35,18 @@ ENTRY e {
     auto m = check_pass(text, make_dot_expander(), 6);  // random bits: products and sums wrap
     EXPECT_EQ(count(*m, Opcode::kDot), 0) << ir::print_module(*m);
   }
+}
+
+TEST(DotExpander, F16DotsAreF32DotsOfTheWidenedOperands) {
+  // Widening is exact and the evaluator accumulates f16 dots in f32: bit for bit.
+  auto m = check_pass(R"(HloModule m
+ENTRY e {
+  a = f16[3,8] parameter(0)
+  b = f16[8,2] parameter(1)
+  ROOT d = f16[3,2] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+})",
+                      make_dot_expander());
+  EXPECT_EQ(count(*m, Opcode::kConvert), 3) << ir::print_module(*m);
 }
 
 // |expanded - f32 dot| against bound x sum |a b|, on values of a wide range of

@@ -69,8 +69,8 @@ inline std::vector<ir::Shape> flat_shapes(const ir::Shape& s) {
   return out;
 }
 
-// The module with every f32 operand of the dots and convolutions at DEFAULT precision
-// rounded to bf16 first (convert to bf16 and back): what one MXU pass computes, for the
+// The module with every f32 and f16 operand of the dots and convolutions at DEFAULT
+// precision rounded to bf16 first (convert to bf16 and back): what one MXU pass computes, for the
 // evaluator to reproduce up to the order of f32 sums (a dot with either operand at HIGH
 // or HIGHEST takes several passes, on both operands).
 inline std::unique_ptr<ir::Module> with_bf16_dot_operands(const std::string& hlo) {
@@ -85,13 +85,14 @@ inline std::unique_ptr<ir::Module> with_bf16_dot_operands(const std::string& hlo
         const auto& precision = dot->attrs().operand_precision;
         const bool precise = std::any_of(precision.begin(), precision.end(),
                                          [](ir::Precision p) { return p != ir::Precision::kDefault; });
-        if (op->shape().type() != ir::PrimitiveType::kF32 || precise) continue;
+        const ir::PrimitiveType type = op->shape().type();
+        if ((type != ir::PrimitiveType::kF32 && type != ir::PrimitiveType::kF16) || precise) continue;
         ir::Shape bf16_shape(ir::PrimitiveType::kBF16, op->shape().dims());
         auto down = std::make_unique<ir::Instruction>(computation->unique_name("round"), ir::Opcode::kConvert, bf16_shape);
         down->add_operand(op);
         ir::Instruction* d = computation->add(std::move(down));
         auto up = std::make_unique<ir::Instruction>(computation->unique_name("round"), ir::Opcode::kConvert,
-                                                    ir::Shape(ir::PrimitiveType::kF32, op->shape().dims()));
+                                                    ir::Shape(type, op->shape().dims()));
         up->add_operand(d);
         dot->set_operand(k, computation->add(std::move(up)));
       }
