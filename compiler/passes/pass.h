@@ -75,6 +75,11 @@ ir::Literal convert_literal(const ir::Literal& literal, ir::PrimitiveType type);
 // which). Not in the default pipeline.
 std::unique_ptr<Pass> make_window_expander();
 
+// gather with batching dimensions as a gather without them (an iota index column per
+// batching dimension; XLA's BatchedGatherScatterNormalizer); exact. Not in the default
+// pipeline: the TPU target runs it.
+std::unique_ptr<Pass> make_batched_gather_normalizer();
+
 // map with an elementwise computation as that computation's ops over the arrays (XLA's
 // MapInliner); exact. Not in the default pipeline: the TPU target runs it.
 std::unique_ptr<Pass> make_map_inliner();

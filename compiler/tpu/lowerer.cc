@@ -613,9 +613,10 @@ isa::Executable compile(const ir::Module& module, const Target& target, const Op
     fail("TPU compile: {} replicas x {} partitions need a pod", target.replicas, target.partitions);
   }
   // Async collectives run as their collectives, in one piece; tuple all-to-alls as the
-  // array form; maps inlined; window ops as slices, pads and dots, and dots the MXU does
-  // not take as they are as vector ops or several passes (passes::make_map_inliner,
-  // make_window_expander, make_dot_expander).
+  // array form; maps inlined; batched gathers as plain ones; window ops as slices, pads
+  // and dots, and dots the MXU does not take as they are as vector ops or several passes
+  // (passes::make_map_inliner, make_batched_gather_normalizer, make_window_expander,
+  // make_dot_expander).
   bool rewrite = false;
   for (const auto& c : module.computations())
     for (const auto& i : c->instructions())
@@ -624,6 +625,7 @@ isa::Executable compile(const ir::Module& module, const Target& target, const Op
                  i->opcode() == ir::Opcode::kConvolution || i->opcode() == ir::Opcode::kReduceWindow ||
                  i->opcode() == ir::Opcode::kSelectAndScatter || i->opcode() == ir::Opcode::kReduce ||
                  i->opcode() == ir::Opcode::kMap ||
+                 (i->opcode() == ir::Opcode::kGather && !i->attrs().gather_dims.operand_batching_dims.empty()) ||
                  (i->opcode() == ir::Opcode::kDot &&
                   (ir::is_integral(i->shape().type()) || i->operand(0)->shape().type() == ir::PrimitiveType::kF16 ||
                    std::any_of(i->attrs().operand_precision.begin(), i->attrs().operand_precision.end(),
@@ -641,6 +643,7 @@ isa::Executable compile(const ir::Module& module, const Target& target, const Op
       }
     passes::make_async_collectives_to_sync()->run(*prepared);
     passes::make_map_inliner()->run(*prepared);
+    passes::make_batched_gather_normalizer()->run(*prepared);
     passes::make_window_expander()->run(*prepared);
     passes::make_dot_expander()->run(*prepared);
     split_tuple_all_to_alls(*prepared);
