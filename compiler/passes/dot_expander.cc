@@ -30,22 +30,6 @@ using ir::Shape;
 
 constexpr int64_t kMaxProductElements = int64_t{1} << 24;
 
-// The scalar computation a + b of `type`, added to the module.
-ir::Computation* adder(ir::Module& module, PrimitiveType type) {
-  auto c = std::make_unique<ir::Computation>(module.unique_computation_name("dot.add"));
-  const Shape s = Shape::scalar(type);
-  std::vector<Instruction*> params;
-  for (int64_t k = 0; k < 2; ++k) {
-    auto p = std::make_unique<Instruction>(k ? "b" : "a", Opcode::kParameter, s);
-    p->attrs().parameter_number = k;
-    params.push_back(c->add(std::move(p)));
-  }
-  auto sum = std::make_unique<Instruction>("sum", Opcode::kAdd, s);
-  sum->set_operands(params);
-  c->set_root(c->add(std::move(sum)));
-  return module.add_computation(std::move(c));
-}
-
 Instruction* expand_integer_dot(Instruction& dot, ir::Module& module) {
   const PrimitiveType type = dot.shape().type();
   Instruction* lhs = dot.operand(0);
@@ -95,7 +79,7 @@ Instruction* expand_integer_dot(Instruction& dot, ir::Module& module) {
   Instruction* terms = b.add(Opcode::kMultiply, {l, r});
   Instruction* sum = b.add(Opcode::kReduce, Shape(type, dot.shape().dims()), {terms, b.scalar(type, 0)});
   sum->attrs().dimensions = summed;
-  sum->add_called(adder(module, type));
+  sum->add_called(internal::add_scalar_adder(module, type, "dot.add"));
   return sum;
 }
 

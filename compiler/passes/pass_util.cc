@@ -300,13 +300,7 @@ Instruction* Builder::scalar(PrimitiveType type, double value) {
   return i;
 }
 
-Instruction* Builder::pred(bool value) {
-  ir::Literal l(Shape::scalar(PrimitiveType::kPred));
-  l.set_from_int64(0, value ? 1 : 0);
-  Instruction* i = make(Opcode::kConstant, l.shape(), {});
-  i->attrs().literal = std::move(l);
-  return i;
-}
+Instruction* Builder::pred(bool value) { return scalar(PrimitiveType::kPred, value ? 1 : 0); }
 
 Instruction* Builder::broadcast(Instruction* scalar, const std::vector<int64_t>& dims) {
   return broadcast_in(scalar, Shape(scalar->shape().type(), dims), {});
@@ -395,6 +389,21 @@ bool expand_instructions(ir::Module& module, const std::function<Instruction*(In
     changed = true;
   }
   return changed;
+}
+
+Computation* add_scalar_adder(Module& module, PrimitiveType type, std::string_view prefix) {
+  auto c = std::make_unique<Computation>(module.unique_computation_name(prefix));
+  const Shape s = Shape::scalar(type);
+  std::vector<Instruction*> params;
+  for (int64_t k = 0; k < 2; ++k) {
+    auto p = std::make_unique<Instruction>(k ? "b" : "a", Opcode::kParameter, s);
+    p->attrs().parameter_number = k;
+    params.push_back(c->add(std::move(p)));
+  }
+  auto sum = std::make_unique<Instruction>("sum", type == PrimitiveType::kPred ? Opcode::kOr : Opcode::kAdd, s);
+  sum->set_operands(params);
+  c->set_root(c->add(std::move(sum)));
+  return module.add_computation(std::move(c));
 }
 
 bool elementwise_body(const ir::Computation& computation) {

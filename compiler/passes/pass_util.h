@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string_view>
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
@@ -131,6 +132,10 @@ class Builder {
 // which takes its layout; then sorts the computation and removes what became dead.
 // Whether anything was replaced.
 bool expand_instructions(ir::Module& module, const std::function<ir::Instruction*(ir::Instruction&)>& expand);
+
+// A new computation of the module: (a, b) -> a + b on scalars of `type` (or on pred),
+// named after `prefix`.
+ir::Computation* add_scalar_adder(ir::Module& module, ir::PrimitiveType type, std::string_view prefix);
 
 // Whether Builder::inline_elementwise can inline the computation.
 bool elementwise_body(const ir::Computation& computation);

@@ -116,19 +116,17 @@ Instruction* expand_convolution(Instruction& conv) {
   const ir::ConvDimNumbers& cd = conv.attrs().conv_dims;
   const size_t spatial = cd.input_spatial.size();
   const int64_t groups = conv.attrs().feature_group_count, batch_groups = conv.attrs().batch_group_count;
-  std::vector<int64_t> kernel(spatial), stride(spatial, 1), dilation(spatial, 1), out(spatial);
-  std::vector<ir::PadDim> padding(spatial + 2);
-  std::vector<bool> reversed(spatial, false);
+  // No window attribute: size 1 steps, no padding or dilation.
+  const ir::Window window = conv.attrs().window.value_or(ir::Window{std::vector<ir::WindowDim>(spatial)});
+  const WindowParts w(window);
+  const std::vector<int64_t>&stride = w.stride, &dilation = w.dilation;
+  std::vector<ir::PadDim> padding{{}};  // [batch, spatial..., feature]
+  padding.insert(padding.end(), w.padding.begin(), w.padding.end());
+  padding.emplace_back();
+  std::vector<int64_t> kernel(spatial), out(spatial);
   for (size_t s = 0; s < spatial; ++s) {
     kernel[s] = rhs->shape().dim(cd.kernel_spatial[s]);
     out[s] = conv.shape().dim(cd.output_spatial[s]);
-    if (conv.attrs().window) {
-      const ir::WindowDim& w = conv.attrs().window->dims.at(s);
-      stride[s] = w.stride;
-      dilation[s] = w.rhs_dilation;
-      padding[1 + s] = {w.pad_low, w.pad_high, w.lhs_dilation - 1};
-      reversed[s] = w.reversal;
-    }
   }
   const int64_t positions = product(kernel);
   if (positions > kMaxPositions || conv.shape().num_elements() == 0 || lhs->shape().num_elements() == 0 ||
@@ -170,7 +168,7 @@ Instruction* expand_convolution(Instruction& conv) {
   Instruction* k = b.transpose(rhs, korder);
   std::vector<int64_t> flipped;
   for (size_t s = 0; s < spatial; ++s)
-    if (reversed[s] && kernel[s] > 1) flipped.push_back(static_cast<int64_t>(s));
+    if (window.dims[s].reversal && kernel[s] > 1) flipped.push_back(static_cast<int64_t>(s));
   if (!flipped.empty()) k = b.add(Opcode::kReverse, {k}, [&](ir::Attributes& a) { a.dimensions = flipped; });
   const int64_t out_features = rhs->shape().dim(cd.kernel_output_feature), split = std::max(groups, batch_groups);
   k = split > 1 ? b.reshape(k, {width, split, out_features / split}) : b.reshape(k, {width, out_features});

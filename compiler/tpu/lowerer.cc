@@ -598,6 +598,16 @@ Target::Target(topology::PodConfig pod_config, int64_t replica_count, int64_t pa
          partitions, replicas * partitions, pod->name, pod->chips());
 }
 
+namespace {
+
+// Opcodes the expanders in compile() may rewrite (each pass decides which instances).
+bool rewritten_by_expanders(Opcode op) {
+  return op == Opcode::kConvolution || op == Opcode::kReduceWindow || op == Opcode::kSelectAndScatter ||
+         op == Opcode::kReduce || op == Opcode::kMap || op == Opcode::kGather || op == Opcode::kDot;
+}
+
+}  // namespace
+
 isa::Executable compile(const ir::Module& module, const Target& target, const Options& options) {
   ir::verify_module(module, module.name());
   target.chip.validate();
@@ -622,14 +632,7 @@ isa::Executable compile(const ir::Module& module, const Target& target, const Op
     for (const auto& i : c->instructions())
       rewrite |= ir::collective_kind(i->opcode()) != i->opcode() || i->opcode() == ir::Opcode::kAsyncStart ||
                  (i->opcode() == ir::Opcode::kAllToAll && i->attrs().dimensions.empty()) ||
-                 i->opcode() == ir::Opcode::kConvolution || i->opcode() == ir::Opcode::kReduceWindow ||
-                 i->opcode() == ir::Opcode::kSelectAndScatter || i->opcode() == ir::Opcode::kReduce ||
-                 i->opcode() == ir::Opcode::kMap ||
-                 (i->opcode() == ir::Opcode::kGather && !i->attrs().gather_dims.operand_batching_dims.empty()) ||
-                 (i->opcode() == ir::Opcode::kDot &&
-                  (ir::is_integral(i->shape().type()) || i->operand(0)->shape().type() == ir::PrimitiveType::kF16 ||
-                   std::any_of(i->attrs().operand_precision.begin(), i->attrs().operand_precision.end(),
-                               [](ir::Precision p) { return p != ir::Precision::kDefault; })));
+                 rewritten_by_expanders(i->opcode());
   std::unique_ptr<ir::Module> prepared;
   if (options.passes || rewrite) {
     prepared = ir::parse_module(ir::print_module(module), module.name());

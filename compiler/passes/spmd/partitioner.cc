@@ -145,18 +145,7 @@ Instruction* Partitioner::all_reduce(Instruction* x, std::vector<std::vector<int
 ir::Computation* Partitioner::adder(ir::PrimitiveType type) {
   auto it = adders_.find(type);
   if (it != adders_.end()) return it->second;
-  auto c = std::make_unique<ir::Computation>(module_.unique_computation_name("spmd.add"));
-  const Shape s = Shape::scalar(type);
-  std::vector<Instruction*> params;
-  for (int64_t k = 0; k < 2; ++k) {
-    auto p = std::make_unique<Instruction>(fmt::format("x{}", k), Opcode::kParameter, s);
-    p->attrs().parameter_number = k;
-    params.push_back(c->add(std::move(p)));
-  }
-  auto sum = std::make_unique<Instruction>("sum", type == ir::PrimitiveType::kPred ? Opcode::kOr : Opcode::kAdd, s);
-  sum->set_operands(params);
-  c->set_root(c->add(std::move(sum)));
-  return adders_[type] = module_.add_computation(std::move(c));
+  return adders_[type] = internal::add_scalar_adder(module_, type, "spmd.add");
 }
 
 Held Partitioner::reshard(const Held& v, const Tiling& to, const Shape& whole) {
