@@ -2,6 +2,11 @@
 // compared with the reference evaluator (tolerances: tpu_test_util.h).
 #include <fmt/format.h>
 
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
 #include "tests/compiler/tpu/tpu_test_util.h"
 
 namespace podsim::tpu::testing {
@@ -56,6 +61,52 @@ TEST(TpuElementwise, F32UnaryOps) {
     c.hi = 4;
     check(c);
   }
+}
+
+// erf and atan2 are composed of vector instructions (polynomial fits, vector_codegen.cc):
+// within 4 ulps of the evaluator's f32 result (C's erf and atan2 in double, rounded) from
+// subnormals to huge values, both signs, zeros, infinities and NaN.
+TEST(TpuElementwise, ErfAndAtan2WithinFourUlpsAcrossTheRange) {
+  auto ulp_bounds = [](const ir::Literal& want) {
+    std::vector<double> bounds;
+    for (int64_t i = 0; i < want.num_elements(); ++i) {
+      int exponent = 0;
+      std::frexp(want.get_as_double(i), &exponent);
+      bounds.push_back(std::ldexp(4.0, std::max(exponent, -125) - 24));
+    }
+    return bounds;
+  };
+  auto run = [&](const std::string& hlo, const std::vector<ir::Literal>& args) {
+    SCOPED_TRACE(hlo);
+    const ir::Literal want = ir::evaluate(*ir::parse_module(hlo), args);
+    const std::vector<ir::Literal> got = run_executable(compile_text(hlo, "v5e"), args, {want.shape()});
+    const std::vector<double> bounds = ulp_bounds(want);
+    EXPECT_TRUE(near(got.at(0), want, 0, 0, &bounds));
+  };
+  const float specials[] = {0.0f, -0.0f, std::numeric_limits<float>::infinity(),
+                            -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN(),
+                            std::numeric_limits<float>::denorm_min(), std::numeric_limits<float>::min(),
+                            std::numeric_limits<float>::max(), 1.0f, -1.0f};
+  std::mt19937_64 rng(7);
+  auto magnitude = [&](double lo_exp, double hi_exp) {  // 10^U(lo, hi), either sign
+    const double m = std::pow(10.0, std::uniform_real_distribution<double>(lo_exp, hi_exp)(rng));
+    return static_cast<float>(rng() % 2 ? m : -m);
+  };
+  std::vector<float> x;
+  for (float v : specials) x.push_back(v);
+  while (x.size() < 4096) x.push_back(magnitude(-44, 1.2));  // erf is 1 from |x| = 4 on
+  run(unary_module("erf", "f32", "[4096]"), {literal(ir::PrimitiveType::kF32, {4096}, x)});
+
+  std::vector<float> y, z;
+  for (float a : specials)
+    for (float b : specials) y.push_back(a), z.push_back(b);
+  while (y.size() < 4096) {
+    const double scale = std::uniform_real_distribution<double>(-30, 30)(rng);
+    y.push_back(magnitude(scale - 3, scale + 3));  // ratios from 1e-6 to 1e6
+    z.push_back(y.size() % 7 ? magnitude(scale - 3, scale + 3) : magnitude(-30, 30));
+  }
+  run(binary_module("atan2", "f32", "[4096]"),
+      {literal(ir::PrimitiveType::kF32, {4096}, y), literal(ir::PrimitiveType::kF32, {4096}, z)});
 }
 
 TEST(TpuElementwise, Bf16InMemoryRoundsLikeTheEvaluator) {
