@@ -302,12 +302,92 @@ int ExprBuilder::elementwise(const Instruction& i, const View& view) {
                          {operands[0], sixteen}, &i);
       if (int16(ot) && t == PrimitiveType::kBF16)
         return e_.add_op(Opcode::kShiftLeft, PrimitiveType::kU32, {operands[0], sixteen}, &i);
+      if (ot == PrimitiveType::kF16 && (int16(t) || t == PrimitiveType::kBF16)) {
+        const int bits = f16_bits(i, operands[0]);
+        if (t == PrimitiveType::kU16) return bits;
+        const int high = e_.add_op(Opcode::kShiftLeft, PrimitiveType::kU32, {bits, sixteen}, &i);
+        return t == PrimitiveType::kBF16 ? high
+                                         : e_.add_op(Opcode::kShiftRightArithmetic,
+                                                     PrimitiveType::kS32, {high, sixteen}, &i);
+      }
+      if ((int16(ot) || ot == PrimitiveType::kBF16) && t == PrimitiveType::kF16) {
+        const int bits =
+            ot == PrimitiveType::kBF16
+                ? e_.add_op(Opcode::kShiftRightLogical, PrimitiveType::kU32, {operands[0], sixteen},
+                            &i)
+                : e_.add_op(Opcode::kAnd, PrimitiveType::kU32,
+                            {operands[0], e_.add_constant(PrimitiveType::kU32, 0xFFFF)}, &i);
+        return f16_of_bits(i, bits);
+      }
       unsupported(i, fmt::format("bitcast-convert from {} to {}", ir::type_name(ot), ir::type_name(t)));
     }
     default: break;
   }
   int node = e_.add_op(i.opcode(), t, std::move(operands), &i);
   e_.nodes[static_cast<size_t>(node)].direction = i.attrs().direction;
+  return node;
+}
+
+// f16 lanes hold the value widened to f32. Its 16 bits (zero-extended in a u32 lane):
+// the sign; below 2^-14 (subnormals and zeros) the value times 2^24, an integer; else
+// the exponent rebiased (f32's 255, infinities and NaN, to f16's 31) and the top 10
+// bits of the mantissa (all an f16 has: exact).
+int ExprBuilder::f16_bits(const Instruction& i, int value) {
+  using enum Opcode;
+  const PrimitiveType u = PrimitiveType::kU32, f = PrimitiveType::kF32;
+  auto op = [&](Opcode o, PrimitiveType type, std::vector<int> args) {
+    return e_.add_op(o, type, std::move(args), &i);
+  };
+  auto k = [&](uint32_t v) { return e_.add_constant(u, v); };
+  auto field = [&](int x, uint32_t shift, uint32_t mask) {
+    return op(kAnd, u, {op(kShiftRightLogical, u, {x, k(shift)}), k(mask)});
+  };
+  const int b = op(kBitcastConvert, u, {value});
+  const int e = field(b, 23, 0xFF);
+  const int exponent = op(
+      kSelect, u,
+      {compare(i, ir::ComparisonDirection::kEq, e, k(255)), k(31), op(kSubtract, u, {e, k(112)})});
+  const int normal = op(kOr, u, {op(kShiftLeft, u, {exponent, k(10)}), field(b, 13, 0x3FF)});
+  const int a = op(kAbs, f, {value});
+  const int small = op(
+      kConvert, u, {op(kMultiply, f, {a, e_.add_constant(f, std::bit_cast<uint32_t>(0x1p24f))})});
+  const int magnitude = op(kSelect, u,
+                           {compare(i, ir::ComparisonDirection::kLt, a,
+                                    e_.add_constant(f, std::bit_cast<uint32_t>(0x1p-14f))),
+                            small, normal});
+  return op(kOr, u, {magnitude, field(b, 16, 0x8000)});
+}
+
+// The f16 value of 16 bits (in a u32 lane), widened to f32: the sign; a zero exponent
+// (subnormals and zeros) the mantissa times 2^-24; else the exponent rebiased (31 to
+// 255) and the mantissa at the top of f32's.
+int ExprBuilder::f16_of_bits(const Instruction& i, int bits) {
+  using enum Opcode;
+  const PrimitiveType u = PrimitiveType::kU32, f = PrimitiveType::kF32;
+  auto op = [&](Opcode o, PrimitiveType type, std::vector<int> args) {
+    return e_.add_op(o, type, std::move(args), &i);
+  };
+  auto k = [&](uint32_t v) { return e_.add_constant(u, v); };
+  const int e = op(kAnd, u, {op(kShiftRightLogical, u, {bits, k(10)}), k(0x1F)});
+  const int m = op(kAnd, u, {bits, k(0x3FF)});
+  const int exponent =
+      op(kSelect, u,
+         {compare(i, ir::ComparisonDirection::kEq, e, k(31)), k(255), op(kAdd, u, {e, k(112)})});
+  const int normal =
+      op(kOr, u, {op(kShiftLeft, u, {exponent, k(23)}), op(kShiftLeft, u, {m, k(13)})});
+  const int small =
+      op(kBitcastConvert, u,
+         {op(kMultiply, f,
+             {op(kConvert, f, {m}), e_.add_constant(f, std::bit_cast<uint32_t>(0x1p-24f))})});
+  const int magnitude =
+      op(kSelect, u, {compare(i, ir::ComparisonDirection::kEq, e, k(0)), small, normal});
+  const int sign = op(kShiftLeft, u, {op(kAnd, u, {bits, k(0x8000)}), k(16)});
+  return op(kBitcastConvert, f, {op(kOr, u, {magnitude, sign})});
+}
+
+int ExprBuilder::compare(const Instruction& i, ir::ComparisonDirection direction, int a, int b) {
+  const int node = e_.add_op(Opcode::kCompare, PrimitiveType::kPred, {a, b}, &i);
+  e_.nodes[static_cast<size_t>(node)].direction = direction;
   return node;
 }
 

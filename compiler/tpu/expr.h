@@ -79,6 +79,10 @@ class ExprBuilder {
  private:
   int expand(const ir::Instruction& i, const View& view);
   int elementwise(const ir::Instruction& i, const View& view);
+  // bitcast-convert of f16 (lanes hold it widened to f32) to its 16 bits and back.
+  int f16_bits(const ir::Instruction& i, int value);
+  int f16_of_bits(const ir::Instruction& i, int bits);
+  int compare(const ir::Instruction& i, ir::ComparisonDirection direction, int a, int b);
   int iota(const ir::Instruction& i, const View& view);
   // The value of i (or of what i reads), as a kernel leaf.
   int read(const ir::Instruction& i, const Value& v, const View& view);

@@ -411,8 +411,9 @@ void VectorCodegen::emit_op(const ExprNode& n, int dst, const std::vector<int>& 
       // fits (relative error weighted, Chebyshev nodes) of erf(x) / x and erfc(x) e^(x^2),
       // 2.2 and 1.5 ulps at most in f32 (elementwise_test holds 4).
       float_only();
-      static constexpr float kSmall[] = {1.1283791065e+00f,  -3.7612318993e-01f, 1.1280130595e-01f,
-                                         -2.6709949598e-02f, 4.9160234630e-03f,  -5.6253961520e-04f};
+      static constexpr float kSmall[] = {1.1283791065e+00f, -3.7612318993e-01f,
+                                         1.1280130595e-01f, -2.6709949598e-02f,
+                                         4.9160234630e-03f, -5.6253961520e-04f};
       static constexpr float kLarge[] = {2.1080636978e-01f,  -7.4347555637e-02f, 2.4937804788e-02f,
                                          -7.9996092245e-03f, 2.4674453307e-03f,  -7.3856639210e-04f,
                                          2.1110837406e-04f,  -5.3845422372e-05f, 1.5317162251e-05f,
@@ -454,7 +455,8 @@ void VectorCodegen::emit_op(const ExprNode& n, int dst, const std::vector<int>& 
       static constexpr float kQ[] = {-3.3333331347e-01f, 1.9999536872e-01f, -1.4263844490e-01f,
                                      1.0742709041e-01f, -6.4489662647e-02f};
       const int y = src[0], x = src[1];
-      const int a = regs_.take(), b = regs_.take(), m = regs_.take(), k = regs_.take(), u = regs_.take();
+      const int a = regs_.take(), b = regs_.take(), m = regs_.take(), k = regs_.take(),
+                u = regs_.take();
       vop(pb_, Opcode::kVabs, dt, a, x);
       vop(pb_, Opcode::kVabs, dt, b, y);
       vop(pb_, Opcode::kVmax, dt, m, a, b);

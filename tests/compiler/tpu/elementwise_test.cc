@@ -2,7 +2,9 @@
 // compared with the reference evaluator (tolerances: tpu_test_util.h).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <vector>
@@ -79,14 +81,21 @@ TEST(TpuElementwise, ErfAndAtan2WithinFourUlpsAcrossTheRange) {
   auto run = [&](const std::string& hlo, const std::vector<ir::Literal>& args) {
     SCOPED_TRACE(hlo);
     const ir::Literal want = ir::evaluate(*ir::parse_module(hlo), args);
-    const std::vector<ir::Literal> got = run_executable(compile_text(hlo, "v5e"), args, {want.shape()});
+    const std::vector<ir::Literal> got =
+        run_executable(compile_text(hlo, "v5e"), args, {want.shape()});
     const std::vector<double> bounds = ulp_bounds(want);
     EXPECT_TRUE(near(got.at(0), want, 0, 0, &bounds));
   };
-  const float specials[] = {0.0f, -0.0f, std::numeric_limits<float>::infinity(),
-                            -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN(),
-                            std::numeric_limits<float>::denorm_min(), std::numeric_limits<float>::min(),
-                            std::numeric_limits<float>::max(), 1.0f, -1.0f};
+  const float specials[] = {0.0f,
+                            -0.0f,
+                            std::numeric_limits<float>::infinity(),
+                            -std::numeric_limits<float>::infinity(),
+                            std::numeric_limits<float>::quiet_NaN(),
+                            std::numeric_limits<float>::denorm_min(),
+                            std::numeric_limits<float>::min(),
+                            std::numeric_limits<float>::max(),
+                            1.0f,
+                            -1.0f};
   std::mt19937_64 rng(7);
   auto magnitude = [&](double lo_exp, double hi_exp) {  // 10^U(lo, hi), either sign
     const double m = std::pow(10.0, std::uniform_real_distribution<double>(lo_exp, hi_exp)(rng));
@@ -107,6 +116,66 @@ TEST(TpuElementwise, ErfAndAtan2WithinFourUlpsAcrossTheRange) {
   }
   run(binary_module("atan2", "f32", "[4096]"),
       {literal(ir::PrimitiveType::kF32, {4096}, y), literal(ir::PrimitiveType::kF32, {4096}, z)});
+}
+
+// Lanes hold f16 widened to f32, so its bitcasts rebuild the bits (expr.cc): every one
+// of the 65536 patterns to f16 and back, to s16 and bf16, fused and not, as the evaluator,
+// bit for bit but for signaling NaNs: a store to a 16-bit float quiets them, as hardware
+// conversions do (sets the quiet bit: f16's 0x200, bf16's 0x40), where the evaluator keeps
+// the pattern.
+TEST(TpuElementwise, F16BitcastsOfEveryPattern) {
+  const std::string hlo = R"(HloModule m
+ENTRY e {
+  x = u16[65536] parameter(0)
+  f = f16[65536] bitcast-convert(x)
+  b = bf16[65536] bitcast-convert(x)
+  back = u16[65536] bitcast-convert(f)
+  s = s16[65536] bitcast-convert(f)
+  fb = f16[65536] bitcast-convert(b)
+  bb = bf16[65536] bitcast-convert(f)
+  ROOT t = (f16[65536], u16[65536], s16[65536], f16[65536], bf16[65536]) tuple(f, back, s, fb, bb)
+})";
+  std::vector<double> patterns(65536);
+  for (size_t k = 0; k < patterns.size(); ++k) patterns[k] = static_cast<double>(k);
+  const std::vector<ir::Literal> args = {literal(ir::PrimitiveType::kU16, {65536}, patterns)};
+  auto reference = ir::parse_module(hlo);
+  std::vector<ir::Literal> want;
+  flatten_into(ir::evaluate(*reference, args), want);
+  auto patterns_of = [](const ir::Literal& l) {
+    std::vector<uint16_t> v(static_cast<size_t>(l.num_elements()));
+    std::memcpy(v.data(), l.bytes().data(), v.size() * 2);
+    return v;
+  };
+  for (bool fuse : {false, true}) {
+    SCOPED_TRACE(fuse ? "fused" : "op by op");
+    const std::vector<ir::Literal> got = run_executable(
+        compile_text(hlo, "v5e", fuse), args, flat_shapes(reference->entry()->root()->shape()));
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t k = 0; k < got.size(); ++k) {
+      // The 16-bit float stores on the way, in order: f16 (f, back, s), bf16 then f16 (fb),
+      // f16 then bf16 (bb); each may quiet what comes to it.
+      const std::vector<uint16_t> stores = k == 3   ? std::vector<uint16_t>{0x7F80, 0x7C00}
+                                           : k == 4 ? std::vector<uint16_t>{0x7C00, 0x7F80}
+                                                    : std::vector<uint16_t>{0x7C00};
+      const std::vector<uint16_t> a = patterns_of(got[k]), b = patterns_of(want[k]);
+      int64_t bad = 0;
+      for (size_t q = 0; q < a.size(); ++q) {
+        std::vector<uint16_t> allowed = {b[q]};
+        for (uint16_t exponent : stores)
+          for (size_t n = allowed.size(); n-- > 0;) {
+            const uint16_t h = allowed[n];
+            if ((h & exponent) == exponent &&
+                (h & ~exponent & 0x7FFF) != 0)  // a NaN of that format
+              allowed.push_back(static_cast<uint16_t>(h | (exponent == 0x7C00 ? 0x200 : 0x40)));
+          }
+        const bool ok = std::find(allowed.begin(), allowed.end(), a[q]) != allowed.end();
+        if (!ok && bad++ == 0)
+          ADD_FAILURE() << "output " << k << ", pattern " << q << ": got " << a[q] << ", expected "
+                        << b[q];
+      }
+      EXPECT_EQ(bad, 0) << "output " << k;
+    }
+  }
 }
 
 TEST(TpuElementwise, Bf16InMemoryRoundsLikeTheEvaluator) {
