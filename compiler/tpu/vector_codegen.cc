@@ -134,6 +134,86 @@ void VectorCodegen::give_back(const std::vector<int>& regs) {
     }
 }
 
+// fmod as C defines it (16-bit floats held as f32 too: their fmod is exact in f32). A
+// finite float is m 2^(e - 150) with an integer m < 2^24 and biased exponent e >= 1
+// (subnormals: e = 1, no implicit bit), so with d = ex - ey >= 0, fmod(|x|, |y|) =
+// (mx 2^d mod my) 2^(ey - 150): the remainder taken 8 bits of d at a time, (r << 8) % my
+// fitting u32 (r < my < 2^24), 32 steps covering any d (at most 253); the result, below
+// my, is exact in f32 and scaled by a power of two built from its bits (a subnormal one
+// below 2^-126). d < 0 (|x| < |y|, y infinite) gives x; x infinite, y 0 or NaN give NaN.
+void VectorCodegen::float_remainder(int dst, int x, int y) {
+  const DType u = DType::kU32, s = DType::kS32;
+  const int mx = regs_.take(), ex = regs_.take(), my = regs_.take(), ey = regs_.take(),
+            k = regs_.take(), t = regs_.take();
+  auto constant = [&](int reg, uint32_t bits) { pb_.vimm(reg, bits); };
+  auto parts = [&](int from, int m, int e) {  // m: mantissa, e: biased exponent (>= 1)
+    constant(k, 0x7FFFFFFFu);
+    vop(pb_, Opcode::kVand, u, m, from, k);
+    constant(k, 23);
+    vop(pb_, Opcode::kVshrl, u, e, m, k);
+    constant(k, 0x7FFFFFu);
+    vop(pb_, Opcode::kVand, u, m, m, k);
+    constant(k, 0);
+    pb_.emit(Opcode::kVcmp, u, {t, e, k, kGt});  // normal: the implicit bit
+    constant(k, 0x800000u);
+    vop(pb_, Opcode::kVand, u, t, t, k);
+    vop(pb_, Opcode::kVor, u, m, m, t);
+    constant(k, 1);
+    vop(pb_, Opcode::kVmax, u, e, e, k);
+  };
+  auto remainder = [&](int of) {  // mx = of % my
+    vop(pb_, Opcode::kVdiv, u, t, of, my);
+    vop(pb_, Opcode::kVmul, u, t, t, my);
+    vop(pb_, Opcode::kVsub, u, mx, of, t);
+  };
+  parts(x, mx, ex);
+  parts(y, my, ey);
+  vop(pb_, Opcode::kVsub, s, ex, ex, ey);  // ex: d from here on
+  remainder(mx);
+  for (int step = 0; step < 32; ++step) {
+    constant(k, 8);
+    vop(pb_, Opcode::kVmin, s, dst, ex, k);
+    constant(k, 0);
+    vop(pb_, Opcode::kVmax, s, dst, dst, k);  // this step's bits: clamp(d, 0, 8)
+    vop(pb_, Opcode::kVsub, s, ex, ex, dst);
+    vop(pb_, Opcode::kVshl, u, dst, mx, dst);
+    remainder(dst);
+  }
+  // 2^(ey - 150): exponent bits ey - 23 from ey = 24 on, else the subnormal 1 << (ey - 1).
+  constant(k, 23);
+  vop(pb_, Opcode::kVsub, u, t, ey, k);
+  constant(k, 23);
+  vop(pb_, Opcode::kVshl, u, t, t, k);
+  constant(k, 1);
+  vop(pb_, Opcode::kVsub, u, my, ey, k);
+  vop(pb_, Opcode::kVshl, u, my, k, my);
+  constant(k, 24);
+  pb_.emit(Opcode::kVcmp, u, {ey, ey, k, kGe});
+  pb_.emit(Opcode::kVsel, u, {t, ey, t, my});
+  pb_.emit(Opcode::kVcvt, DType::kF32, {dst, mx, static_cast<int64_t>(u)});
+  vop(pb_, Opcode::kVmul, DType::kF32, dst, dst, t);
+  constant(k, 0x80000000u);  // x's sign
+  vop(pb_, Opcode::kVand, u, k, x, k);
+  vop(pb_, Opcode::kVor, u, dst, dst, k);
+  constant(k, 0);
+  pb_.emit(Opcode::kVcmp, s, {t, ex, k, kLt});  // d < 0 (the steps left it so): x
+  pb_.emit(Opcode::kVsel, u, {dst, t, x, dst});
+  // NaN: x infinite or NaN, y NaN or 0.
+  constant(k, 0x7FFFFFFFu);
+  vop(pb_, Opcode::kVand, u, mx, x, k);
+  vop(pb_, Opcode::kVand, u, my, y, k);
+  constant(k, 0x7F800000u);
+  pb_.emit(Opcode::kVcmp, u, {t, mx, k, kGe});
+  pb_.emit(Opcode::kVcmp, u, {mx, my, k, kGt});
+  vop(pb_, Opcode::kVor, u, t, t, mx);
+  constant(k, 0);
+  pb_.emit(Opcode::kVcmp, u, {mx, my, k, kEq});
+  vop(pb_, Opcode::kVor, u, t, t, mx);
+  constant(k, 0x7FC00000u);
+  pb_.emit(Opcode::kVsel, u, {dst, t, k, dst});
+  for (int r : {mx, ex, my, ey, k, t}) regs_.give(r);
+}
+
 void VectorCodegen::emit_op(const ExprNode& n, int dst, const std::vector<int>& src) {
   const ir::Instruction& origin = *n.origin;
   const PrimitiveType t = n.type;
@@ -196,6 +276,7 @@ void VectorCodegen::emit_op(const ExprNode& n, int dst, const std::vector<int>& 
     case ir::Opcode::kRemainder:
       // Integer remainder as a - b * (a / b): the vector unit's division by zero gives
       // all ones and so a % 0 = a, and INT_MIN % -1 wraps to 0, as XLA defines them.
+      if (ir::is_float(t)) return float_remainder(dst, src[0], src[1]);
       if (!ir::is_integral(t)) unsupported(origin, fmt::format("on {}", ir::type_name(t)));
       vop(pb_, Opcode::kVdiv, dt, dst, src[0], src[1]);
       vop(pb_, Opcode::kVmul, dt, dst, src[1], dst);

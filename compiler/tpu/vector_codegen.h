@@ -46,6 +46,8 @@ class VectorCodegen {
  private:
   std::vector<int> emit_impl(const std::function<LeafLocation(int leaf)>* where, const std::vector<int>* leaf_regs);
   void emit_op(const ExprNode& n, int dst, const std::vector<int>& src);
+  // dst = fmod(x, y) of f32 lanes, exact (vector_codegen.cc).
+  void float_remainder(int dst, int x, int y);
   isa::DType lane(const ExprNode& n, ir::PrimitiveType t) const;
 
   ProgramBuilder& pb_;
