@@ -19,9 +19,20 @@ using ir::PrimitiveType;
 
 // vcmp immediates follow ir::ComparisonDirection's order: EQ NE LT LE GT GE.
 int64_t compare_imm(ir::ComparisonDirection d) { return static_cast<int64_t>(d); }
-constexpr int64_t kNe = 1, kLt = 2, kGt = 4, kGe = 5, kEq = 0;
+constexpr int64_t kEq = 0, kNe = 1, kLt = 2, kLe = 3, kGt = 4, kGe = 5;
 
 bool is_16bit_float(PrimitiveType t) { return t == PrimitiveType::kBF16 || t == PrimitiveType::kF16; }
+
+// out = c[0] + s (c[1] + s (c[2] + ...)) in f32 lanes (Horner's; k: scratch; all three
+// distinct).
+void polynomial(ProgramBuilder& pb, int out, std::span<const float> c, int s, int k) {
+  pb.vimm(out, std::bit_cast<uint32_t>(c.back()));
+  for (size_t i = c.size() - 1; i-- > 0;) {
+    pb.emit(Opcode::kVmul, DType::kF32, {out, out, s});
+    pb.vimm(k, std::bit_cast<uint32_t>(c[i]));
+    pb.emit(Opcode::kVadd, DType::kF32, {out, out, k});
+  }
+}
 
 }  // namespace
 
@@ -214,6 +225,194 @@ void VectorCodegen::float_remainder(int dst, int x, int y) {
   for (int r : {mx, ex, my, ey, k, t}) regs_.give(r);
 }
 
+// Sine, cosine and tangent: |x| = m 2^(e - 23) (m < 2^24) is reduced by pi / 2 exactly
+// enough for any f32 (Payne and Hanek's method in integers): the 96 bits of 2 / pi from
+// fraction bit e - 24 on (bits above it make multiples of 4 quadrants; below, under
+// 2^-71) times m, in 16-bit digits (the vector unit multiplies 32 x 32 -> 32 bits: 16-bit
+// halves make exact products), leave the quadrant count mod 4 in two bits and 64 bits of
+// fraction below them, rounded to the nearest quadrant (fraction in [-1/2, 1/2)), whose
+// magnitude converts to f32 without cancellation and times pi / 2 is r in [-pi / 4,
+// pi / 4]. Below pi / 4, r = |x|. Then sin r = r + r^3 S(r^2), cos r = 1 + r^2 C(r^2)
+// (least-squares fits: 0.7 and 1.1 ulps), tan r = sin r / cos r, by quadrant and x's
+// sign: sine and cosine within 2 ulps of the evaluator, tangent 4 (elementwise_test).
+// Infinities and NaN give NaN.
+void VectorCodegen::trigonometric(int dst, int x, ir::Opcode op) {
+  const DType u = DType::kU32, s = DType::kS32, f = DType::kF32;
+  // 2 / pi: a zero word (the integer part, for small exponents), then 224 fraction bits.
+  static constexpr uint32_t kTwoOverPi[] = {0,          0xA2F9836E, 0x4E441529, 0xFC2757D1,
+                                            0xF534DDC0, 0xDB629599, 0x3C439041, 0xFE5163AB};
+  static constexpr float kSin[] = {-1.6666667163e-01f, 8.3333319053e-03f, -1.9840087043e-04f,
+                                   2.7249864161e-06f};
+  static constexpr float kCos[] = {-5.0e-01f, 4.1666649282e-02f, -1.3887579553e-03f,
+                                   2.4462795409e-05f};
+  std::vector<int> held;
+  auto take = [&] {
+    held.push_back(regs_.take());
+    return held.back();
+  };
+  const int k = take(), t = take(), a = take(), m = take(), j = take(), sh = take(), lo = take(),
+            hi = take();
+  auto imm = [&](int reg, uint32_t bits) { pb_.vimm(reg, bits); };
+  auto op_imm = [&](Opcode o, DType d, int to, int from, uint32_t bits) {
+    imm(k, bits);
+    vop(pb_, o, d, to, from, k);
+  };
+  op_imm(Opcode::kVand, u, a, x, 0x7FFFFFFFu);  // |x|'s bits
+  op_imm(Opcode::kVand, u, m, a, 0x7FFFFFu);
+  op_imm(Opcode::kVor, u, m, m, 0x800000u);
+  op_imm(Opcode::kVshrl, u, j, a, 23);
+  op_imm(Opcode::kVsub, u, j, j, 127 - 7);  // bit e + 7 of the padded table: fraction bit e - 24
+  op_imm(Opcode::kVmax, s, j, j, 0);        // (|x| below pi / 4 takes the other path)
+  op_imm(Opcode::kVand, u, sh, j, 31);
+  op_imm(Opcode::kVshrl, u, j, j, 5);
+  // word(i): the table word j + i, chosen among the five j can be.
+  auto word = [&](int to, int i) {
+    imm(to, 0);
+    for (int c = 0; c < 5; ++c) {
+      imm(k, static_cast<uint32_t>(c));
+      pb_.emit(Opcode::kVcmp, u, {t, j, k, kEq});
+      imm(k, kTwoOverPi[c + i]);
+      pb_.emit(Opcode::kVsel, u, {to, t, k, to});
+    }
+  };
+  // Digits d0 (bits 0-15 of the product) .. d5 (bits 80-95); above, multiples of 4.
+  std::vector<int> d;
+  for (int i = 0; i < 6; ++i) {
+    d.push_back(take());
+    imm(d.back(), 0);
+  }
+  const int mh = take(), ml = take(), w = take(), next = take();
+  op_imm(Opcode::kVshrl, u, mh, m, 16);
+  op_imm(Opcode::kVand, u, ml, m, 0xFFFF);
+  auto add_at = [&](int digit, int value) {  // d[digit] += value, where it is kept
+    if (digit < 6)
+      vop(pb_, Opcode::kVadd, u, d[static_cast<size_t>(digit)], d[static_cast<size_t>(digit)],
+          value);
+  };
+  auto multiply_half = [&](int half, int digit) {  // m x half (16 bits) into digits from `digit`
+    vop(pb_, Opcode::kVmul, u, t, ml, half);       // < 2^32
+    op_imm(Opcode::kVand, u, lo, t, 0xFFFF);
+    add_at(digit, lo);
+    op_imm(Opcode::kVshrl, u, lo, t, 16);
+    add_at(digit + 1, lo);
+    vop(pb_, Opcode::kVmul, u, t, mh, half);  // < 2^24
+    op_imm(Opcode::kVand, u, lo, t, 0xFFFF);
+    add_at(digit + 1, lo);
+    op_imm(Opcode::kVshrl, u, lo, t, 16);
+    add_at(digit + 2, lo);
+  };
+  word(next, 0);
+  for (int i = 0; i < 3;
+       ++i) {  // slice word i (most significant first) = bits sh.. of words i, i + 1
+    vop(pb_, Opcode::kVor, u, w, next, next);
+    word(next, i + 1);
+    vop(pb_, Opcode::kVshl, u, w, w, sh);
+    op_imm(Opcode::kVshrl, u, t, next, 1);  // next >> (32 - sh), as two shifts that stay below 32
+    imm(hi, 31);                            // (hi: scratch)
+    vop(pb_, Opcode::kVsub, u, hi, hi, sh);
+    vop(pb_, Opcode::kVshrl, u, t, t, hi);
+    vop(pb_, Opcode::kVor, u, w, w, t);
+    const int digit = 2 * (2 - i);
+    op_imm(Opcode::kVand, u, hi, w, 0xFFFF);
+    multiply_half(hi, digit);
+    op_imm(Opcode::kVshrl, u, hi, w, 16);
+    multiply_half(hi, digit + 1);
+  }
+  for (int i = 0; i < 5; ++i) {  // carries
+    op_imm(Opcode::kVshrl, u, t, d[static_cast<size_t>(i)], 16);
+    vop(pb_, Opcode::kVadd, u, d[static_cast<size_t>(i) + 1], d[static_cast<size_t>(i) + 1], t);
+    op_imm(Opcode::kVand, u, d[static_cast<size_t>(i)], d[static_cast<size_t>(i)], 0xFFFF);
+  }
+  // The binary point is below bit 94: quadrant bits 94-95, fraction hi = bits 93-62, lo = 61-30.
+  auto join = [&](int to, int top, int middle,
+                  int bottom) {  // (top & 0x3FFF) << 18 | middle << 2 | bottom >> 14
+    op_imm(Opcode::kVand, u, to, top, 0x3FFF);
+    op_imm(Opcode::kVshl, u, to, to, 18);
+    op_imm(Opcode::kVshl, u, t, middle, 2);
+    vop(pb_, Opcode::kVor, u, to, to, t);
+    op_imm(Opcode::kVshrl, u, t, bottom, 14);
+    vop(pb_, Opcode::kVor, u, to, to, t);
+  };
+  join(hi, d[5], d[4], d[3]);
+  join(lo, d[3], d[2], d[1]);
+  const int q = d[0], neg = d[1];  // (digits 0 and 1 are spent)
+  op_imm(Opcode::kVshrl, u, q, d[5], 14);
+  // A fraction of 1/2 or more rounds to the next quadrant: (hi, lo) is then negative.
+  imm(k, 0);
+  pb_.emit(Opcode::kVcmp, s, {neg, hi, k, kLt});
+  op_imm(Opcode::kVshrl, u, t, neg, 31);
+  vop(pb_, Opcode::kVadd, u, q, q, t);
+  // |(hi, lo)| where negative: ~hi + (lo == 0), -lo.
+  vop(pb_, Opcode::kVnot, u, t, hi);
+  imm(k, 0);
+  pb_.emit(Opcode::kVcmp, u, {w, lo, k, kEq});
+  op_imm(Opcode::kVshrl, u, w, w, 31);
+  vop(pb_, Opcode::kVadd, u, t, t, w);
+  pb_.emit(Opcode::kVsel, u, {hi, neg, t, hi});
+  imm(k, 0);
+  vop(pb_, Opcode::kVsub, u, t, k, lo);
+  pb_.emit(Opcode::kVsel, u, {lo, neg, t, lo});
+  // To f32: (hi & ~0xFF) is exact; (hi & 0xFF) + lo 2^-32 carries the rest.
+  op_imm(Opcode::kVand, u, t, hi, 0xFFFFFF00u);
+  pb_.emit(Opcode::kVcvt, f, {t, t, static_cast<int64_t>(u)});
+  op_imm(Opcode::kVand, u, hi, hi, 0xFFu);
+  pb_.emit(Opcode::kVcvt, f, {hi, hi, static_cast<int64_t>(u)});
+  pb_.emit(Opcode::kVcvt, f, {lo, lo, static_cast<int64_t>(u)});
+  op_imm(Opcode::kVmul, f, lo, lo, std::bit_cast<uint32_t>(0x1p-32f));
+  vop(pb_, Opcode::kVadd, f, hi, hi, lo);
+  vop(pb_, Opcode::kVadd, f, hi, t, hi);
+  op_imm(Opcode::kVmul, f, hi, hi,
+         std::bit_cast<uint32_t>(static_cast<float>(std::numbers::pi / 2 * 0x1p-32)));
+  op_imm(Opcode::kVand, u, t, neg, 0x80000000u);
+  vop(pb_, Opcode::kVxor, u, hi, hi, t);  // r
+  // Below pi / 4: r = |x|, quadrant 0.
+  imm(k, std::bit_cast<uint32_t>(static_cast<float>(std::numbers::pi / 4)));
+  pb_.emit(Opcode::kVcmp, f, {t, a, k, kLe});
+  pb_.emit(Opcode::kVsel, u, {hi, t, a, hi});
+  imm(k, 0);
+  pb_.emit(Opcode::kVsel, u, {q, t, k, q});
+  // sin r (sn) and cos r (cs).
+  const int r = hi, r2 = lo, sn = m, cs = j;
+  vop(pb_, Opcode::kVmul, f, r2, r, r);
+  polynomial(pb_, sn, kSin, r2, k);
+  vop(pb_, Opcode::kVmul, f, sn, sn, r2);
+  vop(pb_, Opcode::kVmul, f, sn, sn, r);
+  vop(pb_, Opcode::kVadd, f, sn, sn, r);
+  polynomial(pb_, cs, kCos, r2, k);
+  vop(pb_, Opcode::kVmul, f, cs, cs, r2);
+  op_imm(Opcode::kVadd, f, cs, cs, std::bit_cast<uint32_t>(1.0f));
+  // By quadrant: odd ones swap sin and cos; the sign bit flips as each function's does.
+  op_imm(Opcode::kVand, u, t, q, 1);
+  imm(k, 0);
+  pb_.emit(Opcode::kVcmp, u, {t, t, k, kNe});
+  op_imm(Opcode::kVand, u, w, x, 0x80000000u);  // x's sign (sin and tan are odd)
+  if (op == ir::Opcode::kTan) {
+    vop(pb_, Opcode::kVdiv, f, dst, sn, cs);
+    vop(pb_, Opcode::kVdiv, f, next, cs, sn);
+    op_imm(Opcode::kVxor, u, next, next, 0x80000000u);  // -cos / sin
+    pb_.emit(Opcode::kVsel, u, {dst, t, next, dst});
+  } else {
+    const bool sine = op == ir::Opcode::kSin;
+    pb_.emit(Opcode::kVsel, u, {dst, t, sine ? cs : sn, sine ? sn : cs});
+    // sin: quadrants 2, 3 negative; cos: 1, 2 (bit 1 of q + 1).
+    if (sine) {
+      vop(pb_, Opcode::kVor, u, t, q, q);
+    } else {
+      op_imm(Opcode::kVadd, u, t, q, 1);
+      imm(w, 0);  // cos is even
+    }
+    op_imm(Opcode::kVand, u, t, t, 2);
+    op_imm(Opcode::kVshl, u, t, t, 30);
+    vop(pb_, Opcode::kVxor, u, w, w, t);
+  }
+  vop(pb_, Opcode::kVxor, u, dst, dst, w);
+  imm(k, 0x7F800000u);  // infinities and NaN
+  pb_.emit(Opcode::kVcmp, u, {t, a, k, kGe});
+  imm(k, 0x7FC00000u);
+  pb_.emit(Opcode::kVsel, u, {dst, t, k, dst});
+  for (int reg : held) regs_.give(reg);
+}
+
 void VectorCodegen::emit_op(const ExprNode& n, int dst, const std::vector<int>& src) {
   const ir::Instruction& origin = *n.origin;
   const PrimitiveType t = n.type;
@@ -249,15 +448,6 @@ void VectorCodegen::emit_op(const ExprNode& n, int dst, const std::vector<int>& 
     pb_.vimm(k, std::bit_cast<uint32_t>(value));
     pb_.emit(Opcode::kVcmp, dt, {k, probe, k, kEq});
     pb_.emit(Opcode::kVsel, DType::kU32, {dst, k, then, dst});
-  };
-  // out = c[0] + s (c[1] + s (c[2] + ...)) (Horner's; k: scratch, all three distinct).
-  auto polynomial = [&](int out, std::span<const float> c, int s, int k) {
-    pb_.vimm(out, std::bit_cast<uint32_t>(c.back()));
-    for (size_t i = c.size() - 1; i-- > 0;) {
-      vop(pb_, Opcode::kVmul, dt, out, out, s);
-      pb_.vimm(k, std::bit_cast<uint32_t>(c[i]));
-      vop(pb_, Opcode::kVadd, dt, out, out, k);
-    }
   };
   // dst (not negative) takes src[0]'s sign bit (k: scratch).
   auto sign_of_x = [&](int k) {
@@ -502,7 +692,7 @@ void VectorCodegen::emit_op(const ExprNode& n, int dst, const std::vector<int>& 
       const int a = regs_.take(), p = regs_.take(), q = regs_.take(), k = regs_.take();
       vop(pb_, Opcode::kVabs, dt, a, src[0]);
       vop(pb_, Opcode::kVmul, dt, q, a, a);
-      polynomial(p, kSmall, q, k);
+      polynomial(pb_, p, kSmall, q, k);
       vop(pb_, Opcode::kVmul, dt, p, p, a);  // erf(|x|) for |x| < 1
       pb_.vimm(k, std::bit_cast<uint32_t>(4.0f));
       vop(pb_, Opcode::kVmin, dt, a, a, k);
@@ -512,7 +702,7 @@ void VectorCodegen::emit_op(const ExprNode& n, int dst, const std::vector<int>& 
       pb_.vimm(k, std::bit_cast<uint32_t>(2.5f));
       vop(pb_, Opcode::kVsub, dt, q, a, k);
       with_temp([&](int r) {
-        polynomial(r, kLarge, q, k);
+        polynomial(pb_, r, kLarge, q, k);
         vop(pb_, Opcode::kVmul, dt, dst, dst, r);
         pb_.vimm(r, std::bit_cast<uint32_t>(1.0f));
         vop(pb_, Opcode::kVsub, dt, dst, r, dst);
@@ -558,7 +748,7 @@ void VectorCodegen::emit_op(const ExprNode& n, int dst, const std::vector<int>& 
       vop(pb_, Opcode::kVdiv, dt, a, a, k);
       pb_.emit(Opcode::kVsel, DType::kU32, {dst, m, a, dst});
       vop(pb_, Opcode::kVmul, dt, u, dst, dst);
-      polynomial(a, kQ, u, k);
+      polynomial(pb_, a, kQ, u, k);
       vop(pb_, Opcode::kVmul, dt, a, a, u);
       vop(pb_, Opcode::kVmul, dt, a, a, dst);
       vop(pb_, Opcode::kVadd, dt, dst, dst, a);
@@ -581,6 +771,11 @@ void VectorCodegen::emit_op(const ExprNode& n, int dst, const std::vector<int>& 
       for (int r : {a, b, m, k, u}) regs_.give(r);
       return;
     }
+    case ir::Opcode::kSin:
+    case ir::Opcode::kCos:
+    case ir::Opcode::kTan:
+      float_only();
+      return trigonometric(dst, src[0], n.opcode);
     case ir::Opcode::kIsFinite:
       // x - x is 0 for finite x and NaN for infinities and NaN.
       with_temp([&](int zero) {

@@ -48,6 +48,8 @@ class VectorCodegen {
   void emit_op(const ExprNode& n, int dst, const std::vector<int>& src);
   // dst = fmod(x, y) of f32 lanes, exact (vector_codegen.cc).
   void float_remainder(int dst, int x, int y);
+  // dst = sine, cosine or tangent (op) of f32 lanes (vector_codegen.cc).
+  void trigonometric(int dst, int x, ir::Opcode op);
   isa::DType lane(const ExprNode& n, ir::PrimitiveType t) const;
 
   ProgramBuilder& pb_;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <numbers>
 #include <random>
 #include <vector>
 
@@ -117,6 +118,47 @@ TEST(TpuElementwise, ErfAndAtan2WithinFourUlpsAcrossTheRange) {
   }
   run(binary_module("atan2", "f32", "[4096]"),
       {literal(ir::PrimitiveType::kF32, {4096}, y), literal(ir::PrimitiveType::kF32, {4096}, z)});
+}
+
+// Sine, cosine and tangent reduce by pi / 2 exactly enough for any f32 (Payne-Hanek in
+// integers, vector_codegen.cc): within 4 ulps of the evaluator (C's in double, rounded)
+// from subnormals to the largest floats, at the f32 values nearest multiples of pi / 2
+// (the hardest to reduce) too, with zeros, infinities and NaN.
+TEST(TpuElementwise, SineCosineTangentWithinFourUlpsAcrossTheRange) {
+  const float specials[] = {0.0f,
+                            -0.0f,
+                            std::numeric_limits<float>::infinity(),
+                            -std::numeric_limits<float>::infinity(),
+                            std::numeric_limits<float>::quiet_NaN(),
+                            std::numeric_limits<float>::denorm_min(),
+                            std::numeric_limits<float>::min(),
+                            std::numeric_limits<float>::max(),
+                            -std::numeric_limits<float>::max(),
+                            0.785398185f,
+                            -0.785398185f,
+                            1.57079637f};
+  std::mt19937_64 rng(5);
+  std::vector<float> x(std::begin(specials), std::end(specials));
+  while (x.size() < 8192) {
+    const double m = x.size() % 3
+                         ? std::pow(10.0, std::uniform_real_distribution<double>(-40, 38.5)(rng))
+                         : static_cast<double>(rng() % 2000000) * std::numbers::pi / 2;
+    x.push_back(static_cast<float>(rng() % 2 ? m : -m));
+  }
+  const std::vector<ir::Literal> args = {literal(ir::PrimitiveType::kF32, {8192}, x)};
+  for (const char* op : {"sine", "cosine", "tan"}) {
+    const std::string hlo = unary_module(op, "f32", "[8192]");
+    SCOPED_TRACE(op);
+    const ir::Literal want = ir::evaluate(*ir::parse_module(hlo), args);
+    const ir::Literal got = run_executable(compile_text(hlo, "v5e"), args, {want.shape()}).at(0);
+    std::vector<double> bounds;
+    for (int64_t i = 0; i < want.num_elements(); ++i) {
+      int exponent = 0;
+      std::frexp(want.get_as_double(i), &exponent);
+      bounds.push_back(std::ldexp(4.0, std::max(exponent, -125) - 24));
+    }
+    EXPECT_TRUE(near(got, want, 0, 0, &bounds));
+  }
 }
 
 // Float remainder is exact (fmod, vector_codegen.cc): random bit patterns (every
