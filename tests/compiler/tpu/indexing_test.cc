@@ -1,4 +1,4 @@
-// dynamic-slice, dynamic-update-slice and gather: run-time offsets from index arrays,
+// dynamic-slice, dynamic-update-slice, gather and scatter: run-time offsets from index arrays,
 // clamped as XLA clamps them (bit-exact).
 #include "tests/compiler/tpu/tpu_test_util.h"
 
@@ -83,6 +83,57 @@ ENTRY e {
 })";
   ir::Literal idx = literal<int>(PrimitiveType::kS32, {4, 2}, {0, 0, 4, 1, 2, 5, -1, 1});
   check_args(hlo, "tiny", {iota_f32({5, 7, 3}), idx});
+}
+
+// Scatter applies its windows in order, skipping those that do not fit (XLA's rule): an
+// embedding gradient (rows added, repeated ids add twice, ids out of range dropped) on a
+// table wider than a tile row, bit for bit against the evaluator (same order of adds).
+TEST(TpuIndexing, ScatterAddsRowsLikeAnEmbeddingGradient) {
+  const std::string hlo = R"(HloModule m
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY e {
+  table = f32[12,200] parameter(0)
+  ids = s32[9] parameter(1)
+  grads = f32[9,200] parameter(2)
+  ROOT g = f32[12,200] scatter(table, ids, grads), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=add
+})";
+  std::mt19937_64 rng(3);
+  const ir::Literal ids =
+      literal<int>(PrimitiveType::kS32, {9}, {3, 0, 11, 3, -1, 12, 7, 3, 100000});
+  for (const char* chip : {"tiny", "v5e"})
+    check_args(hlo, chip,
+               {random_literal(ir::Shape(PrimitiveType::kF32, {12, 200}), rng), ids,
+                random_literal(ir::Shape(PrimitiveType::kF32, {9, 200}), rng)});
+}
+
+// Windows of two dims at (row, column) starts, the index vector along dim 0 of the
+// indices, windows partly outside skipped; the update computation returns the update
+// (assign): where windows overlap, the later one wins, as in the evaluator.
+TEST(TpuIndexing, ScatterAssignsWindowsInOrder) {
+  const std::string hlo = R"(HloModule m
+assign {
+  a = s32[] parameter(0)
+  ROOT b = s32[] parameter(1)
+}
+ENTRY e {
+  x = s32[7,9] parameter(0)
+  starts = s32[2,5] parameter(1)
+  windows = s32[3,5,4] parameter(2)
+  ROOT g = s32[7,9] scatter(x, starts, windows), update_window_dims={0,2}, inserted_window_dims={}, scatter_dims_to_operand_dims={0,1}, index_vector_dim=0, to_apply=assign
+})";
+  // Starts (row, column): inside, overlapping the first, partly outside (skipped),
+  // negative (skipped), at the far corner.
+  const ir::Literal starts =
+      literal<int>(PrimitiveType::kS32, {2, 5}, {0, 1, 5, -1, 4, 2, 3, 6, 0, 5});
+  std::vector<int> values(60);
+  for (size_t k = 0; k < values.size(); ++k) values[k] = 1000 + static_cast<int>(k);
+  check_args(hlo, "tiny",
+             {literal<int>(PrimitiveType::kS32, {7, 9}, std::vector<int>(63, -7)), starts,
+              literal<int>(PrimitiveType::kS32, {3, 5, 4}, values)});
 }
 
 }  // namespace
