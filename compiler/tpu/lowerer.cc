@@ -460,6 +460,8 @@ Value Lowerer::lower(const Instruction& i, Scope& s) {
     case Opcode::kDynamicUpdateSlice: return lower_dynamic_update_slice(*this, i, s);
     case Opcode::kGather: return lower_gather(*this, i, s);
     case Opcode::kScatter: return lower_scatter(*this, i, s);
+    case Opcode::kSort:
+      return lower_sort(*this, i, s);
     case Opcode::kPad: return lower_pad(*this, i, s);
     case Opcode::kReduce: return lower_reduce(*this, i, s);
     case Opcode::kDot: return lower_dot(*this, i, s);

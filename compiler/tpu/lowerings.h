@@ -38,6 +38,8 @@ Value lower_dynamic_slice(Lowerer& l, const ir::Instruction& i, Scope& s);
 Value lower_dynamic_update_slice(Lowerer& l, const ir::Instruction& i, Scope& s);
 Value lower_gather(Lowerer& l, const ir::Instruction& i, Scope& s);
 Value lower_scatter(Lowerer& l, const ir::Instruction& i, Scope& s);
+// sort (lower_sort.cc).
+Value lower_sort(Lowerer& l, const ir::Instruction& i, Scope& s);
 
 // Data movement by DMA (lower_data_movement.cc): broadcast / transpose / slice
 // materialized, reverse, concatenate, pad, and a plain copy of a buffer.

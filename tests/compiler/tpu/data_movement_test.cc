@@ -1,5 +1,7 @@
 // Data movement lowered to DMAs (bit-exact): materialized transposes, broadcasts and
 // slices, concatenate, pad, reshapes, iota, and outputs that are parameters.
+#include <fmt/format.h>
+
 #include "tests/compiler/tpu/tpu_test_util.h"
 
 namespace podsim::tpu::testing {
@@ -86,6 +88,44 @@ ENTRY e {
   c = f32[2,3] constant({{1, 2, 3}, {4, 5, 6}})
   ROOT r = f32[2,3] multiply(x, c)
 })"});
+}
+
+// sort (an odd-even transposition network, lower_sort.cc): keys with many ties and their
+// positions as values, so any instability shows; an odd length, rows across several tiles
+// (tiny's 8x8), both directions of the comparator, a length that makes the network loop
+// many times; against the evaluator's stable sort, exactly.
+TEST(TpuDataMovement, SortIsStableAlongAnyDimension) {
+  auto module = [](const std::string& shape, int64_t dim, const char* direction) {
+    return fmt::format(R"(HloModule m
+cmp {{
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  c = s32[] parameter(2)
+  d = s32[] parameter(3)
+  ROOT lt = pred[] compare(a, b), direction={2}
+}}
+ENTRY e {{
+  keys = f32{0} parameter(0)
+  positions = s32{0} parameter(1)
+  ROOT s = (f32{0}, s32{0}) sort(keys, positions), dimensions={{{1}}}, is_stable=true, to_apply=cmp
+}})",
+                       shape, dim, direction);
+  };
+  std::mt19937_64 rng(9);
+  auto keys = [&](std::vector<int64_t> dims) {  // few distinct values: many ties
+    ir::Literal l(ir::Shape(ir::PrimitiveType::kF32, std::move(dims)));
+    for (int64_t k = 0; k < l.num_elements(); ++k)
+      l.set_from_double(k, static_cast<double>(rng() % 5) - 2);
+    return l;
+  };
+  auto positions = [](std::vector<int64_t> dims) {
+    ir::Literal l(ir::Shape(ir::PrimitiveType::kS32, std::move(dims)));
+    for (int64_t k = 0; k < l.num_elements(); ++k) l.set_from_int64(k, k);
+    return l;
+  };
+  check_args(module("[37,150]", 0, "LT"), "tiny", {keys({37, 150}), positions({37, 150})});
+  check_args(module("[6,3,11]", 2, "GT"), "tiny", {keys({6, 3, 11}), positions({6, 3, 11})});
+  check_args(module("[2,130]", 1, "LT"), "v5e", {keys({2, 130}), positions({2, 130})});
 }
 
 }  // namespace
