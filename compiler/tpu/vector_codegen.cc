@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <limits>
 #include <numbers>
@@ -245,28 +246,27 @@ void VectorCodegen::trigonometric(int dst, int x, ir::Opcode op) {
                                    2.7249864161e-06f};
   static constexpr float kCos[] = {-5.0e-01f, 4.1666649282e-02f, -1.3887579553e-03f,
                                    2.4462795409e-05f};
-  std::vector<int> held;
-  auto take = [&] {
-    held.push_back(regs_.take());
-    return held.back();
-  };
-  const int k = take(), t = take(), a = take(), m = take(), j = take(), sh = take(), lo = take(),
-            hi = take();
+  // Registers are few (16 on small chips, shared with the rest of a fused kernel): each is
+  // taken where its value starts and given back where it ends; dst is scratch until the end.
+  const int k = regs_.take(), t = regs_.take(), m = regs_.take();
   auto imm = [&](int reg, uint32_t bits) { pb_.vimm(reg, bits); };
   auto op_imm = [&](Opcode o, DType d, int to, int from, uint32_t bits) {
     imm(k, bits);
     vop(pb_, o, d, to, from, k);
   };
-  op_imm(Opcode::kVand, u, a, x, 0x7FFFFFFFu);  // |x|'s bits
-  op_imm(Opcode::kVand, u, m, a, 0x7FFFFFu);
+  op_imm(Opcode::kVand, u, dst, x, 0x7FFFFFFFu);  // |x|'s bits
+  op_imm(Opcode::kVand, u, m, dst, 0x7FFFFFu);
   op_imm(Opcode::kVor, u, m, m, 0x800000u);
-  op_imm(Opcode::kVshrl, u, j, a, 23);
-  op_imm(Opcode::kVsub, u, j, j, 127 - 7);  // bit e + 7 of the padded table: fraction bit e - 24
-  op_imm(Opcode::kVmax, s, j, j, 0);        // (|x| below pi / 4 takes the other path)
+  // The slice of 2 / pi: 96 bits from bit e + 7 of the padded table (fraction bit e - 24),
+  // in words w[0] (most significant) .. w[2]; word j + i of the table chosen among the five
+  // j can be.
+  const int j = regs_.take(), sh = regs_.take(), next = regs_.take();
+  op_imm(Opcode::kVshrl, u, j, dst, 23);
+  op_imm(Opcode::kVsub, u, j, j, 127 - 7);
+  op_imm(Opcode::kVmax, s, j, j, 0);  // (|x| below pi / 4 takes the other path)
   op_imm(Opcode::kVand, u, sh, j, 31);
   op_imm(Opcode::kVshrl, u, j, j, 5);
-  // word(i): the table word j + i, chosen among the five j can be.
-  auto word = [&](int to, int i) {
+  auto table_word = [&](int to, int i) {
     imm(to, 0);
     for (int c = 0; c < 5; ++c) {
       imm(k, static_cast<uint32_t>(c));
@@ -275,67 +275,74 @@ void VectorCodegen::trigonometric(int dst, int x, ir::Opcode op) {
       pb_.emit(Opcode::kVsel, u, {to, t, k, to});
     }
   };
-  // Digits d0 (bits 0-15 of the product) .. d5 (bits 80-95); above, multiples of 4.
-  std::vector<int> d;
-  for (int i = 0; i < 6; ++i) {
-    d.push_back(take());
-    imm(d.back(), 0);
+  std::array<int, 3> w{};
+  table_word(next, 0);
+  for (int i = 0; i < 3; ++i) {  // w[i] = words i, i + 1 from bit sh on
+    w[static_cast<size_t>(i)] = regs_.take();
+    const int wi = w[static_cast<size_t>(i)];
+    vop(pb_, Opcode::kVshl, u, wi, next, sh);
+    table_word(next, i + 1);
+    op_imm(Opcode::kVshrl, u, t, next, 1);  // next >> (32 - sh), as two shifts below 32
+    imm(dst, 31);
+    vop(pb_, Opcode::kVsub, u, dst, dst, sh);
+    vop(pb_, Opcode::kVshrl, u, t, t, dst);
+    vop(pb_, Opcode::kVor, u, wi, wi, t);
   }
-  const int mh = take(), ml = take(), w = take(), next = take();
-  op_imm(Opcode::kVshrl, u, mh, m, 16);
-  op_imm(Opcode::kVand, u, ml, m, 0xFFFF);
-  auto add_at = [&](int digit, int value) {  // d[digit] += value, where it is kept
-    if (digit < 6)
+  for (int r : {j, sh, next}) regs_.give(r);
+  // m x slice in 16-bit digits (products of 16-bit halves are exact in 32 bits); only
+  // digits 2 .. 5 (bits 32 - 95) are kept: what the lower ones would carry is below
+  // 2^-60 of a quadrant.
+  std::array<int, 6> d{-1, -1, regs_.take(), regs_.take(), regs_.take(), regs_.take()};
+  for (size_t c = 2; c < 6; ++c) imm(d[c], 0);
+  const int half = regs_.take();
+  auto add_at = [&](int digit, int value) {
+    if (digit >= 2 && digit < 6)
       vop(pb_, Opcode::kVadd, u, d[static_cast<size_t>(digit)], d[static_cast<size_t>(digit)],
           value);
   };
-  auto multiply_half = [&](int half, int digit) {  // m x half (16 bits) into digits from `digit`
-    vop(pb_, Opcode::kVmul, u, t, ml, half);       // < 2^32
-    op_imm(Opcode::kVand, u, lo, t, 0xFFFF);
-    add_at(digit, lo);
-    op_imm(Opcode::kVshrl, u, lo, t, 16);
-    add_at(digit + 1, lo);
-    vop(pb_, Opcode::kVmul, u, t, mh, half);  // < 2^24
-    op_imm(Opcode::kVand, u, lo, t, 0xFFFF);
-    add_at(digit + 1, lo);
-    op_imm(Opcode::kVshrl, u, lo, t, 16);
-    add_at(digit + 2, lo);
+  auto multiply_half = [&](int digit) {  // m x half, half at `digit`
+    op_imm(Opcode::kVand, u, t, m, 0xFFFF);
+    vop(pb_, Opcode::kVmul, u, t, t, half);  // < 2^32
+    op_imm(Opcode::kVand, u, dst, t, 0xFFFF);
+    add_at(digit, dst);
+    op_imm(Opcode::kVshrl, u, dst, t, 16);
+    add_at(digit + 1, dst);
+    op_imm(Opcode::kVshrl, u, t, m, 16);
+    vop(pb_, Opcode::kVmul, u, t, t, half);  // < 2^24
+    op_imm(Opcode::kVand, u, dst, t, 0xFFFF);
+    add_at(digit + 1, dst);
+    op_imm(Opcode::kVshrl, u, dst, t, 16);
+    add_at(digit + 2, dst);
   };
-  word(next, 0);
-  for (int i = 0; i < 3;
-       ++i) {  // slice word i (most significant first) = bits sh.. of words i, i + 1
-    vop(pb_, Opcode::kVor, u, w, next, next);
-    word(next, i + 1);
-    vop(pb_, Opcode::kVshl, u, w, w, sh);
-    op_imm(Opcode::kVshrl, u, t, next, 1);  // next >> (32 - sh), as two shifts that stay below 32
-    imm(hi, 31);                            // (hi: scratch)
-    vop(pb_, Opcode::kVsub, u, hi, hi, sh);
-    vop(pb_, Opcode::kVshrl, u, t, t, hi);
-    vop(pb_, Opcode::kVor, u, w, w, t);
-    const int digit = 2 * (2 - i);
-    op_imm(Opcode::kVand, u, hi, w, 0xFFFF);
-    multiply_half(hi, digit);
-    op_imm(Opcode::kVshrl, u, hi, w, 16);
-    multiply_half(hi, digit + 1);
+  for (int i = 0; i < 3; ++i) {
+    const int wi = w[static_cast<size_t>(i)], digit = 2 * (2 - i);
+    op_imm(Opcode::kVand, u, half, wi, 0xFFFF);
+    multiply_half(digit);
+    op_imm(Opcode::kVshrl, u, half, wi, 16);
+    multiply_half(digit + 1);
+    regs_.give(wi);
   }
-  for (int i = 0; i < 5; ++i) {  // carries
-    op_imm(Opcode::kVshrl, u, t, d[static_cast<size_t>(i)], 16);
-    vop(pb_, Opcode::kVadd, u, d[static_cast<size_t>(i) + 1], d[static_cast<size_t>(i) + 1], t);
-    op_imm(Opcode::kVand, u, d[static_cast<size_t>(i)], d[static_cast<size_t>(i)], 0xFFFF);
+  for (size_t c = 2; c < 5; ++c) {  // carries
+    op_imm(Opcode::kVshrl, u, t, d[c], 16);
+    vop(pb_, Opcode::kVadd, u, d[c + 1], d[c + 1], t);
+    op_imm(Opcode::kVand, u, d[c], d[c], 0xFFFF);
   }
-  // The binary point is below bit 94: quadrant bits 94-95, fraction hi = bits 93-62, lo = 61-30.
+  // The binary point is below bit 94: quadrant bits 94-95, fraction hi = bits 93-62, lo =
+  // bits 61-32 (and two zero bits).
+  const int hi = half, lo = m;
   auto join = [&](int to, int top, int middle,
                   int bottom) {  // (top & 0x3FFF) << 18 | middle << 2 | bottom >> 14
     op_imm(Opcode::kVand, u, to, top, 0x3FFF);
     op_imm(Opcode::kVshl, u, to, to, 18);
     op_imm(Opcode::kVshl, u, t, middle, 2);
     vop(pb_, Opcode::kVor, u, to, to, t);
+    if (bottom < 0) return;
     op_imm(Opcode::kVshrl, u, t, bottom, 14);
     vop(pb_, Opcode::kVor, u, to, to, t);
   };
   join(hi, d[5], d[4], d[3]);
-  join(lo, d[3], d[2], d[1]);
-  const int q = d[0], neg = d[1];  // (digits 0 and 1 are spent)
+  join(lo, d[3], d[2], -1);
+  const int q = d[5], neg = d[4], a = d[3], sn = d[2];
   op_imm(Opcode::kVshrl, u, q, d[5], 14);
   // A fraction of 1/2 or more rounds to the next quadrant: (hi, lo) is then negative.
   imm(k, 0);
@@ -345,9 +352,9 @@ void VectorCodegen::trigonometric(int dst, int x, ir::Opcode op) {
   // |(hi, lo)| where negative: ~hi + (lo == 0), -lo.
   vop(pb_, Opcode::kVnot, u, t, hi);
   imm(k, 0);
-  pb_.emit(Opcode::kVcmp, u, {w, lo, k, kEq});
-  op_imm(Opcode::kVshrl, u, w, w, 31);
-  vop(pb_, Opcode::kVadd, u, t, t, w);
+  pb_.emit(Opcode::kVcmp, u, {dst, lo, k, kEq});
+  op_imm(Opcode::kVshrl, u, dst, dst, 31);
+  vop(pb_, Opcode::kVadd, u, t, t, dst);
   pb_.emit(Opcode::kVsel, u, {hi, neg, t, hi});
   imm(k, 0);
   vop(pb_, Opcode::kVsub, u, t, k, lo);
@@ -366,13 +373,14 @@ void VectorCodegen::trigonometric(int dst, int x, ir::Opcode op) {
   op_imm(Opcode::kVand, u, t, neg, 0x80000000u);
   vop(pb_, Opcode::kVxor, u, hi, hi, t);  // r
   // Below pi / 4: r = |x|, quadrant 0.
+  op_imm(Opcode::kVand, u, a, x, 0x7FFFFFFFu);
   imm(k, std::bit_cast<uint32_t>(static_cast<float>(std::numbers::pi / 4)));
   pb_.emit(Opcode::kVcmp, f, {t, a, k, kLe});
   pb_.emit(Opcode::kVsel, u, {hi, t, a, hi});
   imm(k, 0);
   pb_.emit(Opcode::kVsel, u, {q, t, k, q});
-  // sin r (sn) and cos r (cs).
-  const int r = hi, r2 = lo, sn = m, cs = j;
+  // sin r (sn) and cos r (cs, in neg).
+  const int r = hi, r2 = lo, cs = neg;
   vop(pb_, Opcode::kVmul, f, r2, r, r);
   polynomial(pb_, sn, kSin, r2, k);
   vop(pb_, Opcode::kVmul, f, sn, sn, r2);
@@ -385,12 +393,13 @@ void VectorCodegen::trigonometric(int dst, int x, ir::Opcode op) {
   op_imm(Opcode::kVand, u, t, q, 1);
   imm(k, 0);
   pb_.emit(Opcode::kVcmp, u, {t, t, k, kNe});
-  op_imm(Opcode::kVand, u, w, x, 0x80000000u);  // x's sign (sin and tan are odd)
+  const int sign = r2;
+  op_imm(Opcode::kVand, u, sign, x, 0x80000000u);  // x's (sine and tangent are odd)
   if (op == ir::Opcode::kTan) {
     vop(pb_, Opcode::kVdiv, f, dst, sn, cs);
-    vop(pb_, Opcode::kVdiv, f, next, cs, sn);
-    op_imm(Opcode::kVxor, u, next, next, 0x80000000u);  // -cos / sin
-    pb_.emit(Opcode::kVsel, u, {dst, t, next, dst});
+    vop(pb_, Opcode::kVdiv, f, r, cs, sn);
+    op_imm(Opcode::kVxor, u, r, r, 0x80000000u);  // -cos / sin
+    pb_.emit(Opcode::kVsel, u, {dst, t, r, dst});
   } else {
     const bool sine = op == ir::Opcode::kSin;
     pb_.emit(Opcode::kVsel, u, {dst, t, sine ? cs : sn, sine ? sn : cs});
@@ -399,18 +408,18 @@ void VectorCodegen::trigonometric(int dst, int x, ir::Opcode op) {
       vop(pb_, Opcode::kVor, u, t, q, q);
     } else {
       op_imm(Opcode::kVadd, u, t, q, 1);
-      imm(w, 0);  // cos is even
+      imm(sign, 0);  // cosine is even
     }
     op_imm(Opcode::kVand, u, t, t, 2);
     op_imm(Opcode::kVshl, u, t, t, 30);
-    vop(pb_, Opcode::kVxor, u, w, w, t);
+    vop(pb_, Opcode::kVxor, u, sign, sign, t);
   }
-  vop(pb_, Opcode::kVxor, u, dst, dst, w);
+  vop(pb_, Opcode::kVxor, u, dst, dst, sign);
   imm(k, 0x7F800000u);  // infinities and NaN
   pb_.emit(Opcode::kVcmp, u, {t, a, k, kGe});
   imm(k, 0x7FC00000u);
   pb_.emit(Opcode::kVsel, u, {dst, t, k, dst});
-  for (int reg : held) regs_.give(reg);
+  for (int reg : {k, t, m, half, d[2], d[3], d[4], d[5]}) regs_.give(reg);
 }
 
 void VectorCodegen::emit_op(const ExprNode& n, int dst, const std::vector<int>& src) {
