@@ -282,10 +282,9 @@ void VectorCodegen::trigonometric(int dst, int x, ir::Opcode op) {
     const int wi = w[static_cast<size_t>(i)];
     vop(pb_, Opcode::kVshl, u, wi, next, sh);
     table_word(next, i + 1);
-    op_imm(Opcode::kVshrl, u, t, next, 1);  // next >> (32 - sh), as two shifts below 32
-    imm(dst, 31);
+    imm(dst, 32);  // next >> (32 - sh): a shift by 32 leaves 0
     vop(pb_, Opcode::kVsub, u, dst, dst, sh);
-    vop(pb_, Opcode::kVshrl, u, t, t, dst);
+    vop(pb_, Opcode::kVshrl, u, t, next, dst);
     vop(pb_, Opcode::kVor, u, wi, wi, t);
   }
   for (int r : {j, sh, next}) regs_.give(r);
