@@ -457,6 +457,12 @@ void VectorCodegen::emit_op(const ExprNode& n, int dst, const std::vector<int>& 
     pb_.emit(Opcode::kVcmp, dt, {k, probe, k, kEq});
     pb_.emit(Opcode::kVsel, DType::kU32, {dst, k, then, dst});
   };
+  // The composed functions compute in f32 (16-bit floats are held so); their result
+  // rounds to the op's type once, as the evaluator's does.
+  const DType f32 = DType::kF32;
+  auto to_lane_type = [&] {
+    if (dt != f32) pb_.emit(Opcode::kVcvt, dt, {dst, dst, static_cast<int64_t>(f32)});
+  };
   // dst (not negative) takes src[0]'s sign bit (k: scratch).
   auto sign_of_x = [&](int k) {
     pb_.vimm(k, 0x80000000u);
@@ -698,30 +704,30 @@ void VectorCodegen::emit_op(const ExprNode& n, int dst, const std::vector<int>& 
                                          2.1110837406e-04f,  -5.3845422372e-05f, 1.5317162251e-05f,
                                          -6.3341831265e-06f, 1.4981338836e-06f};
       const int a = regs_.take(), p = regs_.take(), q = regs_.take(), k = regs_.take();
-      vop(pb_, Opcode::kVabs, dt, a, src[0]);
-      vop(pb_, Opcode::kVmul, dt, q, a, a);
+      vop(pb_, Opcode::kVabs, f32, a, src[0]);
+      vop(pb_, Opcode::kVmul, f32, q, a, a);
       polynomial(pb_, p, kSmall, q, k);
-      vop(pb_, Opcode::kVmul, dt, p, p, a);  // erf(|x|) for |x| < 1
+      vop(pb_, Opcode::kVmul, f32, p, p, a);  // erf(|x|) for |x| < 1
       pb_.vimm(k, std::bit_cast<uint32_t>(4.0f));
-      vop(pb_, Opcode::kVmin, dt, a, a, k);
-      vop(pb_, Opcode::kVmul, dt, dst, a, a);
-      vop(pb_, Opcode::kVneg, dt, dst, dst);
-      vop(pb_, Opcode::kVexp, dt, dst, dst);  // e^(-x^2)
+      vop(pb_, Opcode::kVmin, f32, a, a, k);
+      vop(pb_, Opcode::kVmul, f32, dst, a, a);
+      vop(pb_, Opcode::kVneg, f32, dst, dst);
+      vop(pb_, Opcode::kVexp, f32, dst, dst);  // e^(-x^2)
       pb_.vimm(k, std::bit_cast<uint32_t>(2.5f));
-      vop(pb_, Opcode::kVsub, dt, q, a, k);
+      vop(pb_, Opcode::kVsub, f32, q, a, k);
       with_temp([&](int r) {
         polynomial(pb_, r, kLarge, q, k);
-        vop(pb_, Opcode::kVmul, dt, dst, dst, r);
+        vop(pb_, Opcode::kVmul, f32, dst, dst, r);
         pb_.vimm(r, std::bit_cast<uint32_t>(1.0f));
-        vop(pb_, Opcode::kVsub, dt, dst, r, dst);
-        pb_.emit(Opcode::kVcmp, dt, {r, a, r, kLt});
+        vop(pb_, Opcode::kVsub, f32, dst, r, dst);
+        pb_.emit(Opcode::kVcmp, f32, {r, a, r, kLt});
         pb_.emit(Opcode::kVsel, DType::kU32, {dst, r, p, dst});
       });
       sign_of_x(k);
-      pb_.emit(Opcode::kVcmp, dt, {k, src[0], src[0], kNe});  // NaN stays NaN
+      pb_.emit(Opcode::kVcmp, f32, {k, src[0], src[0], kNe});  // NaN stays NaN
       pb_.emit(Opcode::kVsel, DType::kU32, {dst, k, src[0], dst});
       for (int r : {a, p, q, k}) regs_.give(r);
-      return;
+      return to_lane_type();
     }
     case ir::Opcode::kAtan2: {
       // t = min(|x|, |y|) / max(|x|, |y|) (0 for two zeros, 1 for two infinities); above
@@ -736,33 +742,33 @@ void VectorCodegen::emit_op(const ExprNode& n, int dst, const std::vector<int>& 
       const int y = src[0], x = src[1];
       const int a = regs_.take(), b = regs_.take(), m = regs_.take(), k = regs_.take(),
                 u = regs_.take();
-      vop(pb_, Opcode::kVabs, dt, a, x);
-      vop(pb_, Opcode::kVabs, dt, b, y);
-      vop(pb_, Opcode::kVmax, dt, m, a, b);
-      vop(pb_, Opcode::kVmin, dt, dst, a, b);
-      vop(pb_, Opcode::kVdiv, dt, dst, dst, m);
-      pb_.emit(Opcode::kVcmp, dt, {b, b, a, kGt});  // b: |y| > |x|, from here on
+      vop(pb_, Opcode::kVabs, f32, a, x);
+      vop(pb_, Opcode::kVabs, f32, b, y);
+      vop(pb_, Opcode::kVmax, f32, m, a, b);
+      vop(pb_, Opcode::kVmin, f32, dst, a, b);
+      vop(pb_, Opcode::kVdiv, f32, dst, dst, m);
+      pb_.emit(Opcode::kVcmp, f32, {b, b, a, kGt});  // b: |y| > |x|, from here on
       pb_.vimm(a, std::bit_cast<uint32_t>(std::numeric_limits<float>::infinity()));
-      pb_.emit(Opcode::kVcmp, dt, {m, m, a, kEq});
+      pb_.emit(Opcode::kVcmp, f32, {m, m, a, kEq});
       pb_.vimm(a, std::bit_cast<uint32_t>(1.0f));
       pb_.emit(Opcode::kVsel, DType::kU32, {m, m, a, m});  // 1 where max is infinite, else 0
-      pb_.emit(Opcode::kVcmp, dt, {a, dst, dst, kNe});
+      pb_.emit(Opcode::kVcmp, f32, {a, dst, dst, kNe});
       pb_.emit(Opcode::kVsel, DType::kU32, {dst, a, m, dst});
       pb_.vimm(k, std::bit_cast<uint32_t>(0.41421356f));
-      pb_.emit(Opcode::kVcmp, dt, {m, dst, k, kGt});  // m: reduced by pi / 4
+      pb_.emit(Opcode::kVcmp, f32, {m, dst, k, kGt});  // m: reduced by pi / 4
       pb_.vimm(k, std::bit_cast<uint32_t>(1.0f));
-      vop(pb_, Opcode::kVsub, dt, a, dst, k);
-      vop(pb_, Opcode::kVadd, dt, k, dst, k);
-      vop(pb_, Opcode::kVdiv, dt, a, a, k);
+      vop(pb_, Opcode::kVsub, f32, a, dst, k);
+      vop(pb_, Opcode::kVadd, f32, k, dst, k);
+      vop(pb_, Opcode::kVdiv, f32, a, a, k);
       pb_.emit(Opcode::kVsel, DType::kU32, {dst, m, a, dst});
-      vop(pb_, Opcode::kVmul, dt, u, dst, dst);
+      vop(pb_, Opcode::kVmul, f32, u, dst, dst);
       polynomial(pb_, a, kQ, u, k);
-      vop(pb_, Opcode::kVmul, dt, a, a, u);
-      vop(pb_, Opcode::kVmul, dt, a, a, dst);
-      vop(pb_, Opcode::kVadd, dt, dst, dst, a);
+      vop(pb_, Opcode::kVmul, f32, a, a, u);
+      vop(pb_, Opcode::kVmul, f32, a, a, dst);
+      vop(pb_, Opcode::kVadd, f32, dst, dst, a);
       auto where = [&](int mask, float c, bool minus) {  // dst = mask ? c + dst (c - dst) : dst
         pb_.vimm(k, std::bit_cast<uint32_t>(c));
-        vop(pb_, minus ? Opcode::kVsub : Opcode::kVadd, dt, a, k, dst);
+        vop(pb_, minus ? Opcode::kVsub : Opcode::kVadd, f32, a, k, dst);
         pb_.emit(Opcode::kVsel, DType::kU32, {dst, mask, a, dst});
       };
       where(m, std::numbers::pi_v<float> / 4, false);
@@ -771,19 +777,20 @@ void VectorCodegen::emit_op(const ExprNode& n, int dst, const std::vector<int>& 
       pb_.emit(Opcode::kVcmp, DType::kS32, {m, x, k, kLt});  // x's sign bit
       where(m, std::numbers::pi_v<float>, true);
       sign_of_x(k);  // src[0] is y
-      pb_.emit(Opcode::kVcmp, dt, {k, x, x, kNe});
-      pb_.emit(Opcode::kVcmp, dt, {m, y, y, kNe});
+      pb_.emit(Opcode::kVcmp, f32, {k, x, x, kNe});
+      pb_.emit(Opcode::kVcmp, f32, {m, y, y, kNe});
       vop(pb_, Opcode::kVor, DType::kU32, k, k, m);
-      vop(pb_, Opcode::kVadd, dt, a, x, y);  // NaN where either is
+      vop(pb_, Opcode::kVadd, f32, a, x, y);  // NaN where either is
       pb_.emit(Opcode::kVsel, DType::kU32, {dst, k, a, dst});
       for (int r : {a, b, m, k, u}) regs_.give(r);
-      return;
+      return to_lane_type();
     }
     case ir::Opcode::kSin:
     case ir::Opcode::kCos:
     case ir::Opcode::kTan:
       float_only();
-      return trigonometric(dst, src[0], n.opcode);
+      trigonometric(dst, src[0], n.opcode);
+      return to_lane_type();
     case ir::Opcode::kIsFinite:
       // x - x is 0 for finite x and NaN for infinities and NaN.
       with_temp([&](int zero) {

@@ -67,46 +67,53 @@ TEST(TpuElementwise, F32UnaryOps) {
   }
 }
 
+// Zeros, infinities, NaN, the smallest and largest magnitudes, and a few plain values.
+std::vector<float> float_specials() {
+  const float inf = std::numeric_limits<float>::infinity(), max = std::numeric_limits<float>::max();
+  return {0.0f,
+          -0.0f,
+          inf,
+          -inf,
+          std::numeric_limits<float>::quiet_NaN(),
+          std::numeric_limits<float>::denorm_min(),
+          std::numeric_limits<float>::min(),
+          max,
+          -max,
+          1.0f,
+          -3.0f,
+          0.1f};
+}
+
+// Runs hlo on v5e: its result within `ulps` units in the last place (of the evaluator's
+// f32 result, subnormals counted as the smallest normals) of the evaluator's.
+void expect_within_ulps(const std::string& hlo, const std::vector<ir::Literal>& args, double ulps) {
+  SCOPED_TRACE(hlo);
+  const ir::Literal want = ir::evaluate(*ir::parse_module(hlo), args);
+  const std::vector<ir::Literal> got =
+      run_executable(compile_text(hlo, "v5e"), args, {want.shape()});
+  std::vector<double> bounds;
+  for (int64_t i = 0; i < want.num_elements(); ++i) {
+    int exponent = 0;
+    std::frexp(want.get_as_double(i), &exponent);
+    bounds.push_back(std::ldexp(ulps, std::max(exponent, -125) - 24));
+  }
+  EXPECT_TRUE(near(got.at(0), want, 0, 0, &bounds));
+}
+
 // erf and atan2 are composed of vector instructions (polynomial fits, vector_codegen.cc):
 // within 4 ulps of the evaluator's f32 result (C's erf and atan2 in double, rounded) from
 // subnormals to huge values, both signs, zeros, infinities and NaN.
 TEST(TpuElementwise, ErfAndAtan2WithinFourUlpsAcrossTheRange) {
-  auto ulp_bounds = [](const ir::Literal& want) {
-    std::vector<double> bounds;
-    for (int64_t i = 0; i < want.num_elements(); ++i) {
-      int exponent = 0;
-      std::frexp(want.get_as_double(i), &exponent);
-      bounds.push_back(std::ldexp(4.0, std::max(exponent, -125) - 24));
-    }
-    return bounds;
-  };
-  auto run = [&](const std::string& hlo, const std::vector<ir::Literal>& args) {
-    SCOPED_TRACE(hlo);
-    const ir::Literal want = ir::evaluate(*ir::parse_module(hlo), args);
-    const std::vector<ir::Literal> got =
-        run_executable(compile_text(hlo, "v5e"), args, {want.shape()});
-    const std::vector<double> bounds = ulp_bounds(want);
-    EXPECT_TRUE(near(got.at(0), want, 0, 0, &bounds));
-  };
-  const float specials[] = {0.0f,
-                            -0.0f,
-                            std::numeric_limits<float>::infinity(),
-                            -std::numeric_limits<float>::infinity(),
-                            std::numeric_limits<float>::quiet_NaN(),
-                            std::numeric_limits<float>::denorm_min(),
-                            std::numeric_limits<float>::min(),
-                            std::numeric_limits<float>::max(),
-                            1.0f,
-                            -1.0f};
+  const std::vector<float> specials = float_specials();
   std::mt19937_64 rng(7);
   auto magnitude = [&](double lo_exp, double hi_exp) {  // 10^U(lo, hi), either sign
     const double m = std::pow(10.0, std::uniform_real_distribution<double>(lo_exp, hi_exp)(rng));
     return static_cast<float>(rng() % 2 ? m : -m);
   };
-  std::vector<float> x;
-  for (float v : specials) x.push_back(v);
+  std::vector<float> x = specials;
   while (x.size() < 4096) x.push_back(magnitude(-44, 1.2));  // erf is 1 from |x| = 4 on
-  run(unary_module("erf", "f32", "[4096]"), {literal(ir::PrimitiveType::kF32, {4096}, x)});
+  expect_within_ulps(unary_module("erf", "f32", "[4096]"),
+                     {literal(ir::PrimitiveType::kF32, {4096}, x)}, 4);
 
   std::vector<float> y, z;
   for (float a : specials)
@@ -116,8 +123,10 @@ TEST(TpuElementwise, ErfAndAtan2WithinFourUlpsAcrossTheRange) {
     y.push_back(magnitude(scale - 3, scale + 3));  // ratios from 1e-6 to 1e6
     z.push_back(y.size() % 7 ? magnitude(scale - 3, scale + 3) : magnitude(-30, 30));
   }
-  run(binary_module("atan2", "f32", "[4096]"),
-      {literal(ir::PrimitiveType::kF32, {4096}, y), literal(ir::PrimitiveType::kF32, {4096}, z)});
+  expect_within_ulps(
+      binary_module("atan2", "f32", "[4096]"),
+      {literal(ir::PrimitiveType::kF32, {4096}, y), literal(ir::PrimitiveType::kF32, {4096}, z)},
+      4);
 }
 
 // Sine, cosine and tangent reduce by pi / 2 exactly enough for any f32 (Payne-Hanek in
@@ -125,20 +134,10 @@ TEST(TpuElementwise, ErfAndAtan2WithinFourUlpsAcrossTheRange) {
 // from subnormals to the largest floats, at the f32 values nearest multiples of pi / 2
 // (the hardest to reduce) too, with zeros, infinities and NaN.
 TEST(TpuElementwise, SineCosineTangentWithinFourUlpsAcrossTheRange) {
-  const float specials[] = {0.0f,
-                            -0.0f,
-                            std::numeric_limits<float>::infinity(),
-                            -std::numeric_limits<float>::infinity(),
-                            std::numeric_limits<float>::quiet_NaN(),
-                            std::numeric_limits<float>::denorm_min(),
-                            std::numeric_limits<float>::min(),
-                            std::numeric_limits<float>::max(),
-                            -std::numeric_limits<float>::max(),
-                            0.785398185f,
-                            -0.785398185f,
-                            1.57079637f};
+  std::vector<float> x = float_specials();
+  for (float v : {0.785398185f, -0.785398185f, 1.57079637f})
+    x.push_back(v);  // pi / 4, pi / 2 rounded
   std::mt19937_64 rng(5);
-  std::vector<float> x(std::begin(specials), std::end(specials));
   while (x.size() < 8192) {
     const double m = x.size() % 3
                          ? std::pow(10.0, std::uniform_real_distribution<double>(-40, 38.5)(rng))
@@ -146,37 +145,15 @@ TEST(TpuElementwise, SineCosineTangentWithinFourUlpsAcrossTheRange) {
     x.push_back(static_cast<float>(rng() % 2 ? m : -m));
   }
   const std::vector<ir::Literal> args = {literal(ir::PrimitiveType::kF32, {8192}, x)};
-  for (const char* op : {"sine", "cosine", "tan"}) {
-    const std::string hlo = unary_module(op, "f32", "[8192]");
-    SCOPED_TRACE(op);
-    const ir::Literal want = ir::evaluate(*ir::parse_module(hlo), args);
-    const ir::Literal got = run_executable(compile_text(hlo, "v5e"), args, {want.shape()}).at(0);
-    std::vector<double> bounds;
-    for (int64_t i = 0; i < want.num_elements(); ++i) {
-      int exponent = 0;
-      std::frexp(want.get_as_double(i), &exponent);
-      bounds.push_back(std::ldexp(4.0, std::max(exponent, -125) - 24));
-    }
-    EXPECT_TRUE(near(got, want, 0, 0, &bounds));
-  }
+  for (const char* op : {"sine", "cosine", "tan"})
+    expect_within_ulps(unary_module(op, "f32", "[8192]"), args, 4);
 }
 
 // Float remainder is exact (fmod, vector_codegen.cc): random bit patterns (every
 // exponent, subnormals, both signs), pairs of nearby magnitudes and every pair of
 // specials, bit for bit against the evaluator (NaN only as NaN).
 TEST(TpuElementwise, FloatRemainderIsExactFmod) {
-  const float inf = std::numeric_limits<float>::infinity();
-  const float specials[] = {0.0f,
-                            -0.0f,
-                            inf,
-                            -inf,
-                            std::numeric_limits<float>::quiet_NaN(),
-                            std::numeric_limits<float>::denorm_min(),
-                            -std::numeric_limits<float>::min(),
-                            std::numeric_limits<float>::max(),
-                            1.0f,
-                            -3.0f,
-                            0.1f};
+  const std::vector<float> specials = float_specials();
   std::mt19937 rng(11);
   std::vector<float> x, y;
   for (float a : specials)
