@@ -46,9 +46,12 @@ class VectorCodegen {
  private:
   std::vector<int> emit_impl(const std::function<LeafLocation(int leaf)>* where, const std::vector<int>* leaf_regs);
   void emit_op(const ExprNode& n, int dst, const std::vector<int>& src);
-  // dst = fmod(x, y) of f32 lanes, exact (vector_codegen.cc).
+  // Functions composed of vector instructions, in f32 lanes (vector_math.cc).
+  void erf(int dst, int x);
+  void atan2(int dst, int y, int x);
+  // dst = fmod(x, y), exact.
   void float_remainder(int dst, int x, int y);
-  // dst = sine, cosine or tangent (op) of f32 lanes (vector_codegen.cc).
+  // dst = sine, cosine or tangent (op).
   void trigonometric(int dst, int x, ir::Opcode op);
   isa::DType lane(const ExprNode& n, ir::PrimitiveType t) const;
 
