@@ -253,7 +253,6 @@ Value lower_scatter(Lowerer& l, const Instruction& i, Scope& s) {
   };
 
   // The results start as copies of the operands.
-  Value result{-1, i.shape(), {}};
   std::vector<int32_t> out;
   std::vector<ir::PrimitiveType> types;
   int copies = 0;
@@ -261,13 +260,12 @@ Value lower_scatter(Lowerer& l, const Instruction& i, Scope& s) {
     types.push_back(i.operand(k)->shape().type());
     const ir::Shape shape(types.back(), dims);
     out.push_back(l.new_buffer(n == 1 ? i.name() : fmt::format("{}.{}", i.name(), k), shape));
-    if (n > 1) result.elements.push_back(Value{out.back(), shape, {}});
     const int64_t eb = ir::type_byte_size(types.back());
     copies += issue_copy(pb, l.use(operands[static_cast<size_t>(k)].buffer),
                          operands[static_cast<size_t>(k)].offset * eb, l.use(out.back()), 0, eb,
                          dims, operands[static_cast<size_t>(k)].strides, strides, kSemOnce);
   }
-  if (n == 1) result.buffer = out[0];
+  const Value result = value_in(i, out);
   pb.wait(kSemOnce, copies);
 
   // The window: the update's window dims, over the operand's dims not inserted (in order).

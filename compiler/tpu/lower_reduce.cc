@@ -330,14 +330,6 @@ Value lower_reduce(Lowerer& l, const Instruction& i, Scope& s) {
   p.c = collapse(e.dims, labels, strides);
   p.out_access = e.leaves.size();
 
-  auto result_value = [&](const std::vector<int32_t>& buffers) {
-    if (n_ops == 1) return Value{buffers[0], i.shape(), {}};
-    Value v;
-    v.shape = i.shape();
-    for (int64_t k = 0; k < n_ops; ++k)
-      v.elements.push_back(Value{buffers[static_cast<size_t>(k)], out_shapes[static_cast<size_t>(k)], {}});
-    return v;
-  };
   auto new_buffers = [&] {
     std::vector<int32_t> out;
     for (int64_t k = 0; k < n_ops; ++k)
@@ -382,7 +374,7 @@ Value lower_reduce(Lowerer& l, const Instruction& i, Scope& s) {
       outputs.push_back(KernelOutput{results[static_cast<size_t>(k)], out[static_cast<size_t>(k)],
                                      types[static_cast<size_t>(k)]});
     emit_elementwise_kernel(l, f, outputs);
-    return result_value(out);
+    return value_in(i, out);
   }
 
   const int n = static_cast<int>(p.c.dims.size());
@@ -405,7 +397,7 @@ Value lower_reduce(Lowerer& l, const Instruction& i, Scope& s) {
     emit_reduce_kernel(l, e, nodes[0], p, lane_combiner(comb), inits[0], out[0], types[0], i);
   else
     emit_general_reduce_kernel(l, e, nodes, p, *reducer, inits, out, types);
-  return result_value(out);
+  return value_in(i, out);
 }
 
 }  // namespace podsim::tpu

@@ -32,14 +32,11 @@ Value lower_sort(Lowerer& l, const ir::Instruction& i, Scope& s) {
   const auto dim = static_cast<size_t>(i.attrs().dimensions.at(0));
   const int64_t n = dims[dim];
 
-  Value result{-1, i.shape(), {}};
   std::vector<int32_t> out;
-  for (int64_t k = 0; k < n_ops; ++k) {
-    const ir::Shape shape(types[static_cast<size_t>(k)], dims);
-    out.push_back(l.new_buffer(n_ops == 1 ? i.name() : fmt::format("{}.{}", i.name(), k), shape));
-    if (n_ops > 1) result.elements.push_back(Value{out.back(), shape, {}});
-  }
-  if (n_ops == 1) result.buffer = out[0];
+  for (int64_t k = 0; k < n_ops; ++k)
+    out.push_back(l.new_buffer(n_ops == 1 ? i.name() : fmt::format("{}.{}", i.name(), k),
+                               ir::Shape(types[static_cast<size_t>(k)], dims)));
+  const Value result = value_in(i, out);
 
   // The other dimensions, row-major, across the lanes: a row of `row` elements (whole
   // tiles) per position along the sort dimension.

@@ -9,6 +9,16 @@
 
 namespace podsim::tpu {
 
+// The value of an instruction whose results are in `buffers`, one per element of a tuple
+// result (else the one array).
+inline Value value_in(const ir::Instruction& i, const std::vector<int32_t>& buffers) {
+  if (!i.shape().is_tuple()) return Value{buffers.at(0), i.shape(), {}};
+  Value v{-1, i.shape(), {}};
+  for (size_t k = 0; k < buffers.size(); ++k)
+    v.elements.push_back(Value{buffers[k], i.shape().element(static_cast<int64_t>(k)), {}});
+  return v;
+}
+
 // Elementwise kernels (lower_elementwise.cc).
 struct KernelOutput {
   int node = 0;
