@@ -4,6 +4,8 @@
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <string>
+#include <vector>
 
 namespace podsim::tools {
 
@@ -17,6 +19,11 @@ struct Command {
   CLI::App* app;
   std::function<int()> run;
 };
+// --custom-calls FILE...: every computation of each HLO file that none of its others
+// calls defines the custom-call target of its name (passes::define_custom_calls).
+void add_custom_calls_option(CLI::App& command, std::vector<std::string>& files);
+void define_custom_calls(const std::vector<std::string>& files);
+
 Command add_check_command(CLI::App& app);
 Command add_run_command(CLI::App& app);
 Command add_topology_command(CLI::App& app);

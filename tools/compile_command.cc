@@ -27,9 +27,11 @@ struct CompileOptions {
   bool no_passes = false;
   int core = 0;
   tpu::Options::AllReduce collectives = tpu::Options::AllReduce::kAuto;
+  std::vector<std::string> custom_calls;
 };
 
 int run_compile(const CompileOptions& o) {
+  define_custom_calls(o.custom_calls);
   auto module = ir::parse_module_file(o.file);
   ir::verify_module(*module, o.file);
   const tpu::Target target = o.topology.empty()
@@ -79,6 +81,7 @@ Command add_compile_command(CLI::App& app) {
                   "Compile for every chip of a pod (v5e-8, v4:2x2x2, ... or a TOML file), one "
                   "replica per chip; its chip replaces --chip");
   cmd->add_flag("--no-passes", o->no_passes, "Lower the module as it is (no simplification or fusion)");
+  add_custom_calls_option(*cmd, o->custom_calls);
   cmd->add_option("--core", o->core, "The TensorCore that runs the program")->capture_default_str();
   using A = tpu::Options::AllReduce;
   cmd->add_option("--collectives", o->collectives,

@@ -67,6 +67,7 @@ struct RunOptions {
   bool host_link = false;
   bool local_flows = false;
   std::string hbm = "request-time";
+  std::vector<std::string> custom_calls;
 };
 
 // Random values that exercise an op without overflowing ordinary arithmetic: floats
@@ -439,6 +440,7 @@ std::string partition_summary(const ir::Module& module) {
 
 int run(const RunOptions& options) {
   if (options.file.ends_with(".pex") || options.file.ends_with(".s")) return run_executable(options);
+  define_custom_calls(options.custom_calls);
   auto module = ir::parse_module_file(options.file);
   ir::verify_module(*module, options.file);
 
@@ -472,6 +474,9 @@ int run(const RunOptions& options) {
       if (!(f << ir::print_module(*module))) fail("cannot write {}", options.save_partitioned);
     }
   }
+
+  // Custom calls with a meaning as it, for every backend (the evaluator's too).
+  passes::make_custom_call_expander()->run(*module);
 
   ir::EvalOptions eval;
   // On a pod: --replicas, else the module's replica_count, else a replica per chip; the
@@ -595,6 +600,22 @@ int run(const RunOptions& options) {
 
 }  // namespace
 
+void add_custom_calls_option(CLI::App& command, std::vector<std::string>& files) {
+  command
+      .add_option("--custom-calls", files,
+                  "HLO files defining custom-call targets: each computation that no other in its "
+                  "file calls "
+                  "gives the meaning of the target of its name (characters a name cannot hold as "
+                  "'_'), used by "
+                  "every backend; a definition on scalars also applies elementwise to arrays")
+      ->check(CLI::ExistingFile);
+}
+
+void define_custom_calls(const std::vector<std::string>& files) {
+  for (const std::string& file : files)
+    passes::define_custom_calls(*ir::parse_module_file(file), file);
+}
+
 Command add_run_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "run", "Run an HLO text module (or an executable: .pex, .s) and summarise its outputs");
@@ -632,6 +653,7 @@ Command add_run_command(CLI::App& app) {
   cmd->add_option("--save-partitioned", options->save_partitioned,
                   "SPMD: write the partitioned module (the program every device runs, HLO text) here");
   cmd->add_option("--output", options->output, "Write the outputs to this safetensors file");
+  add_custom_calls_option(*cmd, options->custom_calls);
   cmd->add_option("--profile", options->profile,
                   "--backend sim: write the run's profile (Chrome trace JSON, opens in Perfetto UI) here");
   cmd->add_option("--trace-instructions", options->trace_instructions,

@@ -374,10 +374,12 @@ Literal DeviceEvaluator::run_custom_call(const Instruction& instruction, Operand
     if (it != custom_call_handlers().end()) handler = it->second;
   }
   if (!handler)
-    throw eval::LocatedError(
-        fmt::format("custom-call target '{}' has no evaluator handler (line {}); instruction {} needs one registered "
-                    "with podsim::ir::register_custom_call",
-                    target, instruction.pos().line, instruction.name()));
+    throw eval::LocatedError(fmt::format(
+        "custom-call target '{}' (line {}, instruction {}) has no definition: give its meaning as "
+        "an "
+        "HLO computation named after it (podsim run --custom-calls defs.hlo, or "
+        "passes::define_custom_calls), or register an evaluator handler (ir::register_custom_call)",
+        target, instruction.pos().line, instruction.name()));
   return handler(instruction, ops.all());
 }
 

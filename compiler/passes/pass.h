@@ -89,6 +89,25 @@ std::unique_ptr<Pass> make_map_inliner();
 // summed in f32, as TPUs do (dot_expander.cc). Not in the default pipeline.
 std::unique_ptr<Pass> make_dot_expander();
 
+// Custom calls with a meaning (custom_calls.cc): a target defined by define_custom_calls
+// becomes its computation inlined (operands as its parameters; a definition on scalars
+// applied to arrays of one shape becomes a map of it); XLA's own targets whose meaning is
+// public become a copy of their operand outside SPMD: Sharding, SPMDFullToShardShape,
+// SPMDShardToFullShape (after partitioning, or with one partition), annotate_device_placement,
+// MoveToHost, MoveToDevice. Other custom calls stay (the evaluator runs those with a
+// handler, ir::register_custom_call). A call whose shapes its definition does not take is
+// a podsim::Error naming both. Every compile driver (CPU, OpenCL, TPU) runs it first.
+std::unique_ptr<Pass> make_custom_call_expander();
+// Defines custom-call targets for every later compile, process-wide (as
+// ir::register_custom_call): each computation of `definitions` that none of its
+// computations calls defines the target of its name (characters an HLO name cannot hold,
+// such as '$', written '_'); the others are its helpers (reducers, ...). A later definition
+// of a target replaces an earlier one. `source` (a file name) is named in errors.
+void define_custom_calls(const ir::Module& definitions, std::string_view source);
+void clear_custom_call_definitions();
+// Every definition made, printed: part of the runtime's compile-cache key.
+std::string custom_call_definitions_key();
+
 // Every async collective (all-reduce-start / -done, ...) becomes its synchronous
 // collective, for targets that run collectives in one piece. Not in the default
 // pipeline: the TPU target keeps the pairs.

@@ -481,6 +481,11 @@ Value Lowerer::lower(const Instruction& i, Scope& s) {
     case Opcode::kCollectivePermute: return lower_collective_permute(*this, i, s);
     case Opcode::kCollectiveBroadcast: return lower_collective_broadcast(*this, i, s);
     case Opcode::kAllToAll: return lower_all_to_all(*this, i, s);
+    case Opcode::kCustomCall:
+      unsupported_what(
+          i, fmt::format("custom-call '{}'", i.attrs().custom_call_target),
+          "the target has no definition; give its meaning as an HLO computation named after it "
+          "(podsim run --custom-calls defs.hlo, or passes::define_custom_calls)");
     default:
       if (ir::is_elementwise(i.opcode())) return lower_elementwise(*this, i, s);
       unsupported(i);
@@ -625,7 +630,8 @@ isa::Executable compile(const ir::Module& module, const Target& target, const Op
   } else if (target.devices() != 1) {
     fail("TPU compile: {} replicas x {} partitions need a pod", target.replicas, target.partitions);
   }
-  // Async collectives run as their collectives, in one piece; tuple all-to-alls as the
+  // Custom calls with a meaning as it (passes::make_custom_call_expander); async
+  // collectives run as their collectives, in one piece; tuple all-to-alls as the
   // array form; maps inlined; batched gathers as plain ones; window ops as slices, pads
   // and dots, and dots the MXU does not take as they are as vector ops or several passes
   // (passes::make_map_inliner, make_batched_gather_normalizer, make_window_expander,
@@ -633,9 +639,10 @@ isa::Executable compile(const ir::Module& module, const Target& target, const Op
   bool rewrite = false;
   for (const auto& c : module.computations())
     for (const auto& i : c->instructions())
-      rewrite |= ir::collective_kind(i->opcode()) != i->opcode() || i->opcode() == ir::Opcode::kAsyncStart ||
+      rewrite |= ir::collective_kind(i->opcode()) != i->opcode() ||
+                 i->opcode() == ir::Opcode::kAsyncStart ||
                  (i->opcode() == ir::Opcode::kAllToAll && i->attrs().dimensions.empty()) ||
-                 rewritten_by_expanders(i->opcode());
+                 i->opcode() == ir::Opcode::kCustomCall || rewritten_by_expanders(i->opcode());
   std::unique_ptr<ir::Module> prepared;
   if (options.passes || rewrite) {
     prepared = ir::parse_module(ir::print_module(module), module.name());
@@ -647,6 +654,7 @@ isa::Executable compile(const ir::Module& module, const Target& target, const Op
         for (const auto& i : copy->instructions())
           if (auto it = pos.find(i->name()); it != pos.end()) i->set_pos(it->second);
       }
+    passes::make_custom_call_expander()->run(*prepared);
     passes::make_async_collectives_to_sync()->run(*prepared);
     passes::make_map_inliner()->run(*prepared);
     passes::make_batched_gather_normalizer()->run(*prepared);

@@ -18,6 +18,7 @@
 #include <unordered_map>
 
 #include "common/error.h"
+#include "compiler/passes/pass.h"
 #include "runtime/debug/metrics.h"
 
 namespace podsim::pjrt {
@@ -271,8 +272,13 @@ struct CompileCache::State {
 
 namespace {
 
+// The graph, the target, and the custom-call definitions a compile inlines.
 Hash128 cache_key(const Hash128& graph_hash, const Client& client) {
-  return Hasher().add(graph_hash).add(client.target()).finish();
+  return Hasher()
+      .add(graph_hash)
+      .add(client.target())
+      .add(passes::custom_call_definitions_key())
+      .finish();
 }
 
 }  // namespace
@@ -347,7 +353,7 @@ void CompileCache::insert(const Hash128& graph_hash, Client& client,
                           std::shared_ptr<Executable> executable) {
   if (executable == nullptr) fail("compile cache: cannot insert a null executable");
   std::string target = client.target();
-  Hash128 key = Hasher().add(graph_hash).add(target).finish();
+  Hash128 key = cache_key(graph_hash, client);
   fs::path directory;
   {
     std::lock_guard lock(state_->mutex);

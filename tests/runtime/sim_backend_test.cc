@@ -198,8 +198,9 @@ ENTRY main {
     sim_client().compile(*module);
     FAIL() << "expected an error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("not supported on the TPU target: custom-call"),
-              std::string::npos)
+    EXPECT_NE(
+        std::string(e.what()).find("not supported on the TPU target: custom-call 'my_kernel'"),
+        std::string::npos)
         << e.what();
   }
 }

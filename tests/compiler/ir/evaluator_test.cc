@@ -144,7 +144,9 @@ ENTRY main {
   ROOT c = f32[2] custom-call(x), custom_call_target="podsim_no_such_target"
 })";
   std::string message = error_of([&] { run(text, {vec<float>(PrimitiveType::kF32, {1, 2})}); });
-  expect_contains(message, "custom-call target 'podsim_no_such_target' has no evaluator handler (line 5)");
+  expect_contains(
+      message,
+      "custom-call target 'podsim_no_such_target' (line 5, instruction c) has no definition");
 }
 
 TEST(EvaluatorDriver, ArgumentCountAndShapeErrorsNameTheParameter) {

@@ -23,7 +23,9 @@ ENTRY e {
 })",
                  "tiny");
   });
-  EXPECT_TRUE(contains(message, "not supported on the TPU target: custom-call (line 4)"))
+  EXPECT_TRUE(contains(message,
+                       "not supported on the TPU target: custom-call 'my_kernel' (line 4): the "
+                       "target has no definition"))
       << message;
 
   message = error_of([] {
@@ -35,6 +37,32 @@ ENTRY e {
                  "tiny");
   });
   EXPECT_TRUE(contains(message, "not supported on the TPU target: add (line 4): s64")) << message;
+}
+
+TEST(TpuCompile, DefinedCustomCallsAndXlaMarkersRun) {
+  passes::define_custom_calls(*ir::parse_module(R"(HloModule defs
+ENTRY softplus (x: f32[]) -> f32[] {
+  x = f32[] parameter(0)
+  e = f32[] exponential(x)
+  ROOT y = f32[] log-plus-one(e)
+})"),
+                              "defs.hlo");
+  const std::string text = R"(HloModule m
+ENTRY e {
+  p = f32[8,128] parameter(0)
+  s = f32[8,128] custom-call(p), custom_call_target="Sharding", sharding={replicated}
+  ROOT y = f32[8,128] custom-call(s), custom_call_target="softplus"
+})";
+  auto expanded = ir::parse_module(text);
+  passes::make_custom_call_expander()->run(*expanded);
+  std::mt19937_64 rng(5);
+  std::vector<ir::Literal> args = {
+      random_literal(ir::Shape(ir::PrimitiveType::kF32, {8, 128}), rng, -8, 8)};
+  const ir::Literal expected = ir::evaluate(*expanded, args);
+  std::vector<ir::Literal> actual =
+      run_executable(compile_text(text, "v5e"), args, {expected.shape()});
+  passes::clear_custom_call_definitions();
+  EXPECT_TRUE(near(actual.at(0), expected, 4e-6, 1e-30));
 }
 
 TEST(TpuCompile, ExecutablesValidateAndRoundTripThroughText) {
