@@ -18,7 +18,9 @@
 #include "common/error.h"
 #include "compiler/ir/evaluator.h"
 #include "compiler/ir/literal.h"
+#include "compiler/ir/parser.h"
 #include "compiler/ir/safetensors.h"
+#include "compiler/passes/pass.h"
 
 namespace podsim::testing::numpy_cases {
 
@@ -97,9 +99,17 @@ inline std::vector<ir::Literal> copies(const std::vector<const ir::Literal*>& li
   return out;
 }
 
-// The custom-call target of the oracle's custom-call case: elementwise negation.
+// The custom-call target of the oracle's custom-call case: elementwise negation, as an
+// evaluator handler (the evaluator runs modules as they are) and as a definition (the
+// compile drivers expand it: the TPU target has no handlers).
 inline void register_oracle_targets() {
   static const bool registered = [] {
+    passes::define_custom_calls(*ir::parse_module(R"(HloModule oracle_targets
+ENTRY oracle_negate (x: f32[]) -> f32[] {
+  x = f32[] parameter(0)
+  ROOT n = f32[] negate(x)
+})"),
+                                "numpy_cases.h");
     ir::register_custom_call("oracle_negate",
                              [](const ir::Instruction&, std::span<const ir::Literal* const> ops) {
                                if (ops.size() != 1) fail("oracle_negate takes one operand");
