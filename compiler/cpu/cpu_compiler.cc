@@ -199,7 +199,7 @@ std::unique_ptr<Executable> compile(const ir::Module& module, CompileOptions opt
   ir::verify_module(module);
   std::unique_ptr<ir::Module> copy =
       ir::parse_module(ir::print_module(module), "<cpu compile: " + module.name() + ">");
-  passes::make_custom_call_expander()->run(*copy);
+  passes::expand_composite_ops(*copy);
   passes::make_async_collectives_to_sync()->run(*copy);  // collectives run in one piece
   if (options.run_passes) {
     passes::default_pipeline().run(*copy);

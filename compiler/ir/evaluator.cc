@@ -302,9 +302,26 @@ Literal DeviceEvaluator::dispatch(const Instruction& instruction, OperandValues&
     case Opcode::kMap: return eval::eval_reduction(instruction, ops.all(), *this);
     case Opcode::kDot:
     case Opcode::kConvolution: return eval::eval_linalg(instruction, ops.all());
+    case Opcode::kBatchNormTraining:
+    case Opcode::kBatchNormInference:
+    case Opcode::kBatchNormGrad:
+      return eval::eval_batch_norm(instruction, ops.all());
     case Opcode::kGather:
     case Opcode::kScatter:
-    case Opcode::kSort: return eval::eval_indexing(instruction, ops.all(), *this);
+    case Opcode::kSort:
+    case Opcode::kTopK:
+      return eval::eval_indexing(instruction, ops.all(), *this);
+    case Opcode::kCopyStart: {  // (destination, source, context)
+      expect_operands(instruction, ops, 1);
+      std::vector<Literal> parts;
+      parts.push_back(*ops.all()[0]);
+      parts.push_back(*ops.all()[0]);
+      parts.push_back(Literal::scalar(PrimitiveType::kU32, 0));
+      return Literal::tuple(std::move(parts));
+    }
+    case Opcode::kCopyDone:
+      expect_operands(instruction, ops, 1);
+      return ops.all()[0]->elements().at(0);
     case Opcode::kAllReduce:
     case Opcode::kAllGather:
     case Opcode::kReduceScatter:

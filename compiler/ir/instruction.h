@@ -52,6 +52,11 @@ struct Attributes {
   ComparisonDirection direction = ComparisonDirection::kEq;  // compare
   ComparisonType comparison_type = ComparisonType::kDefault;  // compare: type=
   bool is_stable = false;                // sort
+  float epsilon = 0;                     // batch-norm-*
+  int64_t feature_index = 0;             // batch-norm-*
+  int64_t k = 0;                         // topk: k=N
+  bool largest = true;                   // topk
+  std::optional<int64_t> cross_program_prefetch_index;  // copy-start
   RngAlgorithm rng_algorithm = RngAlgorithm::kDefault;
   FusionKind fusion_kind = FusionKind::kLoop;
   std::optional<ReplicaGroups> replica_groups;  // collectives

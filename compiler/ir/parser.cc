@@ -6,6 +6,7 @@
 #include <array>
 #include <cerrno>
 #include <charconv>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -92,6 +93,13 @@ int64_t Parser::int_value(const Token& t) {
 
 int64_t Parser::expect_int(std::string_view what) {
   return int_value(expect(TokenKind::kInt, what));
+}
+
+float Parser::expect_float(std::string_view what) {
+  const Token t = lex_.next();
+  if (t.kind != TokenKind::kInt && t.kind != TokenKind::kFloat)
+    failf(t.offset, "expected a number for {}, got {}", what, describe(t));
+  return std::strtof(std::string(t.text).c_str(), nullptr);
 }
 
 bool Parser::expect_bool(std::string_view what) {

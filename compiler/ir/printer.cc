@@ -231,6 +231,16 @@ void append_attributes(const Instruction& in, std::string& out) {
       add("type", std::string(comparison_type_name(a.comparison_type)));
   }
   if (op == O::kSort && a.is_stable) add("is_stable", "true");
+  if (op == O::kTopK) {
+    add("k", std::to_string(a.k));
+    add("largest", a.largest ? "true" : "false");
+  }
+  if (op == O::kCopyStart && a.cross_program_prefetch_index)
+    add("cross_program_prefetch_index", std::to_string(*a.cross_program_prefetch_index));
+  if (op == O::kBatchNormTraining || op == O::kBatchNormInference || op == O::kBatchNormGrad) {
+    add("epsilon", fmt::format("{}", a.epsilon));
+    add("feature_index", std::to_string(a.feature_index));
+  }
   if (op == O::kRngBitGenerator) add("algorithm", std::string(rng_algorithm_name(a.rng_algorithm)));
   if (op == O::kFusion) add("kind", std::string(fusion_kind_name(a.fusion_kind)));
   if ((op == O::kAsyncStart || op == O::kAsyncUpdate || op == O::kAsyncDone) && !a.async_execution_thread.empty())

@@ -431,6 +431,16 @@ Shape dispatch(const Instruction& inst) {
       return infer_sort(inst);
     case Opcode::kMap:
       return infer_map(inst);
+    case Opcode::kTopK:
+      return infer_topk(inst);
+    case Opcode::kCopyStart:
+      return infer_copy_start(inst);
+    case Opcode::kCopyDone:
+      return infer_copy_done(inst);
+    case Opcode::kBatchNormTraining:
+    case Opcode::kBatchNormInference:
+    case Opcode::kBatchNormGrad:
+      return infer_batch_norm(inst);
     case Opcode::kTuple:
       return infer_tuple(inst);
     case Opcode::kGetTupleElement:

@@ -1,8 +1,8 @@
-// Async collectives to synchronous ones: each start and its done become the collective
-// itself (for a generic async-start, the instruction it wraps; its updates and its
-// computation go), for targets that run a collective in one piece (the CPU backend, and
-// the TPU lowering, which overlaps collectives with independent steps itself). The
-// collective takes the start's operands, attributes and called computations; whatever
+// Async collectives and copies to synchronous ones: each start and its done become the
+// collective itself (for a generic async-start, the instruction it wraps; its updates and
+// its computation go; for a copy-start, a copy), for targets that run a collective in one piece
+// (the CPU backend, and the TPU lowering, which overlaps collectives with independent steps
+// itself). The collective takes the start's operands, attributes and called computations; whatever
 // used the done uses it; a start's other users (rare: XLA's async tuples also hold the
 // operands) get the tuple the start would have produced.
 #include <unordered_set>
@@ -34,7 +34,49 @@ class AsyncCollectivesToSync final : public Pass {
   }
 
  private:
+  // copy-start / copy-done: a copy; a start's other users get (copy, source, 0).
+  static bool copies(ir::Computation& c) {
+    std::vector<Instruction*> starts;
+    for (const auto& i : c.instructions())
+      if (i->opcode() == Opcode::kCopyStart) starts.push_back(i.get());
+    if (starts.empty()) return false;
+    auto users = c.users();
+    std::unordered_set<const Instruction*> gone;
+    for (Instruction* start : starts) {
+      Instruction* copy = c.add(std::make_unique<Instruction>(
+          c.unique_name(start->name() + ".sync"), Opcode::kCopy, start->shape().element(0)));
+      copy->set_operands(start->operands());
+      copy->metadata() = start->metadata();
+      copy->set_pos(start->pos());
+      for (Instruction* p : start->control_predecessors()) copy->add_control_predecessor(p);
+      bool other_users = c.root() == start;
+      for (Instruction* user : users[start]) {
+        if (user->opcode() != Opcode::kCopyDone) {
+          other_users = true;
+          continue;
+        }
+        c.replace_all_uses(user, copy);
+        gone.insert(user);
+      }
+      Instruction* value = copy;
+      if (other_users) {
+        auto context = std::make_unique<Instruction>(c.unique_name(start->name() + ".context"),
+                                                     Opcode::kConstant, start->shape().element(2));
+        context->attrs().literal = ir::Literal(start->shape().element(2));
+        value = c.add(std::make_unique<Instruction>(c.unique_name(start->name() + ".value"),
+                                                    Opcode::kTuple, start->shape()));
+        value->set_operands({copy, start->operand(0), c.add(std::move(context))});
+      }
+      c.replace_all_uses(start, value);
+      gone.insert(start);
+    }
+    c.remove_if([&](const Instruction* i) { return gone.count(i) > 0; });
+    c.sort_topologically();
+    return true;
+  }
+
   static bool run(ir::Computation& c, std::unordered_set<const ir::Computation*>& wrapped) {
+    const bool copied = copies(c);
     std::vector<Instruction*> starts;
     std::unordered_set<const Instruction*> gone;
     for (const auto& i : c.instructions()) {
@@ -42,7 +84,7 @@ class AsyncCollectivesToSync final : public Pass {
         starts.push_back(i.get());
       if (i->opcode() == Opcode::kAsyncUpdate) gone.insert(i.get());
     }
-    if (starts.empty()) return false;
+    if (starts.empty()) return copied;
     // An async update passes its start's value on (in order: a chain ends at the start).
     for (const auto& i : c.instructions())
       if (i->opcode() == Opcode::kAsyncUpdate) c.replace_all_uses(i.get(), i->operand(0));

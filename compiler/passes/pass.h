@@ -89,6 +89,14 @@ std::unique_ptr<Pass> make_map_inliner();
 // summed in f32, as TPUs do (dot_expander.cc). Not in the default pipeline.
 std::unique_ptr<Pass> make_dot_expander();
 
+// batch-norm-training, -inference and -grad as reductions and elementwise ops (XLA's
+// BatchNormExpander; 16-bit floats in f32). Within rounding of the evaluator's (which
+// computes in double).
+std::unique_ptr<Pass> make_batch_norm_expander();
+
+// topk as a stable sort of (values, positions) and slices (XLA's TopkDecomposer); exact.
+std::unique_ptr<Pass> make_topk_decomposer();
+
 // Custom calls with a meaning (custom_calls.cc): a target defined by define_custom_calls
 // becomes its computation inlined (operands as its parameters; a definition on scalars
 // applied to arrays of one shape becomes a map of it); XLA's own targets whose meaning is
@@ -96,8 +104,12 @@ std::unique_ptr<Pass> make_dot_expander();
 // SPMDShardToFullShape (after partitioning, or with one partition), annotate_device_placement,
 // MoveToHost, MoveToDevice. Other custom calls stay (the evaluator runs those with a
 // handler, ir::register_custom_call). A call whose shapes its definition does not take is
-// a podsim::Error naming both. Every compile driver (CPU, OpenCL, TPU) runs it first.
+// a podsim::Error naming both.
 std::unique_ptr<Pass> make_custom_call_expander();
+// What every compile driver (CPU, OpenCL, TPU) runs first, so that each backend runs
+// these ops with what it already has: the custom-call expander, the batch-norm expander
+// and the topk decomposer.
+void expand_composite_ops(ir::Module& module);
 // Defines custom-call targets for every later compile, process-wide (as
 // ir::register_custom_call): each computation of `definitions` that none of its
 // computations calls defines the target of its name (characters an HLO name cannot hold,
@@ -109,7 +121,8 @@ void clear_custom_call_definitions();
 std::string custom_call_definitions_key();
 
 // Every async collective (all-reduce-start / -done, ...) becomes its synchronous
-// collective, for targets that run collectives in one piece. Not in the default
+// collective, and every copy-start / -done a copy, for targets that run collectives in
+// one piece. Not in the default
 // pipeline: the TPU target keeps the pairs.
 std::unique_ptr<Pass> make_async_collectives_to_sync();
 

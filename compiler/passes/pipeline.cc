@@ -94,4 +94,12 @@ Pipeline default_pipeline(FusionOptions fusion) {
   return pipeline;
 }
 
+void expand_composite_ops(ir::Module& module) {
+  Pipeline()
+      .add(make_custom_call_expander())
+      .add(make_batch_norm_expander())
+      .add(make_topk_decomposer())
+      .run(module);
+}
+
 }  // namespace podsim::passes

@@ -610,8 +610,11 @@ namespace {
 
 // Opcodes the expanders in compile() may rewrite (each pass decides which instances).
 bool rewritten_by_expanders(Opcode op) {
-  return op == Opcode::kConvolution || op == Opcode::kReduceWindow || op == Opcode::kSelectAndScatter ||
-         op == Opcode::kReduce || op == Opcode::kMap || op == Opcode::kGather || op == Opcode::kDot;
+  return op == Opcode::kConvolution || op == Opcode::kReduceWindow ||
+         op == Opcode::kSelectAndScatter || op == Opcode::kReduce || op == Opcode::kMap ||
+         op == Opcode::kGather || op == Opcode::kDot || op == Opcode::kBatchNormTraining ||
+         op == Opcode::kBatchNormInference || op == Opcode::kBatchNormGrad || op == Opcode::kTopK ||
+         op == Opcode::kCopyStart;
 }
 
 }  // namespace
@@ -630,11 +633,12 @@ isa::Executable compile(const ir::Module& module, const Target& target, const Op
   } else if (target.devices() != 1) {
     fail("TPU compile: {} replicas x {} partitions need a pod", target.replicas, target.partitions);
   }
-  // Custom calls with a meaning as it (passes::make_custom_call_expander); async
-  // collectives run as their collectives, in one piece; tuple all-to-alls as the
-  // array form; maps inlined; batched gathers as plain ones; window ops as slices, pads
-  // and dots, and dots the MXU does not take as they are as vector ops or several passes
-  // (passes::make_map_inliner, make_batched_gather_normalizer, make_window_expander,
+  // Custom calls with a meaning as it, batch norm as reductions, topk as a sort
+  // (passes::expand_composite_ops);
+  // async copies as copies and async collectives as their collectives, in one piece; tuple
+  // all-to-alls as the array form; maps inlined; batched gathers as plain ones; window ops as
+  // slices, pads and dots, and dots the MXU does not take as they are as vector ops or several
+  // passes (passes::make_map_inliner, make_batched_gather_normalizer, make_window_expander,
   // make_dot_expander).
   bool rewrite = false;
   for (const auto& c : module.computations())
@@ -654,7 +658,7 @@ isa::Executable compile(const ir::Module& module, const Target& target, const Op
         for (const auto& i : copy->instructions())
           if (auto it = pos.find(i->name()); it != pos.end()) i->set_pos(it->second);
       }
-    passes::make_custom_call_expander()->run(*prepared);
+    passes::expand_composite_ops(*prepared);
     passes::make_async_collectives_to_sync()->run(*prepared);
     passes::make_map_inliner()->run(*prepared);
     passes::make_batched_gather_normalizer()->run(*prepared);

@@ -272,13 +272,14 @@ struct CompileCache::State {
 
 namespace {
 
-// The graph, the target, and the custom-call definitions a compile inlines.
+// The graph, the target, and the custom-call definitions a compile inlines (where any
+// were made).
 Hash128 cache_key(const Hash128& graph_hash, const Client& client) {
-  return Hasher()
-      .add(graph_hash)
-      .add(client.target())
-      .add(passes::custom_call_definitions_key())
-      .finish();
+  Hasher h;
+  h.add(graph_hash).add(client.target());
+  if (const std::string definitions = passes::custom_call_definitions_key(); !definitions.empty())
+    h.add(definitions);
+  return h.finish();
 }
 
 }  // namespace

@@ -110,7 +110,8 @@ class CompileCacheTest : public ::testing::Test {
     return cache;
   }
 
-  // The entry file name: the key combines the graph hash with the client's target.
+  // The entry file name: the key combines the graph hash with the client's target (and
+  // the custom-call definitions, where any were made: none here).
   fs::path entry_path(const Hash128& g, const Client& client) const {
     return dir_ / Hasher().add(g).add(client.target()).finish().hex();
   }

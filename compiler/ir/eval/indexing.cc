@@ -410,6 +410,48 @@ Literal eval_sort(const Instruction& instruction, Operands operands, Context& co
   return Literal::tuple(std::move(results));
 }
 
+// The k largest (or smallest) of each row along the last dimension, in IEEE totalOrder
+// for floats (-NaN < -inf < -0 < +0 < inf < NaN), equal values in position order.
+Literal eval_topk(const Instruction& instruction, Operands operands) {
+  const Literal& x = *operands[0];
+  const int64_t n = x.shape().dims().back(), k = instruction.attrs().k;
+  const int64_t rows = n ? x.num_elements() / n : 0;
+  const PrimitiveType type = x.type();
+  // A key whose signed order is the element order.
+  auto key = [&](int64_t i) -> int64_t {
+    if (is_float(type)) {
+      const double v = x.get_as_double(i);
+      int64_t bits = 0;
+      std::memcpy(&bits, &v, sizeof bits);
+      return bits < 0 ? bits ^ std::numeric_limits<int64_t>::max() : bits;
+    }
+    if (is_unsigned_int(type))
+      return static_cast<int64_t>(x.get_as_uint64(i) ^ (uint64_t{1} << 63));
+    return x.get_as_int64(i);
+  };
+  Literal values(instruction.shape().element(0)), positions(instruction.shape().element(1));
+  const size_t es = element_size(x);
+  std::vector<int64_t> order(static_cast<size_t>(n)), keys(static_cast<size_t>(n));
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t j = 0; j < n; ++j) keys[static_cast<size_t>(j)] = key(r * n + j);
+    std::iota(order.begin(), order.end(), int64_t{0});
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+      const int64_t ka = keys[static_cast<size_t>(a)], kb = keys[static_cast<size_t>(b)];
+      return instruction.attrs().largest ? ka > kb : ka < kb;
+    });
+    for (int64_t j = 0; j < k; ++j) {
+      const int64_t from = r * n + order[static_cast<size_t>(j)];
+      std::memcpy(values.bytes().data() + static_cast<size_t>(r * k + j) * es,
+                  x.bytes().data() + static_cast<size_t>(from) * es, es);
+      positions.set_from_int64(r * k + j, order[static_cast<size_t>(j)]);
+    }
+  }
+  std::vector<Literal> results;
+  results.push_back(std::move(values));
+  results.push_back(std::move(positions));
+  return Literal::tuple(std::move(results));
+}
+
 }  // namespace
 
 Literal eval_indexing(const Instruction& instruction, Operands operands, Context& context) {
@@ -420,6 +462,8 @@ Literal eval_indexing(const Instruction& instruction, Operands operands, Context
       return eval_scatter(instruction, operands, context);
     case Opcode::kSort:
       return eval_sort(instruction, operands, context);
+    case Opcode::kTopK:
+      return eval_topk(instruction, operands);
     default:
       op_fail(instruction, "internal: not an indexing op");
   }

@@ -69,8 +69,10 @@ Literal eval_shape_op(const Instruction& instruction, Operands operands);
 Literal eval_reduction(const Instruction& instruction, Operands operands, Context& context);
 // evaluator_linalg.cc: dot, convolution.
 Literal eval_linalg(const Instruction& instruction, Operands operands);
-// evaluator_indexing.cc: gather, scatter, sort.
+// evaluator_indexing.cc: gather, scatter, sort, topk.
 Literal eval_indexing(const Instruction& instruction, Operands operands, Context& context);
+// batch_norm.cc: batch-norm-training, -inference, -grad.
+Literal eval_batch_norm(const Instruction& instruction, Operands operands);
 // evaluator_rng.cc: rng-bit-generator.
 Literal eval_rng_bit_generator(const Instruction& instruction, Operands operands);
 

@@ -1,5 +1,5 @@
 // Shape inference of sources (parameter, constant, iota) and data movement: broadcast,
-// reshape, transpose, slices, concatenate, pad, reverse, bitcast.
+// reshape, transpose, slices, concatenate, pad, reverse, bitcast, copy-start and copy-done.
 #include <fmt/format.h>
 
 #include "common/error.h"
@@ -213,6 +213,24 @@ Shape infer_bitcast(const Instruction& inst) {
     fail("cannot bitcast {} ({} bytes) to {} ({} bytes)", str(in), in.byte_size(), str(out),
          out.byte_size());
   return without_layout(out);
+}
+
+Shape infer_copy_start(const Instruction& inst) {
+  expect_operand_count(inst, 1);
+  const Shape& operand = operand_shape(inst, 0);
+  expect_array(operand, "operand");
+  return Shape::tuple(
+      {without_layout(operand), without_layout(operand), Shape::scalar(PrimitiveType::kU32)});
+}
+
+Shape infer_copy_done(const Instruction& inst) {
+  expect_operand_count(inst, 1);
+  const Shape& start = operand_shape(inst, 0);
+  if (!start.is_tuple() || start.tuple_size() != 3 || !start.element(0).is_array() ||
+      !start.element(0).compatible(start.element(1)) ||
+      !start.element(2).compatible(Shape::scalar(PrimitiveType::kU32)))
+    fail("operand {} must be a copy-start's (destination, source, u32[])", str(start));
+  return without_layout(start.element(0));
 }
 
 }  // namespace podsim::ir::infer

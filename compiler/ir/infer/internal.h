@@ -77,12 +77,16 @@ Shape infer_concatenate(const Instruction& inst);
 Shape infer_pad(const Instruction& inst);
 Shape infer_reverse(const Instruction& inst);
 Shape infer_bitcast(const Instruction& inst);
+Shape infer_copy_start(const Instruction& inst);  // (destination, source, u32[])
+Shape infer_copy_done(const Instruction& inst);
 // shape_inference_reduce.cc
 Shape infer_reduce(const Instruction& inst);
 Shape infer_reduce_window(const Instruction& inst);
 Shape infer_select_and_scatter(const Instruction& inst);
 Shape infer_sort(const Instruction& inst);
 Shape infer_map(const Instruction& inst);
+Shape infer_batch_norm(const Instruction& inst);  // batch-norm-training, -inference, -grad
+Shape infer_topk(const Instruction& inst);
 // shape_inference_linalg.cc
 Shape infer_dot(const Instruction& inst);
 Shape infer_convolution(const Instruction& inst);

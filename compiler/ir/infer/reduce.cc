@@ -1,5 +1,5 @@
-// Shape inference of reductions, windowed ops and sort: reduce, reduce-window,
-// select-and-scatter, sort.
+// Shape inference of reductions, windowed ops, sort, topk, map and batch norm: reduce,
+// reduce-window, select-and-scatter, sort, topk, map, batch-norm-training/-inference/-grad.
 #include <fmt/format.h>
 
 #include "common/error.h"
@@ -147,6 +147,55 @@ Shape infer_map(const Instruction& inst) {
   const Shape& root = root_shape(called_computation(inst, 0));
   if (!root.is_scalar()) fail("the mapped computation must return a scalar, not {}", str(root));
   return Shape(root.type(), first.dims());
+}
+
+// XLA's batch norm: operand, then per-feature arrays of its type. Training takes
+// (operand, scale, offset) and gives (normalized, mean, variance); inference takes
+// (operand, scale, offset, mean, variance) and gives the normalized operand; grad takes
+// (operand, scale, mean, variance, grad_output) and gives (grad_operand, grad_scale,
+// grad_offset).
+Shape infer_batch_norm(const Instruction& inst) {
+  const Opcode op = inst.opcode();
+  expect_operand_count(inst, op == Opcode::kBatchNormTraining ? 3 : 5);
+  const Shape& operand = operand_shape(inst, 0);
+  expect_array(operand, "operand");
+  if (!is_float(operand.type())) fail("operand {} must have a floating-point type", str(operand));
+  const int64_t f = inst.attrs().feature_index;
+  if (f < 0 || f >= operand.rank())
+    fail("feature_index {} is not a dimension of operand {}", f, str(operand));
+  if (!(inst.attrs().epsilon >= 0)) fail("epsilon {} must be at least 0", inst.attrs().epsilon);
+  const Shape feature(operand.type(), {operand.dim(f)});
+  static constexpr const char* kNames[3][5] = {
+      {"operand", "scale", "offset"},
+      {"operand", "scale", "offset", "mean", "variance"},
+      {"operand", "scale", "mean", "variance", "grad_output"}};
+  const int which = op == Opcode::kBatchNormTraining    ? 0
+                    : op == Opcode::kBatchNormInference ? 1
+                                                        : 2;
+  for (int64_t k = 1; k < inst.operand_count(); ++k) {
+    const bool whole = which == 2 && k == 4;  // grad_output: the operand's shape
+    const Shape& s = operand_shape(inst, k);
+    if (!s.compatible(whole ? operand : feature))
+      fail("{} {} must be {}", kNames[which][k], str(s), str(whole ? operand : feature));
+  }
+  const Shape normalized = without_layout(operand);
+  return which == 1 ? normalized : Shape::tuple({normalized, feature, feature});
+}
+
+// XLA's topk: the k largest (largest=false: smallest) elements along the last dimension
+// and their positions.
+Shape infer_topk(const Instruction& inst) {
+  expect_operand_count(inst, 1);
+  const Shape& operand = operand_shape(inst, 0);
+  expect_array(operand, "operand");
+  if (operand.rank() < 1)
+    fail("operand {} must have a dimension to take the top k along", str(operand));
+  const int64_t k = inst.attrs().k;
+  if (k < 0 || k > operand.dims().back())
+    fail("k={} must be between 0 and the last dimension of operand {}", k, str(operand));
+  std::vector<int64_t> dims = operand.dims();
+  dims.back() = k;
+  return Shape::tuple({Shape(operand.type(), dims), Shape(PrimitiveType::kS32, dims)});
 }
 
 }  // namespace podsim::ir::infer

@@ -45,6 +45,11 @@ const std::unordered_map<std::string_view, Attr>& attribute_table() {
       {"direction", Attr::kDirection},
       {"type", Attr::kType},
       {"is_stable", Attr::kIsStable},
+      {"epsilon", Attr::kEpsilon},
+      {"feature_index", Attr::kFeatureIndex},
+      {"k", Attr::kK},
+      {"largest", Attr::kLargest},
+      {"cross_program_prefetch_index", Attr::kCrossProgramPrefetchIndex},
       {"select", Attr::kSelect},
       {"scatter", Attr::kScatter},
       {"condition", Attr::kCondition},
@@ -132,6 +137,14 @@ bool applies(Attr a, Opcode op) {
       return op == O::kCompare;
     case Attr::kIsStable:
       return op == O::kSort;
+    case Attr::kEpsilon:
+    case Attr::kFeatureIndex:
+      return one_of(op, {O::kBatchNormTraining, O::kBatchNormInference, O::kBatchNormGrad});
+    case Attr::kK:
+    case Attr::kLargest:
+      return op == O::kTopK;
+    case Attr::kCrossProgramPrefetchIndex:
+      return op == O::kCopyStart;
     case Attr::kSelect:
     case Attr::kScatter:
       return op == O::kSelectAndScatter;
@@ -328,6 +341,21 @@ void Parser::parse_attribute(InstrState& st) {
       break;
     case Attr::kIsStable:
       a.is_stable = expect_bool(what);
+      break;
+    case Attr::kEpsilon:
+      a.epsilon = expect_float(what);
+      break;
+    case Attr::kFeatureIndex:
+      a.feature_index = expect_int(what);
+      break;
+    case Attr::kK:
+      a.k = expect_int(what);
+      break;
+    case Attr::kLargest:
+      a.largest = expect_bool(what);
+      break;
+    case Attr::kCrossProgramPrefetchIndex:
+      a.cross_program_prefetch_index = expect_int(what);
       break;
     case Attr::kSelect:
       st.select = comp_ref();
@@ -528,6 +556,15 @@ void Parser::check_required(const InstrState& st) {
       break;
     case O::kRngBitGenerator:
       need(Attr::kAlgorithm, "algorithm");
+      break;
+    case O::kBatchNormTraining:
+    case O::kBatchNormInference:
+    case O::kBatchNormGrad:
+      need(Attr::kEpsilon, "epsilon");
+      need(Attr::kFeatureIndex, "feature_index");
+      break;
+    case O::kTopK:
+      need(Attr::kK, "k");
       break;
     case O::kCollectivePermute:
       need(Attr::kSourceTargetPairs, "source_target_pairs");

@@ -61,6 +61,11 @@ enum class Attr : uint8_t {
   kDirection,
   kType,
   kIsStable,
+  kEpsilon,
+  kFeatureIndex,
+  kK,
+  kLargest,
+  kCrossProgramPrefetchIndex,
   kSelect,
   kScatter,
   kCondition,
@@ -168,6 +173,7 @@ class Parser {
   int64_t int_value(const Token& token);
   int64_t expect_int(std::string_view what);
   bool expect_bool(std::string_view what);
+  float expect_float(std::string_view what);  // an integer or a float, read as float
   // {1,2,3} (possibly empty)
   std::vector<int64_t> parse_int_list(std::string_view what);
   // [1,2,3] (possibly empty)

@@ -322,6 +322,29 @@ b1 {
   m[O::kAsyncDone] = module_with(wrapped_all_to_all,
                                  "  a = f32[4] parameter(0)\n  s = ((f32[4]), f32[4]) async-start(a), "
                                  "calls=wrapped\n  ROOT r = f32[4] async-done(s), calls=wrapped\n");
+  const std::string features =
+      "  x = f32[2,3,4] parameter(0)\n  s = f32[3] parameter(1)\n  o = f32[3] parameter(2)\n";
+  m[O::kBatchNormTraining] =
+      module_with("", features +
+                          "  ROOT r = (f32[2,3,4], f32[3], f32[3]) batch-norm-training(x, s, o), "
+                          "epsilon=0.001, feature_index=1\n");
+  m[O::kBatchNormInference] =
+      module_with("", features +
+                          "  ROOT r = f32[2,3,4] batch-norm-inference(x, s, o, s, o), "
+                          "epsilon=1e-05, feature_index=1\n");
+  m[O::kBatchNormGrad] =
+      module_with("", features +
+                          "  g = f32[2,3,4] parameter(3)\n  ROOT r = (f32[2,3,4], f32[3], f32[3]) "
+                          "batch-norm-grad(x, s, o, s, g), epsilon=0.5, feature_index=1\n");
+  m[O::kTopK] = module_with(
+      "",
+      "  x = f32[2,5] parameter(0)\n  ROOT r = (f32[2,3], s32[2,3]) topk(x), k=3, largest=false\n");
+  const std::string copy_start =
+      "  x = f32[4]{0} parameter(0)\n  s = (f32[4]{0:S(1)}, f32[4]{0}, u32[]) copy-start(x), "
+      "cross_program_prefetch_index=0\n";
+  m[O::kCopyStart] = module_with(
+      "", "  x = f32[4] parameter(0)\n  ROOT s = (f32[4], f32[4], u32[]) copy-start(x)\n");
+  m[O::kCopyDone] = module_with("", copy_start + "  ROOT r = f32[4]{0:S(1)} copy-done(s)\n");
   m[O::kReplicaId] = module_with("", "  ROOT r = u32[] replica-id()\n");
   m[O::kPartitionId] = module_with("", "  ROOT r = u32[] partition-id()\n");
   return m;

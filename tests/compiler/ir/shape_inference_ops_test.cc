@@ -1,4 +1,4 @@
-// Shape inference of dot, convolution, gather, scatter and collectives, and a sweep
+// Shape inference of dot, convolution, gather, scatter, batch norm and collectives, and a sweep
 // over every opcode checking that malformed instructions raise podsim::Error rather
 // than crash. Expected shapes are worked out by hand from XLA's operation semantics.
 #include <gtest/gtest.h>
@@ -317,6 +317,31 @@ TEST_F(CollectiveTest, CollectivePermute) {
                "collective-permute: source 0 appears twice in source_target_pairs");
   p->attrs().source_target_pairs = {{0, 1}, {2, 1}};
   EXPECT_PRED2(has, error_of(p), "target 1 appears twice");
+}
+
+TEST_F(ShapeInferenceOpsTest, BatchNorm) {
+  Instruction* x = b.param(sh(kF32, {2, 3, 4}));
+  Instruction* f = b.param(sh(kF32, {3}));
+  Instruction* g = b.param(sh(kF32, {2, 3, 4}));
+  auto bn = [&](Opcode op, std::vector<Instruction*> operands, int64_t feature) {
+    Instruction* i = b.add(op, sh(kF32), std::move(operands));
+    i->attrs().feature_index = feature;
+    return i;
+  };
+  EXPECT_EQ(inferred(bn(Opcode::kBatchNormTraining, {x, f, f}, 1)), "(f32[2,3,4], f32[3], f32[3])");
+  EXPECT_EQ(inferred(bn(Opcode::kBatchNormInference, {x, f, f, f, f}, 1)), "f32[2,3,4]");
+  EXPECT_EQ(inferred(bn(Opcode::kBatchNormGrad, {x, f, f, f, g}, 1)),
+            "(f32[2,3,4], f32[3], f32[3])");
+  EXPECT_PRED2(has, error_of(bn(Opcode::kBatchNormTraining, {x, f, f}, 2)),
+               "scale f32[3] must be f32[4]");
+  EXPECT_PRED2(has, error_of(bn(Opcode::kBatchNormTraining, {x, f, f}, 3)),
+               "feature_index 3 is not a dimension of operand f32[2,3,4]");
+  EXPECT_PRED2(has, error_of(bn(Opcode::kBatchNormGrad, {x, f, f, f, f}, 1)),
+               "grad_output f32[3] must be f32[2,3,4]");
+  Instruction* ints = b.param(sh(kS32, {2, 3}));
+  Instruction* fi = b.param(sh(kS32, {3}));
+  EXPECT_PRED2(has, error_of(bn(Opcode::kBatchNormTraining, {ints, fi, fi}, 1)),
+               "must have a floating-point type");
 }
 
 TEST_F(ShapeInferenceOpsTest, InvalidOperandShapes) {
