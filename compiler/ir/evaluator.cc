@@ -280,7 +280,13 @@ Literal DeviceEvaluator::dispatch(const Instruction& instruction, OperandValues&
     case Opcode::kWhile: return run_while(instruction, ops);
     case Opcode::kConditional: return run_conditional(instruction, ops);
     case Opcode::kCustomCall: return run_custom_call(instruction, ops);
-    case Opcode::kOptimizationBarrier: expect_operands(instruction, ops, 1); return ops.take(0);
+    case Opcode::kOptimizationBarrier:
+    case Opcode::kDomain:
+      expect_operands(instruction, ops, 1);
+      return ops.take(0);
+    case Opcode::kReducePrecision:
+      expect_operands(instruction, ops, 1);
+      return eval::eval_reduce_precision(instruction, *ops.all()[0]);
     case Opcode::kReplicaId: return Literal::scalar(PrimitiveType::kU32, replica_id());
     case Opcode::kPartitionId: return Literal::scalar(PrimitiveType::kU32, partition_id());
     case Opcode::kRngBitGenerator: return eval::eval_rng_bit_generator(instruction, ops.all());

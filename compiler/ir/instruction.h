@@ -57,6 +57,8 @@ struct Attributes {
   int64_t k = 0;                         // topk: k=N
   bool largest = true;                   // topk
   std::optional<int64_t> cross_program_prefetch_index;  // copy-start
+  int64_t exponent_bits = 0, mantissa_bits = 0;         // reduce-precision
+  std::optional<std::string> domain;                    // domain: kept verbatim, with its braces
   RngAlgorithm rng_algorithm = RngAlgorithm::kDefault;
   FusionKind fusion_kind = FusionKind::kLoop;
   std::optional<ReplicaGroups> replica_groups;  // collectives

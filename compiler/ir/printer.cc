@@ -231,6 +231,11 @@ void append_attributes(const Instruction& in, std::string& out) {
       add("type", std::string(comparison_type_name(a.comparison_type)));
   }
   if (op == O::kSort && a.is_stable) add("is_stable", "true");
+  if (op == O::kReducePrecision) {
+    add("exponent_bits", std::to_string(a.exponent_bits));
+    add("mantissa_bits", std::to_string(a.mantissa_bits));
+  }
+  if (op == O::kDomain && a.domain) add("domain", *a.domain);
   if (op == O::kTopK) {
     add("k", std::to_string(a.k));
     add("largest", a.largest ? "true" : "false");

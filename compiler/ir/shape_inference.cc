@@ -408,7 +408,10 @@ Shape dispatch(const Instruction& inst) {
       return infer_pad(inst);
     case Opcode::kReverse:
       return infer_reverse(inst);
+    case Opcode::kReducePrecision:
+      return infer_reduce_precision(inst);
     case Opcode::kCopy:
+    case Opcode::kDomain:
     case Opcode::kOptimizationBarrier:
       return without_layout(operand_shape(inst, 0));
     case Opcode::kBitcast:

@@ -1,6 +1,6 @@
 // Custom calls with a meaning every backend can run (make_custom_call_expander in
 // pass.h): the targets a user defined as HLO computations (define_custom_calls), and the
-// ones XLA itself emits whose meaning is public.
+// ones XLA itself emits whose meaning is public; and sharding domains, as copies.
 #include <fmt/format.h>
 
 #include <cctype>
@@ -79,6 +79,8 @@ class CustomCallExpander final : public Pass {
     }
     std::unordered_map<const Computation*, Computation*> copies;  // definition module -> this one
     return internal::expand_instructions(module, [&](Instruction& call) -> Instruction* {
+      if (call.opcode() == Opcode::kDomain)  // a sharding domain's boundary
+        return internal::Builder(call).add(Opcode::kCopy, call.shape(), {call.operand(0)});
       if (call.opcode() != Opcode::kCustomCall) return nullptr;
       const std::string& target = call.attrs().custom_call_target;
       if (auto it = definitions.find(name_for(target)); it != definitions.end())
@@ -86,11 +88,39 @@ class CustomCallExpander final : public Pass {
       if (identity_target(target) && call.operand_count() == 1 &&
           call.operand(0)->shape().compatible(call.shape()))
         return internal::Builder(call).add(Opcode::kCopy, call.shape(), {call.operand(0)});
+      if (target == "TopK") return topk(call);
       return nullptr;
     });
   }
 
  private:
+  // XLA's TopK custom call (its TopkRewriter's): (values, s32 positions) of the k largest
+  // along the last dimension, or the smallest where its comparator is a less-than.
+  static Instruction* topk(Instruction& call) {
+    const ir::Shape& s = call.shape();
+    if (call.operand_count() != 1 || !s.is_tuple() || s.tuple_size() != 2 ||
+        !s.element(0).is_array() || s.element(0).rank() < 1)
+      return nullptr;
+    const ir::Shape& x = call.operand(0)->shape();
+    std::vector<int64_t> dims = x.dims();
+    if (!x.is_array() || dims.empty() || s.element(0).dims().back() > dims.back()) return nullptr;
+    dims.back() = s.element(0).dims().back();
+    if (!s.element(0).compatible(ir::Shape(x.type(), dims)) ||
+        !s.element(1).compatible(ir::Shape(ir::PrimitiveType::kS32, dims)))
+      return nullptr;
+    bool largest = true;
+    if (call.called().size() == 1 && call.called(0)->root()->opcode() == Opcode::kCompare) {
+      const ir::ComparisonDirection d = call.called(0)->root()->attrs().direction;
+      largest = !(d == ir::ComparisonDirection::kLt || d == ir::ComparisonDirection::kLe);
+    }
+    Instruction* top =
+        internal::Builder(call).add(Opcode::kTopK, {call.operand(0)}, [&](ir::Attributes& a) {
+          a.k = s.element(0).dims().back();
+          a.largest = largest;
+        });
+    return top;
+  }
+
   // The definition's computation `c` (and what it calls) copied into `module` once.
   static Computation* copy_into(Module& module, const Computation& c,
                                 std::unordered_map<const Computation*, Computation*>& copies) {

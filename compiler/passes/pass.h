@@ -94,6 +94,9 @@ std::unique_ptr<Pass> make_dot_expander();
 // computes in double).
 std::unique_ptr<Pass> make_batch_norm_expander();
 
+// reduce-precision as integer ops on the float's bits, in its own width; exact.
+std::unique_ptr<Pass> make_reduce_precision_expander();
+
 // topk as a stable sort of (values, positions) and slices (XLA's TopkDecomposer); exact.
 std::unique_ptr<Pass> make_topk_decomposer();
 
@@ -102,13 +105,14 @@ std::unique_ptr<Pass> make_topk_decomposer();
 // applied to arrays of one shape becomes a map of it); XLA's own targets whose meaning is
 // public become a copy of their operand outside SPMD: Sharding, SPMDFullToShardShape,
 // SPMDShardToFullShape (after partitioning, or with one partition), annotate_device_placement,
-// MoveToHost, MoveToDevice. Other custom calls stay (the evaluator runs those with a
+// MoveToHost, MoveToDevice; TopK (XLA's TopkRewriter's) becomes a topk; `domain` a copy.
+// Other custom calls stay (the evaluator runs those with a
 // handler, ir::register_custom_call). A call whose shapes its definition does not take is
 // a podsim::Error naming both.
 std::unique_ptr<Pass> make_custom_call_expander();
 // What every compile driver (CPU, OpenCL, TPU) runs first, so that each backend runs
-// these ops with what it already has: the custom-call expander, the batch-norm expander
-// and the topk decomposer.
+// these ops with what it already has: the custom-call expander, the batch-norm,
+// reduce-precision and topk expanders.
 void expand_composite_ops(ir::Module& module);
 // Defines custom-call targets for every later compile, process-wide (as
 // ir::register_custom_call): each computation of `definitions` that none of its

@@ -98,6 +98,7 @@ void expand_composite_ops(ir::Module& module) {
   Pipeline()
       .add(make_custom_call_expander())
       .add(make_batch_norm_expander())
+      .add(make_reduce_precision_expander())
       .add(make_topk_decomposer())
       .run(module);
 }

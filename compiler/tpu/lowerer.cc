@@ -614,7 +614,7 @@ bool rewritten_by_expanders(Opcode op) {
          op == Opcode::kSelectAndScatter || op == Opcode::kReduce || op == Opcode::kMap ||
          op == Opcode::kGather || op == Opcode::kDot || op == Opcode::kBatchNormTraining ||
          op == Opcode::kBatchNormInference || op == Opcode::kBatchNormGrad || op == Opcode::kTopK ||
-         op == Opcode::kCopyStart;
+         op == Opcode::kCopyStart || op == Opcode::kReducePrecision || op == Opcode::kDomain;
 }
 
 }  // namespace

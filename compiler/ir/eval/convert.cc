@@ -1,4 +1,4 @@
-// compare, convert and bitcast-convert for the reference evaluator.
+// compare, convert, bitcast-convert and reduce-precision for the reference evaluator.
 //
 // Conversions round exactly once: a value headed for bf16/f16 from a wider source
 // (f64, or an integer with more than 24 significant bits) is first rounded to float
@@ -176,6 +176,70 @@ Literal eval_bitcast_convert(const Instruction& instruction, const Literal& a) {
          in.to_string(false), out_shape.to_string(false), fmt::join(expected, ","));
   Literal out(out_shape);
   if (!out.bytes().empty()) std::memcpy(out.bytes().data(), a.bytes().data(), out.bytes().size());
+  return out;
+}
+
+namespace {
+
+// XLA's reduce-precision on the bits of a float of src_e exponent and src_m mantissa
+// bits: the mantissa rounded to m bits (to nearest, ties to even), then an exponent
+// beyond the e-bit range becomes a signed infinity, one at or below it a signed zero.
+template <typename U>
+U reduce_precision_bits(U bits, int src_e, int src_m, int64_t e, int64_t m) {
+  if (m < src_m) {
+    const int drop = src_m - static_cast<int>(m);
+    const U last = U{1} << drop;  // the lowest mantissa bit kept
+    const U bias = static_cast<U>((last >> 1) - 1 + ((bits & last) >> drop));
+    bits = static_cast<U>((bits + bias) & ~static_cast<U>(last - 1));
+  }
+  if (e < src_e) {
+    const U sign = U{1} << (sizeof(U) * 8 - 1);
+    const U exponent_mask = static_cast<U>(((U{1} << src_e) - 1) << src_m);
+    const U bias = (U{1} << (src_e - 1)) - 1, reduced_bias = (U{1} << (e - 1)) - 1;
+    const U exponent = bits & exponent_mask;
+    if (exponent > static_cast<U>((bias + reduced_bias) << src_m))
+      bits = static_cast<U>((bits & sign) | exponent_mask);
+    else if (exponent <= static_cast<U>((bias - reduced_bias) << src_m))
+      bits = bits & sign;
+  }
+  return bits;
+}
+
+template <typename U>
+void reduce_precision_into(const Literal& x, Literal& out, int src_e, int src_m, int64_t e,
+                           int64_t m) {
+  for (int64_t i = 0; i < x.num_elements(); ++i) {
+    U bits;
+    std::memcpy(&bits, x.bytes().data() + static_cast<size_t>(i) * sizeof(U), sizeof(U));
+    // A NaN stays itself where a mantissa bit is kept (rounding could carry it into the
+    // exponent, or truncation clear its payload).
+    if (!(m > 0 && std::isnan(x.get_as_double(i))))
+      bits = reduce_precision_bits<U>(bits, src_e, src_m, e, m);
+    std::memcpy(out.bytes().data() + static_cast<size_t>(i) * sizeof(U), &bits, sizeof(U));
+  }
+}
+
+}  // namespace
+
+Literal eval_reduce_precision(const Instruction& instruction, const Literal& x) {
+  const int64_t e = instruction.attrs().exponent_bits, m = instruction.attrs().mantissa_bits;
+  Literal out(x.shape());
+  switch (x.type()) {
+    case PrimitiveType::kF16:
+      reduce_precision_into<uint16_t>(x, out, 5, 10, e, m);
+      break;
+    case PrimitiveType::kBF16:
+      reduce_precision_into<uint16_t>(x, out, 8, 7, e, m);
+      break;
+    case PrimitiveType::kF32:
+      reduce_precision_into<uint32_t>(x, out, 8, 23, e, m);
+      break;
+    case PrimitiveType::kF64:
+      reduce_precision_into<uint64_t>(x, out, 11, 52, e, m);
+      break;
+    default:
+      op_fail(instruction, "operand {} is not a float", x.shape().to_string(false));
+  }
   return out;
 }
 

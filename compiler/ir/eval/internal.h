@@ -71,6 +71,8 @@ Literal eval_reduction(const Instruction& instruction, Operands operands, Contex
 Literal eval_linalg(const Instruction& instruction, Operands operands);
 // evaluator_indexing.cc: gather, scatter, sort, topk.
 Literal eval_indexing(const Instruction& instruction, Operands operands, Context& context);
+// convert.cc: reduce-precision.
+Literal eval_reduce_precision(const Instruction& instruction, const Literal& x);
 // batch_norm.cc: batch-norm-training, -inference, -grad.
 Literal eval_batch_norm(const Instruction& instruction, Operands operands);
 // evaluator_rng.cc: rng-bit-generator.

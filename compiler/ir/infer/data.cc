@@ -1,5 +1,6 @@
 // Shape inference of sources (parameter, constant, iota) and data movement: broadcast,
-// reshape, transpose, slices, concatenate, pad, reverse, bitcast, copy-start and copy-done.
+// reshape, transpose, slices, concatenate, pad, reverse, bitcast, copy-start and copy-done;
+// reduce-precision.
 #include <fmt/format.h>
 
 #include "common/error.h"
@@ -231,6 +232,17 @@ Shape infer_copy_done(const Instruction& inst) {
       !start.element(2).compatible(Shape::scalar(PrimitiveType::kU32)))
     fail("operand {} must be a copy-start's (destination, source, u32[])", str(start));
   return without_layout(start.element(0));
+}
+
+Shape infer_reduce_precision(const Instruction& inst) {
+  expect_operand_count(inst, 1);
+  const Shape& operand = operand_shape(inst, 0);
+  expect_array(operand, "operand");
+  if (!is_float(operand.type())) fail("operand {} must have a floating-point type", str(operand));
+  const int64_t e = inst.attrs().exponent_bits, m = inst.attrs().mantissa_bits;
+  if (e < 1 || e > 62 || m < 0 || m > 62)
+    fail("exponent_bits={} and mantissa_bits={} must be in [1, 62] and [0, 62]", e, m);
+  return without_layout(operand);
 }
 
 }  // namespace podsim::ir::infer

@@ -79,6 +79,7 @@ Shape infer_reverse(const Instruction& inst);
 Shape infer_bitcast(const Instruction& inst);
 Shape infer_copy_start(const Instruction& inst);  // (destination, source, u32[])
 Shape infer_copy_done(const Instruction& inst);
+Shape infer_reduce_precision(const Instruction& inst);
 // shape_inference_reduce.cc
 Shape infer_reduce(const Instruction& inst);
 Shape infer_reduce_window(const Instruction& inst);

@@ -50,6 +50,9 @@ const std::unordered_map<std::string_view, Attr>& attribute_table() {
       {"k", Attr::kK},
       {"largest", Attr::kLargest},
       {"cross_program_prefetch_index", Attr::kCrossProgramPrefetchIndex},
+      {"exponent_bits", Attr::kExponentBits},
+      {"mantissa_bits", Attr::kMantissaBits},
+      {"domain", Attr::kDomain},
       {"select", Attr::kSelect},
       {"scatter", Attr::kScatter},
       {"condition", Attr::kCondition},
@@ -131,7 +134,7 @@ bool applies(Attr a, Opcode op) {
       return op == O::kScatter;
     case Attr::kToApply:
       return one_of(op, {O::kReduce, O::kReduceWindow, O::kScatter, O::kSort, O::kMap,
-                         O::kAllReduce, O::kReduceScatter, O::kCall});
+                         O::kAllReduce, O::kReduceScatter, O::kCall, O::kCustomCall});
     case Attr::kDirection:
     case Attr::kType:
       return op == O::kCompare;
@@ -145,6 +148,11 @@ bool applies(Attr a, Opcode op) {
       return op == O::kTopK;
     case Attr::kCrossProgramPrefetchIndex:
       return op == O::kCopyStart;
+    case Attr::kExponentBits:
+    case Attr::kMantissaBits:
+      return op == O::kReducePrecision;
+    case Attr::kDomain:
+      return op == O::kDomain;
     case Attr::kSelect:
     case Attr::kScatter:
       return op == O::kSelectAndScatter;
@@ -357,6 +365,15 @@ void Parser::parse_attribute(InstrState& st) {
     case Attr::kCrossProgramPrefetchIndex:
       a.cross_program_prefetch_index = expect_int(what);
       break;
+    case Attr::kExponentBits:
+      a.exponent_bits = expect_int(what);
+      break;
+    case Attr::kMantissaBits:
+      a.mantissa_bits = expect_int(what);
+      break;
+    case Attr::kDomain:
+      a.domain = parse_opaque_value(what);
+      break;
     case Attr::kSelect:
       st.select = comp_ref();
       break;
@@ -566,6 +583,10 @@ void Parser::check_required(const InstrState& st) {
     case O::kTopK:
       need(Attr::kK, "k");
       break;
+    case O::kReducePrecision:
+      need(Attr::kExponentBits, "exponent_bits");
+      need(Attr::kMantissaBits, "mantissa_bits");
+      break;
     case O::kCollectivePermute:
       need(Attr::kSourceTargetPairs, "source_target_pairs");
       break;
@@ -597,7 +618,12 @@ std::vector<CompRef> Parser::ordered_calls(const InstrState& st) {
     case O::kAsyncDone:  // an update's and a done's are their start's when not written
       if (st.calls) return {*st.calls};
       return {};
-    case O::kCustomCall:
+    case O::kCustomCall:  // XLA writes a single one as to_apply=
+      if (st.to_apply) {
+        std::vector<CompRef> calls = st.called_computations;
+        calls.insert(calls.begin(), *st.to_apply);
+        return calls;
+      }
       return st.called_computations;
     case O::kConditional:
       if (st.instr->pred_conditional_syntax) return {*st.true_computation, *st.false_computation};

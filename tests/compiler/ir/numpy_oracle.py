@@ -23,13 +23,14 @@ sys.dont_write_bytecode = True  # runs at build time: leave the source tree alon
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from oracle import (cases_collective, cases_control, cases_convert, cases_elementwise,  # noqa: E402
-                    cases_indexing, cases_linalg, cases_norm, cases_reduce, cases_rng, cases_shape,
-                    cases_topk)
+                    cases_indexing, cases_linalg, cases_norm, cases_precision, cases_reduce, cases_rng,
+                    cases_shape, cases_topk)
 from oracle.case import Context  # noqa: E402
 from oracle.hlo import USED_OPCODES  # noqa: E402
 
 GENERATORS = [cases_elementwise, cases_convert, cases_shape, cases_reduce, cases_linalg, cases_indexing,
-              cases_control, cases_collective, cases_rng, cases_norm, cases_topk]
+              cases_control, cases_collective, cases_rng, cases_norm, cases_topk,
+              cases_precision]
 
 NOT_COVERED = {}
 

@@ -345,6 +345,13 @@ b1 {
   m[O::kCopyStart] = module_with(
       "", "  x = f32[4] parameter(0)\n  ROOT s = (f32[4], f32[4], u32[]) copy-start(x)\n");
   m[O::kCopyDone] = module_with("", copy_start + "  ROOT r = f32[4]{0:S(1)} copy-done(s)\n");
+  m[O::kReducePrecision] = module_with("",
+                                       "  x = f32[4] parameter(0)\n  ROOT r = f32[4] "
+                                       "reduce-precision(x), exponent_bits=5, mantissa_bits=10\n");
+  m[O::kDomain] = module_with(
+      "",
+      "  x = f32[4] parameter(0)\n  ROOT r = f32[4] domain(x), domain={kind=\"sharding\", "
+      "entry={maximal device=0}, exit={replicated}}\n");
   m[O::kReplicaId] = module_with("", "  ROOT r = u32[] replica-id()\n");
   m[O::kPartitionId] = module_with("", "  ROOT r = u32[] partition-id()\n");
   return m;

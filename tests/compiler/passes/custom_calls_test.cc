@@ -2,6 +2,7 @@
 // markers. Each expanded module must compute what the same computation written out by
 // hand computes (bit for bit on the reference evaluator; on the CPU target, whose
 // transcendental functions are its own, within 4 ulps).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "common/error.h"
@@ -186,13 +187,35 @@ ENTRY e {
   t = f32[2,3] custom-call(n), custom_call_target="SPMDShardToFullShape", sharding={replicated}
   h = f32[2,3] custom-call(t), custom_call_target="MoveToHost"
   d = f32[2,3] custom-call(h), custom_call_target="MoveToDevice"
-  ROOT a = f32[2,3] custom-call(d), custom_call_target="annotate_device_placement"
+  a = f32[2,3] custom-call(d), custom_call_target="annotate_device_placement"
+  ROOT m = f32[2,3] domain(a), domain={kind="sharding", entry={maximal device=0}, exit={replicated}}
 })",
                    R"(HloModule m
 ENTRY e {
   p = f32[2,3] parameter(0)
   ROOT n = f32[2,3] negate(p)
 })");
+}
+
+TEST_F(CustomCalls, XlaTopKIsTopk) {
+  for (const char* direction : {"GT", "LT"}) {
+    const std::string largest = std::string(direction) == "GT" ? "true" : "false";
+    check_expands_to(fmt::format(R"(HloModule m
+compare (a: f32[], b: f32[]) -> pred[] {{
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = pred[] compare(a, b), direction={}
+}}
+ENTRY e {{
+  p = f32[3,9] parameter(0)
+  ROOT t = (f32[3,4], s32[3,4]) custom-call(p), custom_call_target="TopK", to_apply=compare
+}})",
+                                 direction),
+                     "HloModule m\nENTRY e {\n  p = f32[3,9] parameter(0)\n  ROOT t = (f32[3,4], "
+                     "s32[3,4]) topk(p), k=4, "
+                     "largest=" +
+                         largest + "\n}");
+  }
 }
 
 TEST_F(CustomCalls, ALaterDefinitionReplacesAnEarlierOne) {
