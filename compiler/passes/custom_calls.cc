@@ -9,6 +9,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "common/error.h"
 #include "compiler/ir/parser.h"
@@ -99,11 +100,13 @@ class CustomCallExpander final : public Pass {
   static Instruction* topk(Instruction& call) {
     const ir::Shape& s = call.shape();
     if (call.operand_count() != 1 || !s.is_tuple() || s.tuple_size() != 2 ||
-        !s.element(0).is_array() || s.element(0).rank() < 1)
+        !s.element(0).is_array())
       return nullptr;
     const ir::Shape& x = call.operand(0)->shape();
     std::vector<int64_t> dims = x.dims();
-    if (!x.is_array() || dims.empty() || s.element(0).dims().back() > dims.back()) return nullptr;
+    if (!x.is_array() || dims.empty() || s.element(0).rank() != x.rank() ||
+        s.element(0).dims().back() > dims.back())
+      return nullptr;
     dims.back() = s.element(0).dims().back();
     if (!s.element(0).compatible(ir::Shape(x.type(), dims)) ||
         !s.element(1).compatible(ir::Shape(ir::PrimitiveType::kS32, dims)))
@@ -113,12 +116,10 @@ class CustomCallExpander final : public Pass {
       const ir::ComparisonDirection d = call.called(0)->root()->attrs().direction;
       largest = !(d == ir::ComparisonDirection::kLt || d == ir::ComparisonDirection::kLe);
     }
-    Instruction* top =
-        internal::Builder(call).add(Opcode::kTopK, {call.operand(0)}, [&](ir::Attributes& a) {
-          a.k = s.element(0).dims().back();
-          a.largest = largest;
-        });
-    return top;
+    return internal::Builder(call).add(Opcode::kTopK, {call.operand(0)}, [&](ir::Attributes& a) {
+      a.k = dims.back();
+      a.largest = largest;
+    });
   }
 
   // The definition's computation `c` (and what it calls) copied into `module` once.
@@ -130,15 +131,16 @@ class CustomCallExpander final : public Pass {
     return copies[&c] = module.add_computation(std::move(copy));
   }
 
-  // Clones c's instructions into `into`: its parameters as `arguments` (or as parameters
-  // when there are none), named after `prefix` where one is given; returns the root's clone.
+  // Clones c's instructions into `into` and returns the root's clone. With `origin` (the
+  // call they replace): c's parameters become `arguments`, the clones are named after the
+  // call and carry its metadata and position. Without: a whole copy, parameters and root.
   static Instruction* clone_body(const Computation& c, Computation& into,
                                  const std::vector<Instruction*>& arguments,
                                  std::unordered_map<const Computation*, Computation*>& copies,
                                  Module& module, const Instruction* origin) {
     std::unordered_map<const Instruction*, Instruction*> map;
     for (const auto& i : c.instructions()) {
-      if (i->opcode() == Opcode::kParameter && !arguments.empty()) {
+      if (i->opcode() == Opcode::kParameter && origin) {
         map[i.get()] = arguments.at(static_cast<size_t>(i->attrs().parameter_number));
         continue;
       }
@@ -183,7 +185,7 @@ class CustomCallExpander final : public Pass {
     // Scalar definitions apply elementwise to arrays of one shape, as a map.
     for (size_t k = 0; elementwise && k < wanted.size(); ++k)
       elementwise = wanted[k].is_scalar() && wanted[k].type() == given[k].type();
-    elementwise = elementwise && wanted.size() == given.size() &&
+    elementwise = elementwise && !wanted.empty() && wanted.size() == given.size() &&
                   c.root()->shape().type() == call.shape().type();
     if (!elementwise)
       fail("custom-call {} (line {}) of '{}' is {}, but its definition {} ({}) is {}{}",
@@ -205,14 +207,14 @@ void define_custom_calls(const ir::Module& definitions, std::string_view source)
   ir::verify_module(definitions, std::string(source));
   // An owned copy: the definitions outlive the caller's module.
   std::shared_ptr<const Module> copy = ir::parse_module(ir::print_module(definitions), source);
-  std::unordered_map<const Computation*, int> callers;
+  std::unordered_set<const Computation*> callees;
   for (const auto& c : copy->computations())
     for (const auto& i : c->instructions())
-      for (const Computation* callee : i->called()) ++callers[callee];
+      for (const Computation* callee : i->called()) callees.insert(callee);
   Registry& r = registry();
   std::lock_guard lock(r.mutex);
   for (const auto& c : copy->computations())
-    if (!callers.contains(c.get()))  // (the others are helpers: reducers, ...)
+    if (!callees.contains(c.get()))  // (the others are helpers: reducers, ...)
       r.by_name[c->name()] = Definition{copy, c.get(), std::string(source)};
   r.key += ir::print_module(*copy);
 }

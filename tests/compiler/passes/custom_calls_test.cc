@@ -63,7 +63,8 @@ class CustomCalls : public ::testing::Test {
   }
 };
 
-constexpr const char* kSoftmaxDefinition = R"(HloModule defs
+// The reducers of the softmax definition and of the same softmax written out.
+constexpr const char* kReducers = R"(
 max (a: f32[], b: f32[]) -> f32[] {
   a = f32[] parameter(0)
   b = f32[] parameter(1)
@@ -74,7 +75,10 @@ add (a: f32[], b: f32[]) -> f32[] {
   b = f32[] parameter(1)
   ROOT s = f32[] add(a, b)
 }
-ENTRY __vendor_softmax (x: f32[4,8]) -> f32[4,8] {
+)";
+
+const std::string kSoftmaxDefinition = std::string("HloModule defs") + kReducers +
+                                       R"(ENTRY __vendor_softmax (x: f32[4,8]) -> f32[4,8] {
   x = f32[4,8] parameter(0)
   low = f32[] constant(-inf)
   m = f32[4] reduce(x, low), dimensions={1}, to_apply=max
@@ -97,18 +101,7 @@ ENTRY e {
   b = f32[4,8] custom-call(a), custom_call_target="__vendor_softmax"
   ROOT r = (f32[4,8], f32[4,8]) tuple(a, b)
 })",
-                            R"(HloModule m
-max (a: f32[], b: f32[]) -> f32[] {
-  a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  ROOT m = f32[] maximum(a, b)
-}
-add (a: f32[], b: f32[]) -> f32[] {
-  a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  ROOT s = f32[] add(a, b)
-}
-ENTRY e {
+                            std::string("HloModule m") + kReducers + R"(ENTRY e {
   p = f32[4,8] parameter(0)
   low = f32[] constant(-inf)
   zero = f32[] constant(0)
