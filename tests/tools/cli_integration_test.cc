@@ -115,6 +115,44 @@ TEST_F(Cli, RunExplainsMissingInputs) {
   EXPECT_NE(r.output.find("no tensor for parameter 1 ('x'"), std::string::npos) << r.output;
 }
 
+TEST_F(Cli, RunDefinesCustomCallsForEveryBackend) {
+  using namespace podsim::ir;
+  // axpy as a vendor's kernel: the definition is kAxpy's computation, named for the target.
+  std::string defs = kAxpy;
+  defs.replace(defs.find("ENTRY %main"), 11, "ENTRY %vendor_axpy");
+  const std::string hlo = write("call.hlo", R"(HloModule call
+ENTRY %main {
+  %a = f32[] parameter(0)
+  %x = f32[4] parameter(1)
+  %y = f32[4] parameter(2)
+  ROOT %r = f32[4] custom-call(%a, %x, %y), custom_call_target="vendor$axpy"
+}
+)");
+  Literal x(Shape(PrimitiveType::kF32, {4})), y(Shape(PrimitiveType::kF32, {4}));
+  for (int i = 0; i < 4; ++i) {
+    x.set_from_double(i, i);
+    y.set_from_double(i, 10 * i);
+  }
+  std::string in = (dir_ / "in.safetensors").string();
+  write_safetensors(in, {{"a", Literal::scalar(PrimitiveType::kF32, 3.0)}, {"x", x}, {"y", y}});
+  const std::string out = (dir_ / "out.safetensors").string();
+  for (const char* backend : {"eval", "cpu", "sim-functional"}) {
+    Result r = podsim("run " + hlo + " --backend " + backend + " --custom-calls " +
+                      write("defs.hlo", defs) + " --inputs " + in + " --output " + out);
+    ASSERT_EQ(r.exit_code, 0) << backend << "\n" << r.output;
+    NamedLiterals got = read_safetensors(out);
+    ASSERT_EQ(got.size(), 1u);
+    for (int i = 0; i < 4; ++i)
+      EXPECT_EQ(got[0].second.get_as_double(i), 3.0 * i + 10 * i) << backend;
+  }
+  Result undefined = podsim("run " + hlo + " --inputs " + in);
+  EXPECT_EQ(undefined.exit_code, 1);
+  EXPECT_NE(undefined.output.find(
+                "custom-call target 'vendor$axpy' (line 6, instruction r) has no definition"),
+            std::string::npos)
+      << undefined.output;
+}
+
 TEST_F(Cli, TopologyListsAndShowsPresetsAndFiles) {
   Result list = podsim("topology list");
   ASSERT_EQ(list.exit_code, 0) << list.output;
