@@ -7,21 +7,14 @@
 #include "compiler/passes/pass_util.h"
 
 namespace podsim::passes {
-namespace {
 
-class MapInliner final : public Pass {
- public:
-  std::string_view name() const override { return "map-inliner"; }
-  bool run(ir::Module& module) override {
-    return internal::expand_instructions(module, [](ir::Instruction& map) -> ir::Instruction* {
-      if (map.opcode() != ir::Opcode::kMap || !map.shape().is_array()) return nullptr;
-      return internal::Builder(map).inline_elementwise(*map.called(0), map.operands(), map.shape().dims());
-    });
-  }
-};
-
-}  // namespace
-
-std::unique_ptr<Pass> make_map_inliner() { return std::make_unique<MapInliner>(); }
+std::unique_ptr<Pass> make_map_inliner() {
+  return internal::make_opcode_expander("map-inliner", {ir::Opcode::kMap},
+                                        [](ir::Module&, ir::Instruction& map) -> ir::Instruction* {
+                                          if (!map.shape().is_array()) return nullptr;
+                                          return internal::Builder(map).inline_elementwise(
+                                              *map.called(0), map.operands(), map.shape().dims());
+                                        });
+}
 
 }  // namespace podsim::passes

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <string>
+#include <utility>
 
 #include "common/error.h"
 #include "compiler/ir/shape_inference.h"
@@ -414,6 +416,35 @@ bool elementwise_body(const ir::Computation& computation) {
       return false;
   }
   return true;
+}
+
+namespace {
+
+class OpcodeExpander final : public Pass {
+ public:
+  OpcodeExpander(std::string_view name, std::vector<Opcode> opcodes,
+                 std::function<Instruction*(Module&, Instruction&)> expand)
+      : name_(name), opcodes_(std::move(opcodes)), expand_(std::move(expand)) {}
+  std::string_view name() const override { return name_; }
+  bool run(Module& module) override {
+    return expand_instructions(module, [&](Instruction& i) -> Instruction* {
+      if (std::find(opcodes_.begin(), opcodes_.end(), i.opcode()) == opcodes_.end()) return nullptr;
+      return expand_(module, i);
+    });
+  }
+
+ private:
+  std::string name_;
+  std::vector<Opcode> opcodes_;
+  std::function<Instruction*(Module&, Instruction&)> expand_;
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> make_opcode_expander(
+    std::string_view name, std::vector<Opcode> opcodes,
+    std::function<Instruction*(Module&, Instruction&)> expand) {
+  return std::make_unique<OpcodeExpander>(name, std::move(opcodes), std::move(expand));
 }
 
 }  // namespace podsim::passes::internal

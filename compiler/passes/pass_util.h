@@ -6,13 +6,15 @@
 
 #include <cstdint>
 #include <functional>
-#include <string_view>
+#include <memory>
 #include <optional>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
 #include "compiler/ir/module.h"
+#include "compiler/passes/pass.h"
 
 namespace podsim::passes::internal {
 
@@ -132,6 +134,12 @@ class Builder {
 // which takes its layout; then sorts the computation and removes what became dead.
 // Whether anything was replaced.
 bool expand_instructions(ir::Module& module, const std::function<ir::Instruction*(ir::Instruction&)>& expand);
+
+// A pass named `name` that expands (expand_instructions) every instruction of one of
+// `opcodes` with `expand` (which may add computations to the module it is given).
+std::unique_ptr<Pass> make_opcode_expander(
+    std::string_view name, std::vector<ir::Opcode> opcodes,
+    std::function<ir::Instruction*(ir::Module&, ir::Instruction&)> expand);
 
 // A new computation of the module: (a, b) -> a + b on scalars of `type` (or on pred),
 // named after `prefix`.

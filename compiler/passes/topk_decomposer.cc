@@ -37,40 +37,35 @@ ir::Computation* comparator(ir::Module& module, PrimitiveType type, bool largest
   return module.add_computation(std::move(c));
 }
 
-class TopkDecomposer final : public Pass {
- public:
-  std::string_view name() const override { return "topk-decomposer"; }
-  bool run(ir::Module& module) override {
-    return internal::expand_instructions(module, [&](Instruction& topk) -> Instruction* {
-      if (topk.opcode() != Opcode::kTopK) return nullptr;
-      internal::Builder b(topk);
-      Instruction* x = topk.operand(0);
-      const std::vector<int64_t>& dims = x->shape().dims();
-      const auto last = static_cast<int64_t>(dims.size()) - 1;
-      Instruction* positions = b.add(Opcode::kIota, Shape(PrimitiveType::kS32, dims), {});
-      positions->attrs().iota_dimension = last;
-      const Shape sorted_shape = Shape::tuple({Shape(x->shape().type(), dims), positions->shape()});
-      Instruction* sorted = b.add(Opcode::kSort, sorted_shape, {x, positions});
-      sorted->attrs().dimensions = {last};
-      sorted->attrs().is_stable = true;
-      sorted->add_called(
-          comparator(module, x->shape().type(), topk.attrs().largest, topk.name() + ".compare"));
-      std::vector<ir::SliceDim> window;
-      for (int64_t d : dims) window.push_back({0, d, 1});
-      window.back().limit = topk.attrs().k;
-      std::vector<Instruction*> parts;
-      for (int64_t e = 0; e < 2; ++e) {
-        Instruction* part = b.add(Opcode::kGetTupleElement, sorted_shape.element(e), {sorted});
-        part->attrs().tuple_index = e;
-        parts.push_back(b.slice(part, window));
-      }
-      return b.add(Opcode::kTuple, parts);
-    });
+Instruction* expand(ir::Module& module, Instruction& topk) {
+  internal::Builder b(topk);
+  Instruction* x = topk.operand(0);
+  const std::vector<int64_t>& dims = x->shape().dims();
+  const auto last = static_cast<int64_t>(dims.size()) - 1;
+  Instruction* positions = b.add(Opcode::kIota, Shape(PrimitiveType::kS32, dims), {});
+  positions->attrs().iota_dimension = last;
+  const Shape sorted_shape = Shape::tuple({Shape(x->shape().type(), dims), positions->shape()});
+  Instruction* sorted = b.add(Opcode::kSort, sorted_shape, {x, positions});
+  sorted->attrs().dimensions = {last};
+  sorted->attrs().is_stable = true;
+  sorted->add_called(
+      comparator(module, x->shape().type(), topk.attrs().largest, topk.name() + ".compare"));
+  std::vector<ir::SliceDim> window;
+  for (int64_t d : dims) window.push_back({0, d, 1});
+  window.back().limit = topk.attrs().k;
+  std::vector<Instruction*> parts;
+  for (int64_t e = 0; e < 2; ++e) {
+    Instruction* part = b.add(Opcode::kGetTupleElement, sorted_shape.element(e), {sorted});
+    part->attrs().tuple_index = e;
+    parts.push_back(b.slice(part, window));
   }
-};
+  return b.add(Opcode::kTuple, parts);
+}
 
 }  // namespace
 
-std::unique_ptr<Pass> make_topk_decomposer() { return std::make_unique<TopkDecomposer>(); }
+std::unique_ptr<Pass> make_topk_decomposer() {
+  return internal::make_opcode_expander("topk-decomposer", {Opcode::kTopK}, expand);
+}
 
 }  // namespace podsim::passes
