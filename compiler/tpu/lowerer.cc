@@ -614,7 +614,8 @@ bool rewritten_by_expanders(Opcode op) {
          op == Opcode::kSelectAndScatter || op == Opcode::kReduce || op == Opcode::kMap ||
          op == Opcode::kGather || op == Opcode::kDot || op == Opcode::kBatchNormTraining ||
          op == Opcode::kBatchNormInference || op == Opcode::kBatchNormGrad || op == Opcode::kTopK ||
-         op == Opcode::kCopyStart || op == Opcode::kReducePrecision || op == Opcode::kDomain;
+         op == Opcode::kCopyStart || op == Opcode::kReducePrecision || op == Opcode::kDomain ||
+         op == Opcode::kCustomCall;
 }
 
 }  // namespace
@@ -633,12 +634,12 @@ isa::Executable compile(const ir::Module& module, const Target& target, const Op
   } else if (target.devices() != 1) {
     fail("TPU compile: {} replicas x {} partitions need a pod", target.replicas, target.partitions);
   }
-  // Custom calls with a meaning as it, batch norm as reductions, topk as a sort
-  // (passes::expand_composite_ops);
-  // async copies as copies and async collectives as their collectives, in one piece; tuple
-  // all-to-alls as the array form; maps inlined; batched gathers as plain ones; window ops as
-  // slices, pads and dots, and dots the MXU does not take as they are as vector ops or several
-  // passes (passes::make_map_inliner, make_batched_gather_normalizer, make_window_expander,
+  // Defined custom calls inlined, batch norm as reductions, topk as a sort, reduce-precision
+  // as integer ops (passes::expand_composite_ops); async copies as copies and async
+  // collectives as their collectives, in one piece; tuple all-to-alls as the array form;
+  // maps inlined; batched gathers as plain ones; window ops as slices, pads and dots, and
+  // dots the MXU does not take as they are as vector ops or several passes
+  // (passes::make_map_inliner, make_batched_gather_normalizer, make_window_expander,
   // make_dot_expander).
   bool rewrite = false;
   for (const auto& c : module.computations())
@@ -646,7 +647,7 @@ isa::Executable compile(const ir::Module& module, const Target& target, const Op
       rewrite |= ir::collective_kind(i->opcode()) != i->opcode() ||
                  i->opcode() == ir::Opcode::kAsyncStart ||
                  (i->opcode() == ir::Opcode::kAllToAll && i->attrs().dimensions.empty()) ||
-                 i->opcode() == ir::Opcode::kCustomCall || rewritten_by_expanders(i->opcode());
+                 rewritten_by_expanders(i->opcode());
   std::unique_ptr<ir::Module> prepared;
   if (options.passes || rewrite) {
     prepared = ir::parse_module(ir::print_module(module), module.name());
